@@ -1,0 +1,73 @@
+"""The contract between the engine and a model backend.
+
+The engine's worker thread is the only caller. A backend owns its device and
+weights; it never sees the engine's queues. Per-request state lives in the
+opaque objects that ``prepare`` returns (the engine keeps them on its request
+objects), never on the backend itself, so one backend serves every request.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+
+@dataclass
+class RowInput:
+    """What a backend needs to start one request: plain values, no tensors."""
+
+    request_id: int
+    text: str
+    seed: int = 0
+    speed: float = 1.0
+    voice: Any = None  # tts_app.voice.VoiceProfile, or None for the model's own voice
+    voice_strength: float = 1.0
+
+
+@dataclass
+class StepOutput:
+    """One row's result of one engine step."""
+
+    audio: np.ndarray  # float32 mono, the samples new since the last step (may be empty)
+    done: bool  # True when this row has produced all of its audio
+
+
+class Backend(ABC):
+    """A model the engine can batch and stream.
+
+    ``prepare`` runs once for a group of newly admitted requests (the text
+    stage of a VITS model, the prefill of an autoregressive one). ``step``
+    advances every active row by one unit (a decoder window, or a few token
+    steps plus a codec decode) in one batched call and returns each row's new
+    audio. The batch passed to ``step`` changes between calls: finished rows
+    leave and new rows join, so a backend must not assume a fixed batch.
+    """
+
+    name: str = "backend"
+    sample_rate: int = 22050
+    max_text_chars: int = 10_000
+
+    def check_text(self, text: str) -> str:
+        """Validate and normalise text in the caller's thread; raise ValueError with a one-line reason."""
+        if not isinstance(text, str):
+            raise ValueError("text must be a string")
+        if len(text) > self.max_text_chars:
+            raise ValueError(f"text is {len(text)} characters; the limit is {self.max_text_chars}")
+        if not text.strip():
+            raise ValueError("text is empty")
+        return text
+
+    @abstractmethod
+    def prepare(self, rows: Sequence[RowInput]) -> list[Any]:
+        """Start each row; return one opaque state object per row, in order."""
+
+    @abstractmethod
+    def step(self, states: Sequence[Any]) -> list[StepOutput]:
+        """Advance every row by one unit in one batched call; one output per state, in order."""
+
+    def release(self, state: Any) -> None:
+        """Free what a finished or cancelled row holds (a KV-cache slot, say). Default: nothing."""
+        return None
