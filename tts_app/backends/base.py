@@ -25,6 +25,8 @@ class RowInput:
     speed: float = 1.0
     voice: Any = None  # tts_app.voice.VoiceProfile, or None for the model's own voice
     voice_strength: float = 1.0
+    settings: Any = None  # tts_app.config.SynthesisSettings, when the caller set more than seed and speed
+    parsed: Any = None  # what the backend's check_text returned for ``text``
 
 
 @dataclass
@@ -50,8 +52,11 @@ class Backend(ABC):
     sample_rate: int = 22050
     max_text_chars: int = 10_000
 
-    def check_text(self, text: str) -> str:
-        """Validate and normalise text in the caller's thread; raise ValueError with a one-line reason."""
+    def check_text(self, text: str) -> Any:
+        """Validate and parse text in the caller's thread; raise ValueError with a one-line reason.
+
+        The result travels to ``prepare`` as ``RowInput.parsed``.
+        """
         if not isinstance(text, str):
             raise ValueError("text must be a string")
         if len(text) > self.max_text_chars:

@@ -1,0 +1,147 @@
+"""The embedded voice as an engine backend: text stage on admission, one decoder window per step."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..config import SynthesisSettings
+from ..model import CONTEXT_FRAMES, WINDOW_FRAMES, LatentRequest, PiperVits, Window, plan_windows
+from ..text import Chunk, TextError, chunk_sentences, normalize_text, phonemize, to_ids
+from .base import Backend, RowInput, StepOutput
+
+_LOGGER = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ParsedText:
+    """Text after the text side: the chunks to speak, as phoneme ids."""
+
+    text: str
+    chunk_ids: tuple[tuple[int, ...], ...]
+    pauses_s: tuple[float, ...]
+
+
+@dataclass
+class PiperRow:
+    """One request's decoding state; lives on the engine's request, not on the backend."""
+
+    parsed: ParsedText
+    settings: SynthesisSettings
+    rng: np.random.Generator
+    streamer: Any = None  # voice adapter for this request (tts_app.voice), or None
+    next_chunk: int = 0  # index of the next chunk whose text stage has not run
+    z_CxT: np.ndarray | None = None  # latents of the chunk being decoded [192, T]
+    plan: list[Window] = field(default_factory=list)
+    next_window: int = 0
+    pause_s: float = 0.0  # silence after the chunk being decoded
+
+    @property
+    def needs_latents(self) -> bool:
+        return self.next_window >= len(self.plan) and self.next_chunk < len(self.parsed.chunk_ids)
+
+
+class PiperBackend(Backend):
+    """Piper en_US-joe-medium, batched across requests and streamed window by window."""
+
+    name = "piper-joe-medium"
+
+    def __init__(
+        self,
+        model: PiperVits,
+        window_frames: int = WINDOW_FRAMES,
+        context_frames: int = CONTEXT_FRAMES,
+        max_text_chars: int = 5000,
+    ) -> None:
+        self.model = model
+        self.sample_rate = model.config.sample_rate
+        self.hop = model.config.hop_length
+        self.window_frames = window_frames
+        self.context_frames = context_frames
+        self.max_text_chars = max_text_chars
+
+    # -- text side (caller's thread) ------------------------------------------
+    def check_text(self, text: str) -> ParsedText:
+        super().check_text(text)
+        clean = normalize_text(text)
+        chunks: list[Chunk] = chunk_sentences(phonemize(clean, self.model.config.espeak_voice))
+        id_map = self.model.config.phoneme_id_map
+        ids = tuple(tuple(to_ids(c.phonemes, id_map)) for c in chunks)
+        if not ids:
+            raise TextError("text has nothing to speak")
+        return ParsedText(clean, ids, tuple(c.pause_after_s for c in chunks))
+
+    # -- model side (worker thread) -------------------------------------------
+    def prepare(self, rows: Sequence[RowInput]) -> list[PiperRow]:
+        states = []
+        for row in rows:
+            parsed = row.parsed if isinstance(row.parsed, ParsedText) else self.check_text(row.text)
+            settings = row.settings if row.settings is not None else SynthesisSettings(seed=row.seed, speed=row.speed)
+            streamer = None
+            if row.voice is not None and row.voice_strength > 0:
+                streamer = row.voice.streamer(row.voice_strength, sample_rate=self.sample_rate)
+            states.append(PiperRow(parsed, settings, np.random.default_rng(settings.seed), streamer))
+        self._run_text_stage(states)
+        return states
+
+    def _run_text_stage(self, states: Sequence[PiperRow]) -> None:
+        """Latents for the next chunk of every row that has run out, in one ragged batch."""
+        todo = [s for s in states if s.needs_latents]
+        if not todo:
+            return
+        cfg = self.model.config
+        requests = [
+            LatentRequest(
+                ids=s.parsed.chunk_ids[s.next_chunk],
+                rng=s.rng,
+                length_scale=cfg.length_scale / s.settings.speed,
+                noise_scale=cfg.noise_scale if s.settings.noise_scale is None else s.settings.noise_scale,
+                noise_w=cfg.noise_w if s.settings.noise_w is None else s.settings.noise_w,
+            )
+            for s in todo
+        ]
+        for s, z_CxT in zip(todo, self.model.text_to_latents(requests)):
+            s.z_CxT = z_CxT
+            s.plan = plan_windows(z_CxT.shape[1], self.window_frames, self.context_frames)
+            s.next_window = 0
+            s.pause_s = s.parsed.pauses_s[s.next_chunk]
+            s.next_chunk += 1
+
+    def step(self, states: Sequence[PiperRow]) -> list[StepOutput]:
+        self._run_text_stage(states)
+        # Group windows by input length: equal lengths batch with no padding.
+        by_len: dict[int, list[int]] = {}
+        for i, s in enumerate(states):
+            by_len.setdefault(s.plan[s.next_window].in_frames, []).append(i)
+        audio: list[np.ndarray] = [np.empty(0, np.float32)] * len(states)
+        for n_frames, idx in by_len.items():
+            z_BxCxT = np.stack([self._window_latents(states[i]) for i in idx])  # [B, 192, n_frames]
+            y_BxS = self.model.decode(z_BxCxT)  # [B, n_frames * hop]
+            for b, i in enumerate(idx):
+                w = states[i].plan[states[i].next_window]
+                audio[i] = y_BxS[b, (w.out_start - w.in_start) * self.hop : (w.out_end - w.in_start) * self.hop]
+        return [self._advance(s, a) for s, a in zip(states, audio)]
+
+    @staticmethod
+    def _window_latents(state: PiperRow) -> np.ndarray:
+        w = state.plan[state.next_window]
+        return state.z_CxT[:, w.in_start : w.in_end]
+
+    def _advance(self, state: PiperRow, audio: np.ndarray) -> StepOutput:
+        """Commit one decoded window to the row; add the pause after a finished chunk."""
+        state.next_window += 1
+        chunk_done = state.next_window >= len(state.plan)
+        if chunk_done and state.pause_s > 0:
+            audio = np.concatenate([audio, np.zeros(int(round(state.pause_s * self.sample_rate)), np.float32)])
+        if chunk_done:
+            state.z_CxT = None  # bounded memory: drop a chunk's latents once decoded
+        done = chunk_done and state.next_chunk >= len(state.parsed.chunk_ids)
+        audio = audio.astype(np.float32, copy=False)
+        if state.streamer is not None:
+            audio = state.streamer.process(audio)
+            if done:
+                audio = np.concatenate([audio, state.streamer.flush()]).astype(np.float32, copy=False)
+        return StepOutput(audio, done)

@@ -1,0 +1,18 @@
+"""The engine: request queue, continuous batching and streaming handles."""
+
+from .engine import Engine, EngineClosed
+from .handle import RequestCancelled, RequestHandle
+from .metrics import RequestMetrics
+from .request import RequestStatus
+from .scheduler import EngineBusy, Scheduler
+
+__all__ = [
+    "Engine",
+    "EngineBusy",
+    "EngineClosed",
+    "RequestCancelled",
+    "RequestHandle",
+    "RequestMetrics",
+    "RequestStatus",
+    "Scheduler",
+]

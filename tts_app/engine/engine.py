@@ -1,0 +1,255 @@
+"""The engine: one worker thread turns every caller's requests into shared batched model passes."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..backends.base import Backend, RowInput, StepOutput
+from ..config import SynthesisSettings
+from .handle import RequestHandle
+from .metrics import EngineCounters
+from .request import Request, RequestStatus
+from .scheduler import EngineBusy, Scheduler
+
+_LOGGER = logging.getLogger(__name__)
+_LOG_EVERY_S = 10.0
+
+
+class EngineClosed(RuntimeError):
+    """The engine was closed before the request finished."""
+
+
+def _default_backend() -> Backend:
+    from ..backends.piper import PiperBackend
+    from ..model.loader import load_default_voice
+
+    return PiperBackend(load_default_voice())
+
+
+def _isolated(fn: Callable[[list], list], items: list) -> list:
+    """Run ``fn`` on the batch; if it raises, rerun row by row so one bad row fails alone."""
+    try:
+        return fn(items)
+    except Exception as batch_error:  # noqa: BLE001 - any model error must stay contained
+        if len(items) == 1:
+            return [batch_error]
+        _LOGGER.warning("batch of %d failed (%s); retrying rows one by one", len(items), batch_error)
+    results = []
+    for item in items:
+        try:
+            results.extend(fn([item]))
+        except Exception as row_error:  # noqa: BLE001
+            results.append(row_error)
+    return results
+
+
+class Engine:
+    """Queues requests from any thread and serves them in continuous batches.
+
+    Each step: schedule (drop cancelled, admit into free slots) -> run
+    (prepare the admitted rows, advance every running row by one decoder
+    window) -> postprocess (stream each row's audio to its handle, retire
+    finished rows at once).
+    """
+
+    def __init__(
+        self,
+        backend: Backend | None = None,
+        max_batch_size: int = 8,
+        max_wait_ms: float = 10.0,
+        max_queue: int = 256,
+    ) -> None:
+        self.backend = backend if backend is not None else _default_backend()
+        self.sample_rate = self.backend.sample_rate
+        self.max_wait_s = max_wait_ms / 1000.0
+        self._scheduler = Scheduler(max_batch_size, max_queue)
+        self._counters = EngineCounters()
+        self._lock = threading.Condition()
+        self._handles: dict[int, RequestHandle] = {}
+        self._closed = False
+        self._last_log = time.perf_counter()
+        self._worker = threading.Thread(target=self._loop, name="tts-engine", daemon=True)
+        self._worker.start()
+
+    # -- caller side ------------------------------------------------------------
+    def submit(
+        self,
+        text: str,
+        voice: Any = None,
+        seed: int = 0,
+        speed: float = 1.0,
+        voice_strength: float = 1.0,
+        settings: SynthesisSettings | None = None,
+    ) -> RequestHandle:
+        """Queue one utterance and return at once. Raises ValueError for bad input, EngineBusy when full."""
+        if self._closed:
+            raise EngineClosed("the engine is closed")
+        settings = settings if settings is not None else SynthesisSettings(seed=int(seed), speed=float(speed))
+        if not 0.0 <= voice_strength <= 1.0:
+            raise ValueError(f"voice_strength must be between 0 and 1, got {voice_strength}")
+        parsed = self.backend.check_text(text)
+        profile = self._resolve_voice(voice)
+        row = RowInput(0, text, settings.seed, settings.speed, profile, float(voice_strength), settings, parsed)
+        req = Request(row)
+        row.request_id = req.id
+        handle = RequestHandle(self, req)
+        with self._lock:
+            try:
+                self._scheduler.add(req)
+            except EngineBusy:
+                self._counters.rejected += 1
+                raise
+            self._counters.submitted += 1
+            self._handles[req.id] = handle
+            self._lock.notify_all()
+        return handle
+
+    @staticmethod
+    def _resolve_voice(voice: Any) -> Any:
+        if voice is None:
+            return None
+        from ..voice import resolve_voice
+
+        return resolve_voice(voice)
+
+    def stats(self) -> dict:
+        with self._lock:
+            snap = self._counters.snapshot()
+            snap["queued"] = len(self._scheduler.waiting)
+            snap["active"] = len(self._scheduler.running)
+            snap["max_batch_size"] = self._scheduler.max_batch_size
+        return snap
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop the worker; requests still queued or running end with EngineClosed."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+        self._worker.join(timeout)
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _wake(self) -> None:
+        with self._lock:
+            self._lock.notify_all()
+
+    def _queue_position(self, req: Request) -> int:
+        with self._lock:
+            return self._scheduler.position(req)
+
+    # -- worker side ------------------------------------------------------------
+    def _loop(self) -> None:
+        try:
+            while self._step():
+                pass
+        finally:
+            with self._lock:
+                leftovers = self._scheduler.drain()
+            for req in leftovers:
+                self._retire(req, RequestStatus.FAILED, EngineClosed("the engine was closed"))
+
+    def _step(self) -> bool:
+        """One engine step; False once closed."""
+        with self._lock:
+            while not self._closed and not self._scheduler.has_work():
+                self._lock.wait()
+            if self._closed:
+                return False
+            if not self._scheduler.running:
+                # Idle engine: give a burst of submissions a moment to arrive together.
+                deadline = time.perf_counter() + self.max_wait_s
+                while len(self._scheduler.waiting) < self._scheduler.max_batch_size and not self._closed:
+                    left = deadline - time.perf_counter()
+                    if left <= 0:
+                        break
+                    self._lock.wait(left)
+            cancelled = self._scheduler.drop_cancelled()
+            admitted = self._scheduler.admit()
+        for req in cancelled:
+            self._retire(req, RequestStatus.CANCELLED)
+        self._prepare(admitted)
+        with self._lock:
+            running = list(self._scheduler.running)
+        if running:
+            self._advance(running)
+        self._maybe_log()
+        return True
+
+    def _prepare(self, admitted: list[Request]) -> None:
+        if not admitted:
+            return
+        now = time.perf_counter()
+        for req in admitted:
+            req.admitted_at = now
+        states = _isolated(lambda reqs: self.backend.prepare([r.row for r in reqs]), admitted)
+        started = []
+        for req, state in zip(admitted, states):
+            if isinstance(state, Exception):
+                self._retire(req, RequestStatus.FAILED, state)
+            else:
+                req.state = state
+                started.append(req)
+        with self._lock:
+            self._scheduler.start(started)
+
+    def _advance(self, running: list[Request]) -> None:
+        t0 = time.perf_counter()
+        outputs: Sequence[StepOutput | Exception] = _isolated(
+            lambda reqs: self.backend.step([r.state for r in reqs]), running
+        )
+        now = time.perf_counter()
+        with self._lock:
+            self._counters.record_step(len(running), now - t0)
+        for req, out in zip(running, outputs):
+            if isinstance(out, Exception):
+                self._retire(req, RequestStatus.FAILED, out)
+                continue
+            req.batch_sizes.append(len(running))
+            if out.audio.size:
+                if req.first_audio_at is None:
+                    req.first_audio_at = now
+                req.samples += out.audio.size
+                self._handles[req.id]._push(np.asarray(out.audio, np.float32))
+            if out.done:
+                self._retire(req, RequestStatus.FINISHED)
+
+    def _retire(self, req: Request, status: RequestStatus, error: BaseException | None = None) -> None:
+        """A request leaves for good: free its backend state, settle its handle."""
+        if req.state is not None:
+            try:
+                self.backend.release(req.state)
+            except Exception:  # noqa: BLE001 - a failed release must not stop the worker
+                _LOGGER.exception("release failed for request %d", req.id)
+            req.state = None
+        req.status, req.error = status, error
+        req.finished_at = time.perf_counter()
+        if error is not None and status is RequestStatus.FAILED:
+            _LOGGER.warning("request %d failed: %s", req.id, error)
+        with self._lock:
+            self._scheduler.remove([req])
+            handle = self._handles.pop(req.id, None)
+            c = self._counters
+            if status is RequestStatus.FINISHED:
+                c.finished += 1
+                c.audio_s += req.samples / self.sample_rate
+            elif status is RequestStatus.CANCELLED:
+                c.cancelled += 1
+            else:
+                c.failed += 1
+        if handle is not None:
+            handle._finish()
+
+    def _maybe_log(self) -> None:
+        now = time.perf_counter()
+        if now - self._last_log >= _LOG_EVERY_S:
+            self._last_log = now
+            _LOGGER.info("engine stats: %s", self.stats())

@@ -1,0 +1,143 @@
+"""The caller's side of a request: stream its audio, wait for it, or cancel it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING, AsyncIterator, Iterator
+
+import numpy as np
+
+from .metrics import RequestMetrics
+from .request import Request, RequestStatus
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+class RequestCancelled(RuntimeError):
+    """The request was cancelled before it finished."""
+
+
+class RequestHandle:
+    """Returned by ``Engine.submit``. Chunks are float32 mono at ``engine.sample_rate``."""
+
+    def __init__(self, engine: "Engine", req: Request) -> None:
+        self._engine = engine
+        self._req = req
+        self._chunks: list[np.ndarray] = []
+        self._done = False
+        self._cond = threading.Condition()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    # -- worker side ------------------------------------------------------------
+    def _push(self, chunk: np.ndarray) -> None:
+        with self._cond:
+            self._chunks.append(chunk)
+            self._notify()
+
+    def _finish(self) -> None:
+        with self._cond:
+            self._done = True
+            self._notify()
+
+    def _notify(self) -> None:
+        self._cond.notify_all()
+        for loop, event in self._waiters:
+            loop.call_soon_threadsafe(event.set)
+        self._waiters.clear()
+
+    # -- caller side ------------------------------------------------------------
+    @property
+    def id(self) -> int:
+        return self._req.id
+
+    @property
+    def status(self) -> RequestStatus:
+        return self._req.status
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def metrics(self) -> RequestMetrics:
+        return RequestMetrics.of(self._req, self._engine.sample_rate)
+
+    def queue_position(self) -> int:
+        """Requests ahead of this one in the engine's queue; 0 once it runs."""
+        return self._engine._queue_position(self._req)
+
+    def cancel(self) -> None:
+        """Stop this request; its slot is freed within one engine step."""
+        if not self._done:
+            self._req.cancel_requested = True
+            self._engine._wake()
+
+    def _raise_if_failed(self) -> None:
+        if self._req.status is RequestStatus.FAILED:
+            raise self._req.error if self._req.error is not None else RuntimeError("request failed")
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        i = 0
+        finished = False
+        try:
+            while True:
+                with self._cond:
+                    while i >= len(self._chunks) and not self._done:
+                        self._cond.wait()
+                    batch, done = self._chunks[i:], self._done
+                i += len(batch)
+                yield from batch
+                if done and i >= len(self._chunks):
+                    finished = True
+                    break
+            self._raise_if_failed()
+        finally:
+            if not finished:  # the caller stopped listening: free the slot
+                self.cancel()
+
+    async def astream(self) -> AsyncIterator[np.ndarray]:
+        """Async form of iteration, for Gradio and other asyncio callers."""
+        loop = asyncio.get_running_loop()
+        i = 0
+        finished = False
+        try:
+            while True:
+                event = asyncio.Event()
+                with self._cond:
+                    batch, done = self._chunks[i:], self._done
+                    if not batch and not done:
+                        self._waiters.append((loop, event))
+                if not batch and not done:
+                    await event.wait()
+                    continue
+                i += len(batch)
+                for chunk in batch:
+                    yield chunk
+                if done and i >= len(self._chunks):
+                    finished = True
+                    break
+            self._raise_if_failed()
+        finally:
+            if not finished:
+                self.cancel()
+
+    def result(self, timeout: float | None = None) -> np.ndarray:
+        """The whole utterance; raises the request's error, RequestCancelled, or TimeoutError."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._done, timeout):
+                raise TimeoutError(f"request {self.id} not finished after {timeout} s")
+        return self._whole()
+
+    async def aresult(self) -> np.ndarray:
+        async for _ in self.astream():
+            pass
+        return self._whole()
+
+    def _whole(self) -> np.ndarray:
+        self._raise_if_failed()
+        if self._req.status is RequestStatus.CANCELLED:
+            raise RequestCancelled(f"request {self.id} was cancelled")
+        with self._cond:
+            return np.concatenate(self._chunks) if self._chunks else np.zeros(0, np.float32)

@@ -1,0 +1,68 @@
+"""Figures per request and for the whole engine."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .request import Request
+
+
+@dataclass(frozen=True)
+class RequestMetrics:
+    """One request's figures, in seconds unless named otherwise."""
+
+    queue_wait_s: float | None
+    time_to_first_audio_s: float | None
+    total_s: float | None
+    audio_s: float
+    rtf: float | None  # total time / audio time
+    batch_sizes: list[int] = field(default_factory=list)
+    status: str = "waiting"
+
+    @classmethod
+    def of(cls, req: Request, sample_rate: int) -> "RequestMetrics":
+        def since_submit(t: float | None) -> float | None:
+            return None if t is None else t - req.submitted_at
+
+        audio_s = req.samples / sample_rate
+        total = since_submit(req.finished_at)
+        return cls(
+            queue_wait_s=since_submit(req.admitted_at),
+            time_to_first_audio_s=since_submit(req.first_audio_at),
+            total_s=total,
+            audio_s=audio_s,
+            rtf=(total / audio_s) if total is not None and audio_s > 0 else None,
+            batch_sizes=list(req.batch_sizes),
+            status=req.status.value,
+        )
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class EngineCounters:
+    """Aggregate counters, updated by the worker thread only."""
+
+    submitted: int = 0
+    rejected: int = 0
+    finished: int = 0
+    cancelled: int = 0
+    failed: int = 0
+    steps: int = 0
+    step_time_s: float = 0.0
+    rows_stepped: int = 0
+    max_batch_seen: int = 0
+    audio_s: float = 0.0
+
+    def record_step(self, batch: int, seconds: float) -> None:
+        self.steps += 1
+        self.step_time_s += seconds
+        self.rows_stepped += batch
+        self.max_batch_seen = max(self.max_batch_seen, batch)
+
+    def snapshot(self) -> dict:
+        d = asdict(self)
+        d["mean_step_s"] = self.step_time_s / self.steps if self.steps else 0.0
+        d["mean_batch"] = self.rows_stepped / self.steps if self.steps else 0.0
+        return d

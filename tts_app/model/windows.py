@@ -1,0 +1,55 @@
+"""Window plan of the streaming decoder.
+
+The HiFi-GAN decoder is a stack of convolutions, so an output sample depends
+only on latent frames near it. Measured on en_US-joe-medium by perturbing one
+latent frame and diffing the decoded audio (benchmarks/receptive_field.py):
+the change reaches 10.1 frames to the left and 11.1 frames to the right of the
+frame (any nonzero difference). With ``CONTEXT_FRAMES = 12`` on each side of a
+window, every output sample sees exactly the frames it sees in a whole-utterance
+decode, so the concatenated windows equal that decode up to float rounding.
+
+Every window except a short utterance's single one has the same input length
+(``window + 2 * context`` frames): the first starts at frame 0, the last ends
+at the last frame. Equal lengths let the windows of many requests run in one
+batched call with no padding at all, so no row can see another's frames.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CONTEXT_FRAMES = 12
+WINDOW_FRAMES = 64
+
+
+@dataclass(frozen=True)
+class Window:
+    """Decode latent frames [in_start, in_end) and keep output frames [out_start, out_end)."""
+
+    in_start: int
+    in_end: int
+    out_start: int
+    out_end: int
+
+    @property
+    def in_frames(self) -> int:
+        return self.in_end - self.in_start
+
+
+def plan_windows(n_frames: int, window: int = WINDOW_FRAMES, context: int = CONTEXT_FRAMES) -> list[Window]:
+    """Cover ``n_frames`` output frames with windows of equal input length ``window + 2 * context``."""
+    if n_frames <= 0:
+        return []
+    if window <= 0 or context < 0:
+        raise ValueError("window must be positive and context non-negative")
+    span = window + 2 * context
+    if n_frames <= span:
+        return [Window(0, n_frames, 0, n_frames)]
+    plan = [Window(0, span, 0, span - context)]
+    while plan[-1].out_end < n_frames:
+        out_start = plan[-1].out_end
+        if out_start + window + context >= n_frames:
+            plan.append(Window(n_frames - span, n_frames, out_start, n_frames))
+        else:
+            plan.append(Window(out_start - context, out_start + window + context, out_start, out_start + window))
+    return plan
