@@ -1,0 +1,1 @@
+"""HTTP APIs mounted beside the Gradio app."""

@@ -1,0 +1,1 @@
+"""The Gradio user interface: layout, handlers, A/B listening and take history."""

@@ -1,0 +1,265 @@
+"""A/B listening: one text rendered under two settings side by side, optionally blind until revealed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+import numpy as np
+
+from tts_app.api.openai_speech import MODEL_ID
+from tts_app.shared_engine import get_engine
+from tts_app.ui.history import Take, add_take
+from tts_app.ui.run_figures import RunFigures
+from tts_app.ui.session_files import new_file
+from tts_app.ui.text_lines import MAX_LINE_CHARS
+from tts_app.voice_names import DEFAULT_VOICE, builtin_voices
+from tts_app.wav_io import write_wav
+
+logger = logging.getLogger(__name__)
+
+PRESET_VOICES = "Voice A vs voice B"
+PRESET_MATCH = "Matched vs unmatched"
+PRESET_SEEDS = "Seed 1 vs seed 2"
+PRESET_CUSTOM = "Custom"
+PRESETS = [PRESET_VOICES, PRESET_MATCH, PRESET_SEEDS, PRESET_CUSTOM]
+DEFAULT_TEXT = "The birch canoe slid on the smooth planks."
+
+
+@dataclass
+class SideControls:
+    """One side's settings controls."""
+
+    model: gr.Dropdown
+    voice: gr.Dropdown
+    strength: gr.Slider
+    seed: gr.Number
+    speed: gr.Slider
+
+    def as_list(self) -> list[gr.components.Component]:
+        return [self.model, self.voice, self.strength, self.seed, self.speed]
+
+
+def _voice_choices() -> list[str]:
+    return [DEFAULT_VOICE, *builtin_voices()]
+
+
+def _two_voices() -> tuple[str, str]:
+    names = list(builtin_voices())
+    first = "lj_female_us" if "lj_female_us" in names else (names[0] if names else DEFAULT_VOICE)
+    others = [n for n in names if n != first]
+    second = "f5_ref_en" if "f5_ref_en" in others else (others[0] if others else DEFAULT_VOICE)
+    return first, second
+
+
+def preset_values(preset: str) -> list[Any]:
+    """Side A then side B values (model, voice, strength, seed, speed) for a preset; Custom leaves them."""
+    first, second = _two_voices()
+    if preset == PRESET_VOICES:
+        return [MODEL_ID, first, 1.0, 0, 1.0, MODEL_ID, second, 1.0, 0, 1.0]
+    if preset == PRESET_MATCH:
+        return [MODEL_ID, first, 1.0, 0, 1.0, MODEL_ID, first, 0.0, 0, 1.0]
+    if preset == PRESET_SEEDS:
+        return [MODEL_ID, first, 1.0, 1, 1.0, MODEL_ID, first, 1.0, 2, 1.0]
+    return [gr.skip()] * 10
+
+
+def _describe(settings: dict[str, Any]) -> str:
+    return (
+        f"{settings['voice']} · strength {settings['strength']:.2f} · seed {settings['seed']} · "
+        f"speed {settings['speed']:.2f} · {settings['model']}"
+    )
+
+
+def _side_settings(model: str, voice: str, strength: float, seed: float, speed: float) -> dict[str, Any]:
+    if model != MODEL_ID:
+        raise gr.Error(f"Model {model!r} is not served here.")
+    if voice != DEFAULT_VOICE and voice not in builtin_voices():
+        raise gr.Error(f"Unknown voice {voice!r}.")
+    try:
+        values = {"model": model, "voice": voice, "strength": float(strength), "seed": int(seed), "speed": float(speed)}
+    except (TypeError, ValueError) as exc:
+        raise gr.Error(f"Invalid setting: {exc}") from exc
+    if not 0.25 <= values["speed"] <= 4.0:
+        raise gr.Error("Speed must be between 0.25 and 4.")
+    return values
+
+
+def _submit_pair(text: str, sides: list[dict[str, Any]]) -> list[Any]:
+    from tts_app.engine import EngineBusy
+
+    engine = get_engine()
+    handles: list[Any] = []
+    try:
+        for side in sides:
+            voice = None if side["voice"] == DEFAULT_VOICE else side["voice"]
+            handles.append(
+                engine.submit(text, voice=voice, seed=side["seed"], speed=side["speed"], voice_strength=side["strength"])
+            )
+    except EngineBusy as exc:
+        for handle in handles:
+            handle.cancel()
+        raise gr.Error("The server is busy (the engine queue is full). Try again in a moment.") from exc
+    except ValueError as exc:
+        for handle in handles:
+            handle.cancel()
+        raise gr.Error(str(exc)) from exc
+    return handles
+
+
+async def render_pair(
+    text: str,
+    blind: bool,
+    history: list[dict[str, Any]] | None,
+    request: gr.Request,
+    *side_values: Any,
+) -> tuple[Any, ...]:
+    """Render A and B in one engine batch; returns left player, right player, reveal text, A/B state, history."""
+    utterance = " ".join(line.strip() for line in (text or "").splitlines() if line.strip())
+    if not utterance:
+        raise gr.Error("Enter a sentence to compare.")
+    if len(utterance) > MAX_LINE_CHARS:
+        raise gr.Error(f"The text has {len(utterance):,} characters; the limit is {MAX_LINE_CHARS:,}.")
+    sides = [_side_settings(*side_values[:5]), _side_settings(*side_values[5:10])]
+    engine = await asyncio.to_thread(get_engine)
+    handles = await asyncio.to_thread(_submit_pair, utterance, sides)
+    try:
+        audios = await asyncio.gather(*(h.aresult() for h in handles))
+    finally:
+        for handle in handles:
+            handle.cancel()
+    session = request.session_hash
+    paths: list[str] = []
+    for label, audio in zip("AB", audios, strict=True):
+        paths.append(str(write_wav(new_file(session, f"ab-{label}", ".wav"), np.asarray(audio), engine.sample_rate)))
+
+    order = ["A", "B"]
+    if blind:
+        random.shuffle(order)
+    state = {"order": order, "sides": {"A": sides[0], "B": sides[1]}, "blind": bool(blind), "votes": []}
+    takes = history
+    for label, handle, path in zip("AB", handles, paths, strict=True):
+        figures = RunFigures()
+        figures.add_line(1, utterance, handle.metrics.as_dict())
+        metrics = handle.metrics.as_dict()
+        figures.total_s = metrics.get("total_s")
+        figures.time_to_first_audio_s = metrics.get("time_to_first_audio_s")
+        side = state["sides"][label]
+        takes = add_take(
+            takes,
+            Take(
+                kind=f"A/B {label}",
+                lines=[utterance],
+                voice=side["voice"],
+                voice_strength=side["strength"],
+                speed=side["speed"],
+                seed=side["seed"],
+                streaming=False,
+                figures=figures.summary(),
+                line_files=[path],
+                note=side["model"],
+            ),
+        )
+    by_label = dict(zip("AB", paths, strict=True))
+    left, right = (by_label[order[0]], by_label[order[1]])
+    if blind:
+        left_label, right_label = "Sample 1", "Sample 2"
+        reveal = "🙈 **Blind mode:** listen to both, pick one, then reveal."
+    else:
+        left_label = f"A · {_describe(sides[0])}"
+        right_label = f"B · {_describe(sides[1])}"
+        reveal = "Blind mode is off: the labels show each side's settings."
+    return (
+        gr.update(value=left, label=left_label),
+        gr.update(value=right, label=right_label),
+        reveal,
+        state,
+        takes,
+    )
+
+
+def _reveal_text(state: dict[str, Any], choice: str | None = None) -> str:
+    order = state["order"]
+    sides = state["sides"]
+    lines = [f"- **Sample 1** was **{order[0]}**: {_describe(sides[order[0]])}",
+             f"- **Sample 2** was **{order[1]}**: {_describe(sides[order[1]])}"]
+    header = "🔓 **Revealed.**"
+    if choice is not None:
+        header = f"🔓 **You preferred {choice}**, which was **{order[0] if choice == 'Sample 1' else order[1]}**."
+    tally = state.get("votes", [])
+    if tally:
+        wins_a = sum(1 for v in tally if v == "A")
+        header += f" Votes this session: A {wins_a}, B {len(tally) - wins_a}."
+    return "\n".join([header, *lines])
+
+
+def reveal(state: dict[str, Any] | None) -> str:
+    """Show which sample was which."""
+    if not state:
+        raise gr.Error("Render a pair first.")
+    return _reveal_text(state)
+
+
+def prefer(choice: str, state: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """Record a preference for the left (Sample 1) or right (Sample 2) player, then reveal."""
+    if not state:
+        raise gr.Error("Render a pair first.")
+    new_state = dict(state)
+    picked = state["order"][0] if choice == "Sample 1" else state["order"][1]
+    new_state["votes"] = [*state.get("votes", []), picked]
+    return _reveal_text(new_state, choice), new_state
+
+
+def _side_controls(label: str) -> SideControls:
+    with gr.Column(variant="panel", elem_classes=["ab-side"]):
+        gr.Markdown(f"#### Side {label}")
+        model = gr.Dropdown([MODEL_ID], value=MODEL_ID, label="Model", interactive=True,
+                            info="One model is served for now; model A vs B arrives with a second backend.")
+        voice = gr.Dropdown(_voice_choices(), value=_two_voices()[0 if label == "A" else 1], label="Voice")
+        strength = gr.Slider(0.0, 1.0, value=1.0, step=0.05, label="Voice-matching strength")
+        with gr.Row():
+            seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
+            speed = gr.Slider(0.5, 2.0, value=1.0, step=0.05, label="Speed")
+    return SideControls(model, voice, strength, seed, speed)
+
+
+def build_ab_tab(history: gr.State) -> None:
+    """The A/B tab's components and events (call inside ``with gr.Tab(...)``)."""
+    gr.Markdown(
+        "Render one sentence under two settings and listen side by side: voice A vs voice B, "
+        "matched vs unmatched (strength 1 vs 0), seed 1 vs seed 2. Turn on **blind** to hide which is which."
+    )
+    with gr.Row(equal_height=True):
+        text = gr.Textbox(value=DEFAULT_TEXT, label="Text", lines=2, max_lines=4, scale=3)
+        preset = gr.Radio(PRESETS, value=PRESET_VOICES, label="Compare", scale=2)
+    with gr.Row():
+        side_a = _side_controls("A")
+        side_b = _side_controls("B")
+    with gr.Row(equal_height=True):
+        blind = gr.Checkbox(value=True, label="Blind: hide which side is which until revealed")
+        render = gr.Button("Render A and B", variant="primary", elem_id="ab-render")
+    with gr.Row():
+        left = gr.Audio(label="Sample 1", interactive=False, elem_id="ab-left")
+        right = gr.Audio(label="Sample 2", interactive=False, elem_id="ab-right")
+    with gr.Row():
+        prefer_left = gr.Button("Prefer sample 1", size="sm")
+        prefer_right = gr.Button("Prefer sample 2", size="sm")
+        reveal_btn = gr.Button("Reveal", size="sm", variant="secondary")
+    reveal_md = gr.Markdown(elem_id="ab-reveal")
+    state = gr.State(None)
+
+    controls = side_a.as_list() + side_b.as_list()
+    preset.change(preset_values, preset, controls, api_visibility="private", queue=False)
+    render.click(
+        render_pair,
+        [text, blind, history, *controls],
+        [left, right, reveal_md, state, history],
+        api_name="ab_render",
+    )
+    reveal_btn.click(reveal, state, reveal_md, api_name="ab_reveal")
+    prefer_left.click(lambda s: prefer("Sample 1", s), state, [reveal_md, state], api_visibility="private")
+    prefer_right.click(lambda s: prefer("Sample 2", s), state, [reveal_md, state], api_visibility="private")

@@ -1,0 +1,41 @@
+"""The engine requests each session has in flight, so Stop can cancel exactly that session's run."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+
+class ActiveRuns:
+    """Thread-safe map from a session id to the engine handles of its running requests."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[str, list[Any]] = {}
+
+    def add(self, session: str, handles: Iterable[Any]) -> None:
+        """Record ``handles`` as running for ``session``."""
+        with self._lock:
+            self._runs.setdefault(session, []).extend(handles)
+
+    def remove(self, session: str, handles: Iterable[Any]) -> None:
+        """Forget ``handles`` (their run ended)."""
+        gone = {id(h) for h in handles}
+        with self._lock:
+            kept = [h for h in self._runs.get(session, []) if id(h) not in gone]
+            if kept:
+                self._runs[session] = kept
+            else:
+                self._runs.pop(session, None)
+
+    def cancel(self, session: str) -> int:
+        """Cancel every request ``session`` has running; return how many were cancelled."""
+        with self._lock:
+            handles = self._runs.pop(session, [])
+        for handle in handles:
+            handle.cancel()
+        return len(handles)
+
+
+ACTIVE_RUNS = ActiveRuns()

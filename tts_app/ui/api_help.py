@@ -1,0 +1,53 @@
+"""The API tab's text: how to call this server from code."""
+
+from __future__ import annotations
+
+from tts_app.api.openai_speech import MODEL_ID
+
+
+def api_help_markdown() -> str:
+    """Markdown describing the OpenAI-compatible endpoint and the named Gradio endpoints."""
+    return f"""
+### OpenAI-compatible speech
+
+`POST /v1/audio/speech` with a JSON body, served by the same engine as this page (requests from
+both batch together). The body streams as audio is produced.
+
+| field | meaning |
+|---|---|
+| `model` | `{MODEL_ID}` (OpenAI names such as `tts-1` are accepted as aliases) |
+| `input` | the text, up to 4,096 characters |
+| `voice` | a built-in or saved voice name; `default` is the model's own voice (`GET /v1/audio/voices` lists them) |
+| `response_format` | `wav` (default) or `pcm` (16-bit little-endian mono at the rate in the `X-Sample-Rate` header) |
+| `speed` | 0.25 to 4.0 |
+| `seed`, `voice_strength`, `stream` | extensions: sampling seed, voice-matching strength 0 to 1, `false` for a complete WAV |
+
+```bash
+curl -s http://HOST/v1/audio/speech -H 'Content-Type: application/json' \\
+  -d '{{"model": "{MODEL_ID}", "input": "Hello there.", "voice": "lj_female_us", "response_format": "wav"}}' \\
+  -o hello.wav
+```
+
+```python
+from openai import OpenAI
+client = OpenAI(base_url="http://HOST/v1", api_key="unused")
+with client.audio.speech.with_streaming_response.create(
+        model="{MODEL_ID}", voice="default", input="Hello there.", response_format="wav") as response:
+    response.stream_to_file("hello.wav")
+```
+
+Invalid requests get a 4xx with `{{"error": {{"message": ..., "type": ..., "param": ..., "code": ...}}}}`.
+
+### Gradio endpoints (`gradio_client`)
+
+```python
+from gradio_client import Client
+client = Client("http://HOST/")
+stream, full, files, status, figures = client.predict(
+    "First line.\\nSecond line.", "Built-in voice", "lj_female_us", None, 1.0, 1.0, 0, False,
+    api_name="/generate")
+```
+
+`/generate` (text, voice mode, built-in voice, reference clip, strength, speed, seed, streaming),
+`/stop`, `/reference_report`, `/ab_render`, `/ab_reveal`, `/engine_stats`.
+"""

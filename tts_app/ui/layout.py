@@ -1,0 +1,216 @@
+"""The page: components, their arrangement, and the events wiring them to the handlers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import gradio as gr
+
+from tts_app.ui import handlers
+from tts_app.ui.ab import build_ab_tab
+from tts_app.ui.api_help import api_help_markdown
+from tts_app.ui.history import HISTORY_HEADERS, history_table, history_zip
+from tts_app.ui.run_figures import FIGURE_HEADERS
+from tts_app.ui.session_files import remove_session
+from tts_app.ui.text_lines import MAX_LINE_CHARS, MAX_LINES
+from tts_app.ui.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin
+from tts_app.voice_names import builtin_voice_path, builtin_voices
+
+# The Gradio queue holds up to QUEUE_MAX_SIZE events and runs up to CONCURRENCY at once, so
+# many sessions reach the engine together and it batches across users (Gradio's default of
+# one event at a time would serialize every visitor behind one another).
+QUEUE_MAX_SIZE = 128
+CONCURRENCY = 32
+
+EXAMPLES = [
+    [
+        "The birch canoe slid on the smooth planks.\n"
+        "Glue the sheet to the dark blue background.\n"
+        "It's easy to tell the depth of a well."
+    ],
+    [
+        "Hello! This is a quick demo of streaming speech.\n"
+        "Each line is its own utterance, and all of them are decoded together in one batch.\n"
+        "The first line starts playing while the later ones are still being decoded."
+    ],
+    [
+        "Dr. Smith paid $12.50 for 3 coffees on Jan. 5th.\n"
+        "The meeting moved to 3:30 p.m. in room 101."
+    ],
+]
+
+HEADER = (
+    "# 🗣️ tts_app\n"
+    "Streaming text to speech on CPU with voice matching. Type one utterance per line: every line of a "
+    "click is decoded in one batch, and the first line plays while the others are still decoding."
+)
+
+
+def _history_outputs(history: list[dict[str, Any]] | None, request: gr.Request) -> tuple[Any, Any]:
+    rows = history_table(history)
+    archive = history_zip(history, request.session_hash)
+    return rows, gr.update(value=archive, interactive=archive is not None)
+
+
+def _cleanup(request: gr.Request) -> None:
+    remove_session(request.session_hash)
+
+
+def _mode_visibility(mode: str) -> tuple[Any, Any, Any]:
+    builtin = mode == MODE_BUILTIN
+    return gr.update(visible=builtin), gr.update(visible=builtin), gr.update(visible=mode == MODE_UPLOAD)
+
+
+def _render_line_players(items: list[dict[str, str]] | None) -> None:
+    if not items:
+        gr.Markdown("Each line gets its own player and download here as soon as it is done.", elem_classes=["muted"])
+        return
+    for item in items:
+        text = item["text"] if len(item["text"]) <= 70 else item["text"][:67] + "…"
+        gr.Audio(
+            value=item["path"],
+            label=f"Line {item['index']} · {text}",
+            interactive=False,
+            buttons=["download"],
+            key=f"line-{item['index']}-{item['path']}",
+            elem_classes=["line-player"],
+        )
+
+
+def build_demo() -> gr.Blocks:
+    """Build the whole app (no model is loaded here: the engine is created on first use)."""
+    first_voice = default_builtin()
+    with gr.Blocks(title="tts_app · streaming text to speech", delete_cache=(1800, 3600)) as demo:
+        history = gr.State([])
+        line_items = gr.State([])
+        gr.Markdown(HEADER, elem_id="app-header")
+        with gr.Tabs():
+            with gr.Tab("Speak", id="speak"):
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=5, min_width=380):
+                        gr.Markdown("### 1 · Voice", elem_classes=["step-title"])
+                        voice_mode = gr.Radio(VOICE_MODES, value=MODE_BUILTIN, show_label=False, elem_id="voice-mode")
+                        with gr.Row(equal_height=True):
+                            builtin = gr.Dropdown(
+                                list(builtin_voices()), value=first_voice, label="Built-in voice", scale=2, elem_id="builtin-voice"
+                            )
+                            preview = gr.Audio(
+                                value=str(builtin_voice_path(first_voice)) if first_voice else None,
+                                label="Preview",
+                                interactive=False,
+                                scale=3,
+                                elem_id="voice-preview",
+                            )
+                        upload = gr.Audio(
+                            sources=["upload", "microphone"],
+                            type="filepath",
+                            label="Reference clip: upload (wav, flac, mp3, ogg) or record",
+                            visible=False,
+                            elem_id="reference-upload",
+                        )
+                        strength = gr.Slider(
+                            0.0, 1.0, value=1.0, step=0.05, label="Voice-matching strength",
+                            info="0 keeps the model's own voice; 1 matches the reference as closely as it can.",
+                        )
+                        with gr.Accordion("Reference report", open=False):
+                            report = gr.Markdown(elem_id="reference-report")
+
+                        gr.Markdown("### 2 · Text", elem_classes=["step-title"])
+                        text = gr.Textbox(
+                            value=EXAMPLES[0][0],
+                            label=f"One utterance per line (up to {MAX_LINES} lines, {MAX_LINE_CHARS:,} characters a line)",
+                            lines=5,
+                            max_lines=14,
+                            elem_id="text-input",
+                        )
+                        gr.Examples(EXAMPLES, inputs=[text], label="Examples")
+
+                        gr.Markdown("### 3 · Settings", elem_classes=["step-title"])
+                        with gr.Row(equal_height=True):
+                            speed = gr.Slider(0.5, 2.0, value=1.0, step=0.05, label="Speed", scale=3)
+                            seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", scale=1)
+                            streaming = gr.Checkbox(value=True, label="Stream", scale=1, elem_id="streaming-toggle")
+                        with gr.Row():
+                            generate_btn = gr.Button("Generate", variant="primary", scale=3, elem_id="generate-btn")
+                            stop_btn = gr.Button("Stop", variant="stop", scale=1, elem_id="stop-btn")
+
+                    with gr.Column(scale=6, min_width=420):
+                        status = gr.Markdown("Ready.", elem_id="run-status")
+                        stream = gr.Audio(
+                            label="Live stream (lines in order)",
+                            streaming=True,
+                            autoplay=True,
+                            interactive=False,
+                            elem_id="stream-player",
+                        )
+                        with gr.Column(elem_id="line-players"):
+                            gr.render(inputs=[line_items])(_render_line_players)
+                        full = gr.Audio(
+                            label="All lines, one file", interactive=False, type="filepath", elem_id="full-player"
+                        )
+                        with gr.Accordion("Downloads", open=False):
+                            files = gr.File(label="Line files and the joined file", file_count="multiple", interactive=False)
+                        figures = gr.Dataframe(
+                            headers=FIGURE_HEADERS,
+                            label="Figures for this run (seconds; RTF = compute time / audio time)",
+                            interactive=False,
+                            wrap=True,
+                            elem_id="run-figures",
+                        )
+
+            with gr.Tab("A/B listening", id="ab"):
+                build_ab_tab(history)
+
+            with gr.Tab("History", id="history"):
+                gr.Markdown("Every take of this session, newest first. The zip holds each take's audio and its settings and figures.")
+                history_df = gr.Dataframe(headers=HISTORY_HEADERS, interactive=False, wrap=True, elem_id="history-table")
+                zip_btn = gr.DownloadButton("Download all takes (.zip)", value=None, interactive=False, elem_id="history-zip")
+
+            with gr.Tab("API", id="api"):
+                gr.Markdown(api_help_markdown())
+
+        outputs = handlers.SpeakOutputs(stream, full, files, status, figures, line_items, history)
+
+        async def generate(
+            text: str,
+            voice_mode: str,
+            builtin_voice: str | None,
+            reference_clip: str | None,
+            voice_strength: float,
+            speed: float,
+            seed: float,
+            streaming: bool,
+            history: list[dict[str, Any]] | None,
+            request: gr.Request,
+        ) -> AsyncIterator[dict[Any, Any]]:
+            """Speak each non-empty line of the text (one engine batch), streaming the lines in order."""
+            async for update in handlers.generate(
+                text, voice_mode, builtin_voice, reference_clip, voice_strength, speed, seed, streaming, history, request, outputs
+            ):
+                yield update
+
+        voice_inputs = [voice_mode, builtin, upload]
+        voice_mode.change(_mode_visibility, voice_mode, [builtin, preview, upload], queue=False, api_visibility="private")
+        voice_mode.change(handlers.voice_report, voice_inputs, report, api_name="reference_report")
+        builtin.change(handlers.builtin_preview, builtin, preview, api_visibility="private").then(
+            handlers.voice_report, voice_inputs, report, api_visibility="private"
+        )
+        upload.change(handlers.on_upload, upload, voice_mode, api_visibility="private").then(
+            handlers.voice_report, voice_inputs, report, api_visibility="private"
+        )
+        streaming.change(lambda on: gr.update(visible=bool(on)), streaming, stream, queue=False, api_visibility="private")
+        run = generate_btn.click(
+            generate,
+            [text, voice_mode, builtin, upload, strength, speed, seed, streaming, history],
+            outputs.as_list(),
+            api_name="generate",
+        )
+        stop_btn.click(handlers.stop, None, status, cancels=[run], api_name="stop")
+        history.change(_history_outputs, history, [history_df, zip_btn], api_visibility="private")
+        gr.api(handlers.engine_stats, api_name="engine_stats")
+        demo.load(handlers.voice_report, voice_inputs, report, api_visibility="private")
+        demo.unload(_cleanup)
+
+    demo.queue(max_size=QUEUE_MAX_SIZE, default_concurrency_limit=CONCURRENCY)
+    return demo

@@ -1,0 +1,126 @@
+"""The figures a run reports: per-line rows, the run's summary row, and the queue wait estimate."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+FIGURE_HEADERS = [
+    "line",
+    "text",
+    "queue wait (s)",
+    "first audio (s)",
+    "total (s)",
+    "audio (s)",
+    "RTF",
+    "batch sizes",
+]
+
+
+def _round(value: Any, digits: int = 3) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else round(number, digits)
+
+
+def describe_batches(sizes: Sequence[int]) -> str:
+    """A compact account of the batch sizes a request ran in, e.g. ``3×12, 2×3 (max 3)``."""
+    if not sizes:
+        return "-"
+    counts: dict[int, int] = {}
+    for size in sizes:
+        counts[int(size)] = counts.get(int(size), 0) + 1
+    parts = [f"{size}×{count}" for size, count in sorted(counts.items(), reverse=True)]
+    return f"{', '.join(parts)} (max {max(counts)})"
+
+
+@dataclass
+class RunFigures:
+    """What one Generate click measured, for the table, the history and the API."""
+
+    rows: list[list[Any]] = field(default_factory=list)
+    time_to_first_audio_s: float | None = None
+    total_s: float | None = None
+    audio_s: float = 0.0
+    max_queue_wait_s: float = 0.0
+    batch_sizes: list[int] = field(default_factory=list)
+
+    def add_line(self, number: int, text: str, metrics: Mapping[str, Any]) -> None:
+        """Add one line's row from its handle's ``metrics.as_dict()``."""
+        sizes = [int(s) for s in metrics.get("batch_sizes") or []]
+        self.batch_sizes.extend(sizes)
+        wait = _round(metrics.get("queue_wait_s")) or 0.0
+        self.max_queue_wait_s = max(self.max_queue_wait_s, wait)
+        self.audio_s += _round(metrics.get("audio_s")) or 0.0
+        short = text if len(text) <= 48 else text[:45] + "…"
+        self.rows.append(
+            [
+                str(number),
+                short,
+                wait,
+                _round(metrics.get("time_to_first_audio_s")),
+                _round(metrics.get("total_s")),
+                _round(metrics.get("audio_s")),
+                _round(metrics.get("rtf")),
+                describe_batches(sizes),
+            ]
+        )
+
+    @property
+    def rtf(self) -> float | None:
+        """Wall time of the run over the audio it produced (below 1 is faster than real time)."""
+        if self.total_s is None or self.audio_s <= 0:
+            return None
+        return round(self.total_s / self.audio_s, 3)
+
+    @property
+    def max_batch(self) -> int:
+        return max(self.batch_sizes, default=0)
+
+    def table(self) -> list[list[Any]]:
+        """Per-line rows in line order, then the run's summary row."""
+        rows = sorted(self.rows, key=lambda row: int(row[0]))
+        summary = [
+            "run",
+            f"{len(rows)} line{'s' if len(rows) != 1 else ''}",
+            round(self.max_queue_wait_s, 3),
+            _round(self.time_to_first_audio_s),
+            _round(self.total_s),
+            round(self.audio_s, 3),
+            self.rtf,
+            describe_batches(self.batch_sizes),
+        ]
+        return [*rows, summary] if rows else []
+
+    def summary(self) -> dict[str, Any]:
+        """The run's figures as plain values (history, zip, API)."""
+        return {
+            "time_to_first_audio_s": _round(self.time_to_first_audio_s),
+            "total_s": _round(self.total_s),
+            "audio_s": round(self.audio_s, 3),
+            "rtf": self.rtf,
+            "max_batch": self.max_batch,
+            "queue_wait_s": round(self.max_queue_wait_s, 3),
+            "batch_sizes": list(self.batch_sizes),
+        }
+
+
+def estimate_wait_s(position: int, stats: Mapping[str, Any], mean_service_s: float | None) -> float | None:
+    """Seconds until a request ``position`` places back starts, or None before anything is known.
+
+    The engine runs up to ``max_batch_size`` requests at once, so the requests ahead leave
+    in waves of that size; each wave takes about the mean time a request has spent running
+    so far (``mean_service_s``), or failing that a few dozen of the engine's mean steps.
+    """
+    batch = max(int(stats.get("max_batch_size") or stats.get("max_batch_seen") or 1), 1)
+    per_batch = mean_service_s
+    if per_batch is None:
+        step = stats.get("mean_step_s")
+        if not step:
+            return None
+        per_batch = float(step) * 30
+    return round((position // batch + 1) * per_batch, 1)

@@ -1,0 +1,44 @@
+"""The page's look: theme, a little CSS, and the head tags."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+# Local font stacks only: a Space or a laptop offline must not wait on a font CDN.
+_SANS = ["Inter", "ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "Roboto", "sans-serif"]
+_MONO = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"]
+
+
+def app_theme() -> gr.themes.Base:
+    """A soft indigo theme with local fonts."""
+    return gr.themes.Soft(
+        primary_hue="indigo",
+        secondary_hue="sky",
+        neutral_hue="slate",
+        radius_size="lg",
+        font=_SANS,
+        font_mono=_MONO,
+    ).set(
+        block_title_text_weight="600",
+        button_large_text_weight="600",
+    )
+
+
+APP_CSS = """
+.gradio-container { max-width: 1280px !important; margin: 0 auto !important; }
+#app-header { padding: 0.6rem 0 0.2rem 0; }
+#app-header h1 { margin-bottom: 0.1rem; font-size: 1.7rem; }
+#app-header p { margin-top: 0; color: var(--body-text-color-subdued); }
+.step-title h3 { margin: 0.2rem 0 0 0 !important; font-size: 1.02rem; letter-spacing: 0.01em; }
+#run-status { min-height: 2.4rem; padding: 0.45rem 0.8rem; border-radius: var(--radius-lg);
+  background: var(--background-fill-secondary); border: 1px solid var(--border-color-primary); }
+#run-status p { margin: 0; }
+#reference-report { font-size: 0.9rem; }
+#line-players .line-player { margin-bottom: 0.25rem; }
+#generate-btn, #stop-btn { min-height: 2.8rem; }
+.ab-side { border-radius: var(--radius-lg); }
+#ab-reveal { min-height: 2rem; }
+footer { opacity: 0.75; }
+"""
+
+APP_HEAD = '<meta name="description" content="Streaming text to speech with voice matching, A/B listening and an OpenAI-compatible API.">'

@@ -1,0 +1,75 @@
+"""The page's voice choice turned into an engine ``voice`` argument, and the reference report."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from tts_app.voice_names import builtin_voice_path, builtin_voices
+
+logger = logging.getLogger(__name__)
+
+MODE_BUILTIN = "Built-in voice"
+MODE_UPLOAD = "Upload or record"
+MODE_DEFAULT = "Model's own voice"
+VOICE_MODES = [MODE_BUILTIN, MODE_UPLOAD, MODE_DEFAULT]
+UPLOAD_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg")
+DEFAULT_BUILTIN = "lj_female_us"
+
+
+class VoiceChoiceError(ValueError):
+    """The voice controls do not name a usable voice; the message is one line for the page."""
+
+
+def default_builtin() -> str | None:
+    """The built-in voice selected when the page opens."""
+    names = list(builtin_voices())
+    if DEFAULT_BUILTIN in names:
+        return DEFAULT_BUILTIN
+    return names[0] if names else None
+
+
+def resolve_voice(mode: str | None, builtin: str | None, upload: str | None) -> tuple[Any, str]:
+    """The engine's ``voice`` argument for the page's controls, and a short label for history.
+
+    Built-in voices go to the engine by name (the engine's voice library caches their
+    profiles); an uploaded or recorded clip goes by path.
+    """
+    if mode == MODE_DEFAULT:
+        return None, "model's own voice"
+    if mode == MODE_UPLOAD:
+        if not upload:
+            raise VoiceChoiceError("Upload or record a reference clip first, or pick a built-in voice.")
+        path = Path(upload)
+        if path.suffix.lower() not in UPLOAD_SUFFIXES:
+            raise VoiceChoiceError(
+                f"{path.suffix or 'that file'} is not a supported clip; use wav, flac, mp3 or ogg."
+            )
+        return str(path), f"upload: {path.name}"
+    if not builtin:
+        raise VoiceChoiceError("Pick a built-in voice, or switch to the model's own voice.")
+    try:
+        builtin_voice_path(builtin)
+    except ValueError as exc:
+        raise VoiceChoiceError(str(exc)) from exc
+    return builtin, builtin
+
+
+def clip_for_report(mode: str | None, builtin: str | None, upload: str | None) -> str | None:
+    """The clip the reference report describes, or None for the model's own voice."""
+    if mode == MODE_UPLOAD:
+        return upload or None
+    if mode == MODE_BUILTIN and builtin:
+        return str(builtin_voice_path(builtin))
+    return None
+
+
+def reference_report(clip: str | None) -> str:
+    """Markdown describing the reference clip (the voice library's report); raises ValueError for a bad clip."""
+    if clip is None:
+        return "Using the model's own voice: no reference clip."
+    from tts_app.voice import reference_report as voice_report  # heavy: imported on first use
+
+    report = voice_report(clip)
+    return report.summary()
