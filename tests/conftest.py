@@ -1,0 +1,98 @@
+"""Shared fixtures: the embedded model and its backend, the evaluation sentences, and the app server.
+
+Keep this file small; add fixtures other test files need here.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data"
+ARTIFACTS = REPO / "tests" / "artifacts"
+SERVER_START_TIMEOUT_S = 180
+
+
+# --- the model (tests of tts_app/model, tts_app/backends, tts_app/engine) ----------------
+
+
+@pytest.fixture(scope="session")
+def sentences() -> list[str]:
+    """The evaluation sentences (Harvard lists 1 and 2), one per line of tests/data/sentences.txt."""
+    text = (DATA / "sentences.txt").read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def vits():
+    """The embedded Piper VITS voice, loaded once."""
+    from tts_app.model.loader import load_default_voice
+
+    return load_default_voice()
+
+
+@pytest.fixture(scope="session")
+def piper_backend(vits):
+    """The Piper backend over the embedded voice."""
+    from tts_app.backends.piper import PiperBackend
+
+    return PiperBackend(vits)
+
+
+# --- the app server (tests of app.py, tts_app/ui, tts_app/api) ----------------------------
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    """tests/artifacts/ (ignored by git), for screenshots and measurements."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def app_server(artifacts_dir: Path) -> Iterator[str]:
+    """``python app.py`` on 127.0.0.1 and a free port, started once per test session; yields its base URL."""
+    port = _free_port()
+    env = dict(os.environ)
+    env.update({"GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"})
+    env.pop("PORT", None)
+    log_path = artifacts_dir / "app_server.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"app.py exited with {process.returncode}; see {log_path}")
+                try:
+                    if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"app.py did not answer within {SERVER_START_TIMEOUT_S} s; see {log_path}")
+                time.sleep(0.25)
+            yield base
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
