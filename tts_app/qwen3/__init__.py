@@ -1,0 +1,10 @@
+"""Qwen3-TTS (12 Hz tokenizer) in plain PyTorch, built for batched continuous generation.
+
+Pieces, one per file: ``config`` (checkpoint config mirrors), ``layers`` (the shared
+transformer blocks), ``talker``, ``code_predictor``, ``codec`` (codes to waveform),
+``speaker_encoder`` (reference-voice x-vector), ``kv_cache`` (slot pool and static cache),
+``sampling``, ``prompt`` (prefill embeddings), ``generator`` (prefill, decode loop,
+compaction), ``cuda_graph`` and ``weights`` (finding and loading a checkpoint).
+
+Importing this package loads nothing heavy; transformers is never needed.
+"""

@@ -1,0 +1,215 @@
+"""Dataclasses mirroring the Qwen3-TTS checkpoint configs (config.json, speech_tokenizer/config.json).
+
+Field names follow the JSON keys so ``from_dict`` can read a checkpoint config as is;
+keys we do not use are ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, TypeVar
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def _from_dict(cls: type[T], data: dict[str, Any]) -> T:
+    """Build dataclass ``cls`` from the keys of ``data`` it knows; nested configs are built by the caller."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    known = {k: v for k, v in data.items() if k in names}
+    ignored = sorted(set(data) - names)
+    if ignored:
+        logger.debug("%s: ignoring config keys %s", cls.__name__, ignored)
+    return cls(**known)
+
+
+@dataclass
+class CodePredictorConfig:
+    """The small transformer that fills codebooks 1..G-1 for each talker frame."""
+
+    vocab_size: int = 2048
+    hidden_size: int = 1024
+    intermediate_size: int = 3072
+    num_hidden_layers: int = 5
+    num_attention_heads: int = 16
+    num_key_value_heads: int = 8
+    head_dim: int = 128
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 1_000_000.0
+    attention_bias: bool = False
+    num_code_groups: int = 16
+
+
+@dataclass
+class TalkerConfig:
+    """The talker: a Qwen3 decoder over codec frames that predicts codebook 0."""
+
+    vocab_size: int = 3072
+    hidden_size: int = 1024
+    intermediate_size: int = 3072
+    num_hidden_layers: int = 28
+    num_attention_heads: int = 16
+    num_key_value_heads: int = 8
+    head_dim: int = 128
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 1_000_000.0
+    attention_bias: bool = False
+    max_position_embeddings: int = 32768
+    num_code_groups: int = 16
+    text_hidden_size: int = 2048
+    text_vocab_size: int = 151936
+    codec_eos_token_id: int = 2150
+    codec_think_id: int = 2154
+    codec_nothink_id: int = 2155
+    codec_think_bos_id: int = 2156
+    codec_think_eos_id: int = 2157
+    codec_pad_id: int = 2148
+    codec_bos_id: int = 2149
+    codec_language_id: dict[str, int] = field(default_factory=dict)
+    spk_id: dict[str, int] = field(default_factory=dict)
+    code_predictor_config: CodePredictorConfig = field(default_factory=CodePredictorConfig)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TalkerConfig":
+        data = dict(data)
+        cp = CodePredictorConfig() if data.get("code_predictor_config") is None else _from_dict(
+            CodePredictorConfig, data["code_predictor_config"]
+        )
+        data["code_predictor_config"] = cp
+        # The language and speaker tables may be null in the checkpoint.
+        data["codec_language_id"] = data.get("codec_language_id") or {}
+        data["spk_id"] = data.get("spk_id") or {}
+        return _from_dict(cls, data)
+
+
+@dataclass
+class SpeakerEncoderConfig:
+    """ECAPA-TDNN speaker encoder (Base checkpoints only); enc_dim equals the talker hidden size."""
+
+    mel_dim: int = 128
+    enc_dim: int = 1024
+    enc_channels: tuple[int, ...] = (512, 512, 512, 512, 1536)
+    enc_kernel_sizes: tuple[int, ...] = (5, 3, 3, 3, 1)
+    enc_dilations: tuple[int, ...] = (1, 2, 3, 4, 1)
+    enc_attention_channels: int = 128
+    enc_res2net_scale: int = 8
+    enc_se_channels: int = 128
+    sample_rate: int = 24000
+
+
+@dataclass
+class Qwen3TTSConfig:
+    """Top-level config.json of a Qwen3-TTS checkpoint."""
+
+    talker_config: TalkerConfig = field(default_factory=TalkerConfig)
+    speaker_encoder_config: Optional[SpeakerEncoderConfig] = field(default_factory=SpeakerEncoderConfig)
+    tts_model_type: str = "base"
+    tts_model_size: str = ""
+    tokenizer_type: str = "qwen3_tts_tokenizer_12hz"
+    im_start_token_id: int = 151644
+    im_end_token_id: int = 151645
+    tts_pad_token_id: int = 151671
+    tts_bos_token_id: int = 151672
+    tts_eos_token_id: int = 151673
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Qwen3TTSConfig":
+        data = dict(data)
+        data["talker_config"] = TalkerConfig.from_dict(data.get("talker_config") or {})
+        spk = data.get("speaker_encoder_config")
+        if data.get("tts_model_type", "base") == "base":
+            spk = _from_dict(SpeakerEncoderConfig, spk or {})
+            spk.enc_channels = tuple(spk.enc_channels)
+            spk.enc_kernel_sizes = tuple(spk.enc_kernel_sizes)
+            spk.enc_dilations = tuple(spk.enc_dilations)
+            data["speaker_encoder_config"] = spk
+        else:
+            data["speaker_encoder_config"] = None
+        return _from_dict(cls, data)
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> "Qwen3TTSConfig":
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+@dataclass
+class CodecConfig:
+    """The 12 Hz codec decoder (speech_tokenizer/config.json, ``decoder_config`` plus rates)."""
+
+    codebook_size: int = 2048
+    codebook_dim: int = 512
+    hidden_size: int = 512
+    latent_dim: int = 1024
+    head_dim: int = 64
+    num_attention_heads: int = 16
+    num_key_value_heads: int = 16
+    intermediate_size: int = 1024
+    num_hidden_layers: int = 8
+    num_quantizers: int = 16
+    rms_norm_eps: float = 1e-5
+    rope_theta: float = 10000.0
+    sliding_window: int = 72
+    attention_bias: bool = False
+    layer_scale_initial_scale: float = 0.01
+    upsample_rates: tuple[int, ...] = (8, 5, 4, 3)
+    upsampling_ratios: tuple[int, ...] = (2, 2)
+    decoder_dim: int = 1536
+    output_sample_rate: int = 24000
+
+    @property
+    def samples_per_frame(self) -> int:
+        n = 1
+        for r in (*self.upsample_rates, *self.upsampling_ratios):
+            n *= r
+        return n
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CodecConfig":
+        dec = dict(data.get("decoder_config", data))
+        if "output_sample_rate" in data:
+            dec["output_sample_rate"] = data["output_sample_rate"]
+        cfg = _from_dict(cls, dec)
+        cfg.upsample_rates = tuple(cfg.upsample_rates)
+        cfg.upsampling_ratios = tuple(cfg.upsampling_ratios)
+        return cfg
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> "CodecConfig":
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def tiny_configs(num_code_groups: int = 4) -> tuple[Qwen3TTSConfig, CodecConfig]:
+    """A randomly-initialisable miniature of the same architecture, for tests and ``--tiny`` benchmarks."""
+    cp = CodePredictorConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, num_code_groups=num_code_groups,
+    )
+    talker = TalkerConfig(
+        vocab_size=96, hidden_size=48, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=12, max_position_embeddings=4096,
+        num_code_groups=num_code_groups, text_hidden_size=40, text_vocab_size=300,
+        codec_eos_token_id=66, codec_pad_id=64, codec_bos_id=65,
+        codec_think_id=67, codec_nothink_id=68, codec_think_bos_id=69, codec_think_eos_id=70,
+        code_predictor_config=cp,
+    )
+    spk = SpeakerEncoderConfig(
+        mel_dim=32, enc_dim=48, enc_channels=(32, 32, 32, 64), enc_kernel_sizes=(5, 3, 3, 1),
+        enc_dilations=(1, 2, 3, 1), enc_attention_channels=16, enc_res2net_scale=4, enc_se_channels=16,
+    )
+    model = Qwen3TTSConfig(
+        talker_config=talker, speaker_encoder_config=spk,
+        im_start_token_id=290, im_end_token_id=291, tts_pad_token_id=292, tts_bos_token_id=293,
+        tts_eos_token_id=294,
+    )
+    codec = CodecConfig(
+        codebook_size=64, codebook_dim=16, hidden_size=16, latent_dim=24, head_dim=8,
+        num_attention_heads=2, num_key_value_heads=2, intermediate_size=32, num_hidden_layers=2,
+        num_quantizers=num_code_groups, sliding_window=4, upsample_rates=(4, 3), upsampling_ratios=(2,),
+        decoder_dim=32,
+    )
+    return model, codec
