@@ -232,7 +232,7 @@ class Engine:
             req.state = None
         req.status, req.error = status, error
         req.finished_at = time.perf_counter()
-        if error is not None and status is RequestStatus.FAILED:
+        if status is RequestStatus.FAILED and not isinstance(error, EngineClosed):
             _LOGGER.warning("request %d failed: %s", req.id, error)
         with self._lock:
             self._scheduler.remove([req])

