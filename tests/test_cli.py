@@ -42,6 +42,8 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
     emoji.write_text("Fine line.\n😀🎉\n", encoding="utf-8")
     binary = tmp_path / "b.txt"
     binary.write_bytes(b"\xff\xfe\x00bad")
+    good = tmp_path / "good.txt"
+    good.write_text("Fine line.\n", encoding="utf-8")
     empty = tmp_path / "empty.txt"
     empty.write_text("\n \n", encoding="utf-8")
     cases = [
@@ -49,7 +51,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
         (["-i", str(emoji)], "line 2: text has nothing to speak"),
         (["-i", str(binary)], "not UTF-8"),
         (["-i", str(empty)], "no non-empty lines"),
-        (["-i", str(emoji), "--speed", "9"], "speed must be between"),
+        (["-i", str(good), "--speed", "9"], "speed must be between"),
     ]
     for args, message in cases:
         done = _synth(*args, "-o", str(tmp_path / "o"))
