@@ -1,0 +1,114 @@
+"""Qwen3-TTS backend: batched prefill into a static KV cache, continuous batching, streaming codec decode.
+
+Weights come from ``model_path``, $TTS_APP_QWEN3_PATH or the Hugging Face cache; nothing is
+downloaded. Without them the constructor raises ``WeightsMissing`` with a one-line how-to,
+and the rest of the app is unaffected (nothing heavy is imported until then).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import torch
+
+from tts_app.backends.base import Backend, RowInput, StepOutput
+from tts_app.qwen3.codec import CodecDecoder
+from tts_app.qwen3.config import Qwen3TTSConfig
+from tts_app.qwen3.generator import BatchedGenerator, RowState
+from tts_app.qwen3.prompt import build_prompt
+from tts_app.qwen3.sampling import SamplingParams
+from tts_app.qwen3.speaker_encoder import SpeakerEncoder
+from tts_app.qwen3.streaming import decode_new_audio
+from tts_app.qwen3.talker import Talker
+from tts_app.qwen3.text_tokenizer import TextTokenizer
+from tts_app.qwen3.weights import WeightsMissing, find_checkpoint, load_qwen3
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Qwen3Backend", "WeightsMissing"]
+
+
+class Qwen3Backend(Backend):
+    """The engine's view of Qwen3-TTS. One state per request (a ``RowState``); the backend holds only the model."""
+
+    name = "qwen3"
+
+    def __init__(
+        self,
+        config: Qwen3TTSConfig,
+        talker: Talker,
+        codec: CodecDecoder,
+        tokenizer: TextTokenizer,
+        speaker_encoder: Optional[SpeakerEncoder] = None,
+        sampling: Optional[SamplingParams] = None,
+        max_batch: int = 16,
+        max_seq_len: int = 2048,
+        frames_per_step: int = 4,
+        codec_left_context: int = 25,
+        use_cuda_graphs: Optional[bool] = None,
+    ) -> None:
+        self.config = config
+        self.talker, self.codec, self.tokenizer, self.speaker_encoder = talker, codec, tokenizer, speaker_encoder
+        self.sampling = sampling or SamplingParams()
+        self.codec_left_context = codec_left_context
+        self.sample_rate = codec.cfg.output_sample_rate
+        self.generator = BatchedGenerator(
+            talker, config.tts_pad_token_id, max_batch, max_seq_len, frames_per_step, use_cuda_graphs
+        )
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        model_path: Optional[str] = None,
+        device: Optional[str] = None,
+        dtype: Optional[torch.dtype] = None,
+        **kwargs: Any,
+    ) -> "Qwen3Backend":
+        """Load from ``model_path`` / $TTS_APP_QWEN3_PATH / the HF cache; raises ``WeightsMissing`` if absent."""
+        path = find_checkpoint(model_path)
+        dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        dt = dtype or (torch.bfloat16 if dev.type == "cuda" else torch.float32)
+        m = load_qwen3(path, dev, dt)
+        return cls(m.config, m.talker, m.codec, m.tokenizer, m.speaker_encoder, **kwargs)
+
+    @property
+    def max_batch_size(self) -> int:
+        return self.generator.max_batch
+
+    @property
+    def free_slots(self) -> int:
+        return self.generator.free_slots
+
+    def prepare(self, rows: Sequence[RowInput]) -> list[Any]:
+        prompts, tails, params, seeds = [], [], [], []
+        for row in rows:
+            prompt, tail = build_prompt(
+                self.talker, self.config, self.tokenizer.prompt_tokens(row.text), self._speaker_embedding(row.voice)
+            )
+            prompts.append(prompt)
+            tails.append(tail)
+            params.append(dataclasses.replace(self.sampling))
+            seeds.append(row.seed)
+        return list(self.generator.prefill(prompts, tails, params, seeds))
+
+    def step(self, states: Sequence[Any]) -> list[StepOutput]:
+        rows: list[RowState] = list(states)
+        new = self.generator.decode(rows)
+        audio = decode_new_audio(self.codec, [s.codes for s in rows], [n.shape[0] for n in new], self.codec_left_context)
+        return [StepOutput(audio=a, done=s.done) for a, s in zip(audio, rows)]
+
+    def release(self, state: Any) -> None:
+        self.generator.release(state)
+
+    def _speaker_embedding(self, voice: Any) -> Optional[torch.Tensor]:
+        audio = getattr(voice, "reference_audio", None) if voice is not None else None
+        if audio is None:
+            return None
+        if self.speaker_encoder is None:
+            logger.warning("this checkpoint has no speaker encoder; ignoring the reference voice")
+            return None
+        rate = int(getattr(voice, "reference_sample_rate", self.speaker_encoder.cfg.sample_rate))
+        return self.speaker_encoder.embed_audio(np.asarray(audio, dtype=np.float32), rate)
