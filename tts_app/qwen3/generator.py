@@ -129,7 +129,7 @@ class BatchedGenerator:
         )
         self.hidden[rows] = h_BxD
         self.pending[rows] = idx_B
-        self.seen[rows] |= torch.nn.functional.one_hot(idx_B, self.V).bool()
+        self.seen[rows] |= self._one_hot(idx_B)
         first_is_eos = (idx_B == self.eos_index).tolist()
         states = []
         for r in range(B):
@@ -234,11 +234,15 @@ class BatchedGenerator:
         # Inactive rows (finished, or not in this batch) keep their state untouched.
         hidden_BxD.copy_(torch.where(active_B[:, None], h_BxD, hidden_BxD))
         pending_B.copy_(torch.where(active_B, idx_B, pending_B))
-        seen_BxV |= torch.nn.functional.one_hot(idx_B, self.V).bool() & active_B[:, None]
+        seen_BxV |= self._one_hot(idx_B) & active_B[:, None]
         alive_B = active_B & (idx_B != self.eos_index) & (inp["frame"] + 1 < inp["max_frames"])
         return {"codes": codes_BxG, "alive": alive_B}
 
     # ------------------------------------------------------------------ helpers
+    def _one_hot(self, idx_B: torch.Tensor) -> torch.Tensor:
+        # scatter rather than F.one_hot, which may check its input on the host (a sync inside a graph).
+        return torch.zeros(idx_B.shape[0], self.V, dtype=torch.bool, device=idx_B.device).scatter_(1, idx_B[:, None], True)
+
     def _eos_ban(self, ban_B: torch.Tensor) -> torch.Tensor:
         banned = torch.zeros(ban_B.shape[0], self.V, dtype=torch.bool, device=ban_B.device)
         banned[:, self.eos_index] = ban_B
