@@ -1,0 +1,82 @@
+"""Voice statistics of a clip: F0 level and range, vocal-tract (formant) scale, timbre (LTAS)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from math import gcd
+
+import numpy as np
+from scipy.signal import resample_poly
+
+from tts_app.voice.ltas import ltas_db
+from tts_app.voice.pitch import PitchConfig, smooth_track, yin_frames
+
+ANALYSIS_RATE = 22050
+ANALYSIS_VERSION = 1  # bump when analyze() changes: saved profiles are then re-analysed on load
+_MIN_VOICED_FRAMES = 40  # ~0.2 s of voicing for F0 statistics to mean anything
+
+
+@dataclass(frozen=True)
+class VoiceStats:
+    """What the adapter needs to know about one voice (units in the names)."""
+
+    f0_median_hz: float
+    f0_log_std: float  # robust std of natural-log F0: the pitch range
+    voiced_fraction: float
+    ltas_db: np.ndarray  # (N_BANDS,) long-term spectrum, NaN where the clip has no bandwidth
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {
+            "f0_median_hz": np.float64(self.f0_median_hz),
+            "f0_log_std": np.float64(self.f0_log_std),
+            "voiced_fraction": np.float64(self.voiced_fraction),
+            "ltas_db": np.asarray(self.ltas_db, dtype=np.float64),
+        }
+
+    @classmethod
+    def from_arrays(cls, data: dict[str, np.ndarray]) -> "VoiceStats":
+        return cls(
+            f0_median_hz=float(data["f0_median_hz"]),
+            f0_log_std=float(data["f0_log_std"]),
+            voiced_fraction=float(data["voiced_fraction"]),
+            ltas_db=np.asarray(data["ltas_db"], dtype=np.float64),
+        )
+
+
+def to_analysis_rate(audio: np.ndarray, sample_rate: int) -> np.ndarray:
+    """Resample to the rate the model voice is analysed at, so statistics compare directly."""
+    x = np.asarray(audio, dtype=np.float64).reshape(-1)
+    if sample_rate == ANALYSIS_RATE:
+        return x
+    g = gcd(ANALYSIS_RATE, int(sample_rate))
+    return resample_poly(x, ANALYSIS_RATE // g, int(sample_rate) // g)
+
+
+def f0_track_hz(audio: np.ndarray, sample_rate: int) -> np.ndarray:
+    """Smoothed F0 per 5 ms frame (0 = unvoiced) of a whole clip."""
+    cfg = PitchConfig(sample_rate)
+    x = np.concatenate([np.zeros(cfg.left), np.asarray(audio, dtype=np.float64), np.zeros(cfg.right)])
+    centers = np.arange(0, len(audio), cfg.hop) + cfg.left
+    return smooth_track(yin_frames(x, centers, cfg).f0_hz)
+
+
+def analyze(audio: np.ndarray, sample_rate: int) -> VoiceStats:
+    """Statistics of a clean, normalised clip (ingest.load_reference output, or model audio)."""
+    x22 = to_analysis_rate(audio, sample_rate)
+    f0 = f0_track_hz(x22, ANALYSIS_RATE)
+    voiced = f0[f0 > 0]
+    if len(voiced) >= _MIN_VOICED_FRAMES:
+        log_f0 = np.log(voiced)
+        median = float(np.median(log_f0))
+        # MAD is robust to the octave errors a pitch tracker makes on real recordings.
+        log_std = float(1.4826 * np.median(np.abs(log_f0 - median)))
+        f0_median = math.exp(median)
+    else:
+        f0_median, log_std = 0.0, 0.0
+    return VoiceStats(
+        f0_median_hz=f0_median,
+        f0_log_std=log_std,
+        voiced_fraction=float(np.mean(f0 > 0)) if len(f0) else 0.0,
+        ltas_db=ltas_db(audio, sample_rate),
+    )

@@ -1,0 +1,252 @@
+"""Reference ingestion: decode, check, trim silence, cap length, normalise loudness, report.
+
+Decoding is libsndfile's (wav, flac, mp3, ogg/vorbis/opus, aiff, au, caf, ...).
+Every refusal is a VoiceError with a one-line reason; nothing else escapes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+import soundfile as sf
+
+from tts_app.voice.errors import VoiceError
+from tts_app.voice.report import ReferenceReport
+
+logger = logging.getLogger(__name__)
+
+MAX_FILE_BYTES = 50 * 1024 * 1024
+MAX_INPUT_S = 600.0
+MAX_KEPT_S = 30.0
+MIN_SPEECH_S = 1.0
+TARGET_LEVEL_DBFS = -20.0
+PEAK_CEILING_DBFS = -1.0
+SILENCE_DBFS = -60.0  # a clip with no 20 ms frame above this is silence
+
+_FRAME_S = 0.02
+_HOP_S = 0.01
+_LEAD_PAD_S = 0.10  # keep a little room before the first active frame so onsets stay whole
+_TAIL_PAD_S = 0.15
+_CLIP_LEVEL = 0.999
+
+AudioSource = Union[str, Path, tuple]
+
+
+@dataclass
+class Reference:
+    """A processed reference clip: mono float32 at its own sample rate, at most 30 s."""
+
+    audio: np.ndarray
+    sample_rate: int
+    report: ReferenceReport
+    content_hash: str  # sha256 of the file bytes, or of the samples and rate for arrays
+
+
+def content_hash(source: AudioSource) -> str:
+    """Hash identifying a clip by content: same bytes (or samples and rate) give the same hash."""
+    if isinstance(source, (str, Path)):
+        return hashlib.sha256(_read_bytes(Path(source))).hexdigest()
+    audio, sample_rate = _split_array_source(source)
+    return _array_hash(audio, sample_rate)
+
+
+def load_reference(source: AudioSource) -> Reference:
+    """Decode and clean a reference clip from a path or an ``(audio, sample_rate)`` tuple.
+
+    Gradio's ``(sample_rate, audio)`` order is accepted too. Raises VoiceError when
+    the clip is not usable.
+    """
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        data = _read_bytes(path)
+        audio, sample_rate = _decode(data, path.name)
+        name, digest = path.name, hashlib.sha256(data).hexdigest()
+    else:
+        audio, sample_rate = _split_array_source(source)
+        name, digest = "array", _array_hash(audio, sample_rate)
+        audio = _to_frames_by_channels(audio)
+        if len(audio) / sample_rate > MAX_INPUT_S:
+            raise VoiceError(_too_long_message(len(audio) / sample_rate))
+    clip, report = _clean(audio, sample_rate, name)
+    logger.info("reference %s: %s", name, report.summary())
+    return Reference(audio=clip, sample_rate=sample_rate, report=report, content_hash=digest)
+
+
+# -- decoding -----------------------------------------------------------------
+def _read_bytes(path: Path) -> bytes:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise VoiceError(f"reference file not found: {path}") from None
+    except OSError as exc:
+        raise VoiceError(f"cannot read reference file {path.name}: {exc.strerror or exc}") from None
+    if not path.is_file():
+        raise VoiceError(f"reference path is not a file: {path}")
+    if size > MAX_FILE_BYTES:
+        raise VoiceError(
+            f"reference file {path.name} is {size / 2**20:.0f} MB; the limit is {MAX_FILE_BYTES // 2**20} MB"
+        )
+    if size == 0:
+        raise VoiceError(f"reference file {path.name} is empty")
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise VoiceError(f"cannot read reference file {path.name}: {exc.strerror or exc}") from None
+
+
+def _decode(data: bytes, name: str) -> tuple[np.ndarray, int]:
+    try:
+        info = sf.info(io.BytesIO(data))
+    except (sf.LibsndfileError, RuntimeError, TypeError, ValueError):
+        raise VoiceError(f"{name} is not a readable audio file (unsupported format or corrupt)") from None
+    if info.samplerate <= 0 or info.frames <= 0:
+        raise VoiceError(f"{name} holds no audio samples (empty or truncated file)")
+    if info.frames / info.samplerate > MAX_INPUT_S:
+        raise VoiceError(_too_long_message(info.frames / info.samplerate))
+    try:
+        audio, sample_rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
+    except (sf.LibsndfileError, RuntimeError, TypeError, ValueError):
+        raise VoiceError(f"{name} could not be decoded (corrupt or truncated audio)") from None
+    if audio.size == 0:
+        raise VoiceError(f"{name} holds no audio samples (empty or truncated file)")
+    return audio, int(sample_rate)
+
+
+def _split_array_source(source: object) -> tuple[np.ndarray, int]:
+    if not isinstance(source, tuple) or len(source) != 2:
+        raise VoiceError("a reference must be a file path or an (audio array, sample rate) pair")
+    first, second = source
+    if isinstance(first, (int, np.integer)) and isinstance(second, np.ndarray):
+        first, second = second, first  # Gradio's numpy audio is (sample_rate, data)
+    if not isinstance(first, np.ndarray) or not isinstance(second, (int, np.integer)):
+        raise VoiceError("a reference must be a file path or an (audio array, sample rate) pair")
+    sample_rate = int(second)
+    if not 1000 <= sample_rate <= 384_000:
+        raise VoiceError(f"reference sample rate {sample_rate} Hz is out of range (1000..384000)")
+    if first.ndim not in (1, 2) or first.size == 0:
+        raise VoiceError("reference audio must be a non-empty 1-D (mono) or 2-D (multichannel) array")
+    if not (np.issubdtype(first.dtype, np.floating) or np.issubdtype(first.dtype, np.integer)):
+        raise VoiceError(f"reference audio has non-numeric dtype {first.dtype}")
+    return first, sample_rate
+
+
+def _array_hash(audio: np.ndarray, sample_rate: int) -> str:
+    digest = hashlib.sha256(f"{sample_rate}:{audio.dtype.str}:{audio.shape}".encode())
+    digest.update(np.ascontiguousarray(audio).tobytes())
+    return digest.hexdigest()
+
+
+def _to_frames_by_channels(audio: np.ndarray) -> np.ndarray:
+    """Any numeric array to float32 (frames, channels), integers scaled to +-1."""
+    if np.issubdtype(audio.dtype, np.integer):
+        scale = float(np.iinfo(audio.dtype).max) + 1.0
+        audio = audio.astype(np.float32) / scale
+    audio = np.asarray(audio, dtype=np.float32)
+    if audio.ndim == 1:
+        return audio[:, None]
+    # Channels are the short axis: (2, n) and (n, 2) both mean stereo.
+    return audio if audio.shape[1] <= audio.shape[0] else audio.T
+
+
+def _too_long_message(duration_s: float) -> str:
+    return f"reference is {duration_s / 60:.1f} minutes long; the limit is {MAX_INPUT_S / 60:.0f} minutes"
+
+
+# -- cleaning -----------------------------------------------------------------
+def _clean(audio_fc: np.ndarray, sample_rate: int, name: str) -> tuple[np.ndarray, ReferenceReport]:
+    if not np.all(np.isfinite(audio_fc)):
+        raise VoiceError(f"{name} contains invalid (NaN or infinite) samples: corrupt audio")
+    channels = audio_fc.shape[1]
+    mono = audio_fc.mean(axis=1, dtype=np.float64)
+    input_s = len(mono) / sample_rate
+    frame, hop = max(1, round(_FRAME_S * sample_rate)), max(1, round(_HOP_S * sample_rate))
+    frame_db = _frame_levels_db(mono, frame, hop)
+    peak_frame_db = float(frame_db.max()) if len(frame_db) else -200.0
+    if peak_frame_db < SILENCE_DBFS:
+        raise VoiceError(f"{name} is silent (loudest moment {peak_frame_db:.0f} dBFS); record some speech")
+    noise_db = float(np.percentile(frame_db, 10))
+    gate_db = max(peak_frame_db - 40.0, SILENCE_DBFS)
+    if noise_db > gate_db - 6.0:  # noisy clip: gate above the noise floor, but below most speech
+        gate_db = min(noise_db + 6.0, peak_frame_db - 12.0)
+    active = frame_db > gate_db
+    if active.sum() * _HOP_S < MIN_SPEECH_S:
+        raise VoiceError(
+            f"{name} has only {active.sum() * _HOP_S:.1f} s of speech; at least {MIN_SPEECH_S:.0f} s is needed"
+        )
+
+    idx = np.nonzero(active)[0]
+    start = max(0, idx[0] * hop - round(_LEAD_PAD_S * sample_rate))
+    end = min(len(mono), idx[-1] * hop + frame + round(_TAIL_PAD_S * sample_rate))
+    lead_s, tail_s = start / sample_rate, (len(mono) - end) / sample_rate
+    cap = round(MAX_KEPT_S * sample_rate)
+    cut_s = max(0, end - start - cap) / sample_rate
+    end = min(end, start + cap)
+    clip = mono[start:end]
+
+    kept_frames = slice(start // hop, max(start // hop, (end - frame) // hop + 1))
+    speech_s = float(active[kept_frames].sum() * _HOP_S)
+    active_power = 10 ** (frame_db[active] / 10)
+    level_dbfs = float(10 * np.log10(np.mean(active_power)))
+    peak = float(np.max(np.abs(mono)))
+    peak_dbfs = 20 * np.log10(max(peak, 1e-10))
+    clipping = float(np.mean(np.abs(audio_fc) >= _CLIP_LEVEL))
+
+    gain_db = TARGET_LEVEL_DBFS - level_dbfs
+    clip_peak = float(np.max(np.abs(clip)))
+    if clip_peak > 0:
+        gain_db = min(gain_db, PEAK_CEILING_DBFS - 20 * np.log10(clip_peak))
+    clip = (clip * 10 ** (gain_db / 20)).astype(np.float32)
+
+    snr_db = level_dbfs - noise_db if noise_db < level_dbfs else 0.0
+    report = ReferenceReport(
+        source=name,
+        input_duration_s=round(input_s, 3),
+        input_sample_rate=sample_rate,
+        input_channels=channels,
+        duration_s=round(len(clip) / sample_rate, 3),
+        speech_s=round(speech_s, 2),
+        lead_trimmed_s=round(lead_s, 3),
+        tail_trimmed_s=round(tail_s, 3),
+        cut_after_s=round(cut_s, 3),
+        level_dbfs=round(level_dbfs, 1),
+        peak_dbfs=round(float(peak_dbfs), 1),
+        clipping_fraction=round(clipping, 5),
+        snr_db=round(min(snr_db, 99.0), 1),
+        gain_db=round(float(gain_db), 1),
+        warnings=_warnings(speech_s, clipping, snr_db, level_dbfs, sample_rate, cut_s),
+    )
+    return clip, report
+
+
+def _frame_levels_db(x: np.ndarray, frame: int, hop: int) -> np.ndarray:
+    if len(x) < frame:
+        x = np.concatenate([x, np.zeros(frame - len(x))])
+    csum = np.concatenate([[0.0], np.cumsum(x * x)])
+    starts = np.arange(0, len(x) - frame + 1, hop)
+    power = (csum[starts + frame] - csum[starts]) / frame
+    return 10 * np.log10(np.maximum(power, 1e-20))
+
+
+def _warnings(
+    speech_s: float, clipping: float, snr_db: float, level_dbfs: float, sample_rate: int, cut_s: float
+) -> list[str]:
+    out = []
+    if speech_s < 3.0:
+        out.append(f"only {speech_s:.1f} s of speech; 5 to 30 s gives a steadier voice")
+    if clipping > 0.001:
+        out.append(f"the recording clips ({100 * clipping:.1f}% of samples at full scale)")
+    if snr_db < 20.0:
+        out.append(f"noisy background (voice only about {snr_db:.0f} dB above the noise)")
+    if level_dbfs < -40.0:
+        out.append(f"very quiet recording ({level_dbfs:.0f} dBFS)")
+    if sample_rate < 16000:
+        out.append(f"low sample rate ({sample_rate} Hz): high frequencies are missing")
+    if cut_s > 0:
+        out.append(f"only the first {MAX_KEPT_S:.0f} s are used")
+    return out

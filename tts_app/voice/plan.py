@@ -1,0 +1,115 @@
+"""Turn (target voice statistics, strength) into adapter settings: pitch map, formant ratio, timbre FIR.
+
+The timbre EQ is calibrated: the model-voice clip is run through the pitch and
+formant stage, and the EQ is whatever takes that result's long-term spectrum to
+the target's. Plans are cached, so this runs once per voice and strength.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from math import gcd
+
+import numpy as np
+from scipy.signal import resample_poly
+
+from tts_app.voice.analysis import VoiceStats
+from tts_app.voice.cache import LruCache
+from tts_app.voice.eq import design_fir
+from tts_app.voice.ltas import ltas_db
+from tts_app.voice.model_voice import model_voice
+from tts_app.voice.psola import PitchMap, PsolaStream
+
+logger = logging.getLogger(__name__)
+
+FORMANT_RATIO_MIN = 0.9
+FORMANT_RATIO_MAX = 1.3
+RANGE_RATIO_MIN = 0.5
+RANGE_RATIO_MAX = 2.0
+EQ_LIMIT_DB = 18.0
+# Vocal-tract length scales with F0 across speakers only weakly: ~ (F0 ratio)^0.22, centred
+# slightly above 1 because the model's voice is darker than most.
+_FORMANT_F0_EXPONENT = 0.22
+_FORMANT_BIAS = 1.05
+
+
+@dataclass(frozen=True)
+class AdaptPlan:
+    """Settings of one adaptation, all already scaled by strength."""
+
+    pitch_map: PitchMap
+    formant_ratio: float
+    fir: np.ndarray  # timbre EQ taps (linear phase, odd length)
+    sample_rate: int
+
+
+def formant_ratio_for(target: VoiceStats, source: VoiceStats) -> float:
+    """Full-strength formant scale from the F0 ratio (1.0 when either voice has no pitch)."""
+    if target.f0_median_hz <= 0 or source.f0_median_hz <= 0:
+        return 1.0
+    ratio = _FORMANT_BIAS * (target.f0_median_hz / source.f0_median_hz) ** _FORMANT_F0_EXPONENT
+    return float(np.clip(ratio, FORMANT_RATIO_MIN, FORMANT_RATIO_MAX))
+
+
+def pitch_map_for(target: VoiceStats, source: VoiceStats, strength: float) -> PitchMap:
+    if target.f0_median_hz <= 0 or source.f0_median_hz <= 0:
+        return PitchMap()
+    shift = math.log(target.f0_median_hz / source.f0_median_hz)
+    range_ratio = target.f0_log_std / source.f0_log_std if source.f0_log_std > 0 else 1.0
+    range_ratio = float(np.clip(range_ratio, RANGE_RATIO_MIN, RANGE_RATIO_MAX))
+    return PitchMap(shift=strength * shift, slope=strength * (range_ratio - 1.0), pivot=math.log(source.f0_median_hz))
+
+
+def make_plan(target: VoiceStats, strength: float, sample_rate: int) -> AdaptPlan:
+    """Build (uncached) the plan for one target voice at one strength and output rate."""
+    source = model_voice()
+    pitch_map = pitch_map_for(target, source.stats, strength)
+    formant_ratio = formant_ratio_for(target, source.stats) ** strength
+    calib = _resample(source.audio, source.sample_rate, sample_rate)
+    stream = PsolaStream(pitch_map, formant_ratio, sample_rate)
+    shifted = np.concatenate([stream.process(calib), stream.flush()]).astype(np.float64)
+
+    # Aim at a blend of the two spectra so that strength scales timbre as it does pitch.
+    wanted_db = strength * _fill_nan(target.ltas_db, source.stats.ltas_db) + (1 - strength) * source.stats.ltas_db
+    gain_db = wanted_db - _fill_nan(ltas_db(shifted, sample_rate), wanted_db)
+    gain_db = np.convolve(np.pad(gain_db, 1, mode="edge"), [0.25, 0.5, 0.25], mode="valid")
+    gain_db = np.clip(gain_db - np.mean(gain_db), -EQ_LIMIT_DB, EQ_LIMIT_DB)
+    fir = design_fir(gain_db, sample_rate)
+    # Keep the model's loudness: scale so the calibration clip comes out at its own RMS.
+    out_rms = float(np.sqrt(np.mean(np.convolve(shifted, fir, mode="same") ** 2)))
+    in_rms = float(np.sqrt(np.mean(calib.astype(np.float64) ** 2)))
+    if out_rms > 0:
+        fir = fir * (in_rms / out_rms)
+    logger.debug(
+        "plan: strength %.2f, pitch shift %.3f slope %.3f, formant %.3f, eq %.1f..%.1f dB",
+        strength, pitch_map.shift, pitch_map.slope, formant_ratio, gain_db.min(), gain_db.max(),
+    )
+    return AdaptPlan(pitch_map=pitch_map, formant_ratio=formant_ratio, fir=fir, sample_rate=sample_rate)
+
+
+_PLANS: LruCache[AdaptPlan] = LruCache(maxsize=64)
+
+
+def cached_plan(key: str, target: VoiceStats, strength: float, sample_rate: int) -> AdaptPlan:
+    """make_plan cached by ``key`` (identifies the target voice), strength and rate."""
+    strength = round(float(strength), 4)
+    return _PLANS.get_or_create((key, strength, int(sample_rate)), lambda: make_plan(target, strength, sample_rate))
+
+
+def _fill_nan(values_db: np.ndarray, fallback_db: np.ndarray) -> np.ndarray:
+    """Replace NaN bands (no bandwidth) by holding the last valid band, or by the fallback if none."""
+    values_db = np.asarray(values_db, dtype=np.float64)
+    valid = ~np.isnan(values_db)
+    if not valid.any():
+        return np.asarray(fallback_db, dtype=np.float64).copy()
+    idx = np.arange(len(values_db))
+    return np.interp(idx, idx[valid], values_db[valid])
+
+
+def _resample(audio: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
+    if rate_in == rate_out:
+        return np.asarray(audio, dtype=np.float64)
+    g = gcd(rate_in, rate_out)
+    return resample_poly(np.asarray(audio, dtype=np.float64), rate_out // g, rate_in // g)

@@ -1,0 +1,172 @@
+"""VoiceProfile: a processed reference clip plus its voice statistics; cached, saved, loaded.
+
+The clip itself travels with the profile (mono float32, its own rate, <= 30 s)
+so that a cloning model can take the same reference the adapter uses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from tts_app.voice.adapt import StreamingAdapter, adapt, streamer_for
+from tts_app.voice.analysis import ANALYSIS_VERSION, VoiceStats, analyze
+from tts_app.voice.cache import CacheInfo, LruCache
+from tts_app.voice.errors import VoiceError
+from tts_app.voice.ingest import AudioSource, content_hash, load_reference
+from tts_app.voice.report import ReferenceReport
+
+logger = logging.getLogger(__name__)
+
+PROFILE_SUFFIX = ".voice.npz"
+_FILE_FORMAT = "tts_app.voice/1"
+_PROFILES: LruCache["VoiceProfile"] = LruCache(maxsize=32)
+
+
+@dataclass(frozen=True, eq=False)
+class VoiceProfile:
+    """A reference voice ready to use. Treat as immutable: cached profiles are shared."""
+
+    name: str
+    audio: np.ndarray  # float32 mono, loudness-normalised, silence-trimmed, <= 30 s
+    sample_rate: int
+    stats: VoiceStats
+    report: ReferenceReport
+    content_hash: str  # of the original clip
+    analysis_version: int = ANALYSIS_VERSION
+
+    @property
+    def cache_key(self) -> str:
+        return f"{self.content_hash}:{self.analysis_version}"
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.audio) / self.sample_rate
+
+    @property
+    def f0_median_hz(self) -> float:
+        return self.stats.f0_median_hz
+
+    def streamer(self, strength: float = 1.0, sample_rate: int = 22050) -> StreamingAdapter:
+        """A new per-request streaming adapter (process(chunk) / flush())."""
+        return streamer_for(self, strength, sample_rate)
+
+    def adapt(self, audio: np.ndarray, strength: float = 1.0, sample_rate: int = 22050) -> np.ndarray:
+        return adapt(audio, self, strength, sample_rate)
+
+    def renamed(self, name: str) -> "VoiceProfile":
+        return dataclasses.replace(self, name=name)
+
+    def describe(self) -> str:
+        """One line for a voice picker."""
+        s = self.stats
+        return f"{self.name}: {self.duration_s:.1f} s reference, median pitch {s.f0_median_hz:.0f} Hz"
+
+    # -- persistence ----------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write one .npz file (clip as 24-bit FLAC inside, statistics, report); atomic replace."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        flac = io.BytesIO()
+        sf.write(flac, self.audio, self.sample_rate, format="FLAC", subtype="PCM_24")
+        meta = {
+            "format": _FILE_FORMAT,
+            "name": self.name,
+            "sample_rate": self.sample_rate,
+            "content_hash": self.content_hash,
+            "analysis_version": self.analysis_version,
+            "report": self.report.to_dict(),
+        }
+        arrays = {f"stats_{k}": v for k, v in self.stats.to_arrays().items()}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.savez(
+                    handle,
+                    meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+                    audio_flac=np.frombuffer(flac.getvalue(), dtype=np.uint8),
+                    **arrays,
+                )
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        logger.info("saved voice %r to %s", self.name, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "VoiceProfile":
+        """Read a file written by save(); re-analyses the clip if the analysis has changed since."""
+        path = Path(path)
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                meta = json.loads(bytes(data["meta"]).decode())
+                audio, sample_rate = sf.read(io.BytesIO(bytes(data["audio_flac"])), dtype="float32")
+                stats = VoiceStats.from_arrays(
+                    {k[len("stats_") :]: data[k] for k in data.files if k.startswith("stats_")}
+                )
+        except FileNotFoundError:
+            raise VoiceError(f"voice file not found: {path}") from None
+        except (OSError, ValueError, KeyError, sf.LibsndfileError, json.JSONDecodeError):
+            raise VoiceError(f"{path.name} is not a readable voice profile") from None
+        if meta.get("format") != _FILE_FORMAT:
+            raise VoiceError(f"{path.name} has an unknown voice profile format {meta.get('format')!r}")
+        audio.flags.writeable = False
+        version = int(meta.get("analysis_version", 0))
+        if version != ANALYSIS_VERSION:
+            logger.info("voice %s was analysed by version %d; re-analysing", path.name, version)
+            stats, version = analyze(audio, int(sample_rate)), ANALYSIS_VERSION
+        return cls(
+            name=str(meta["name"]),
+            audio=audio,
+            sample_rate=int(sample_rate),
+            stats=stats,
+            report=ReferenceReport.from_dict(meta["report"]),
+            content_hash=str(meta["content_hash"]),
+            analysis_version=version,
+        )
+
+
+def make_profile(source: AudioSource, name: str | None = None) -> VoiceProfile:
+    """Ingest and analyse a reference (path or (audio, rate)), cached by the clip's content hash."""
+    digest = content_hash(source)
+    profile = _PROFILES.get_or_create(digest, lambda: _build_profile(source, digest))
+    wanted = name or _default_name(source, digest)
+    return profile if profile.name == wanted else profile.renamed(wanted)
+
+
+def profile_cache_info() -> CacheInfo:
+    """Hits and misses of the profile cache (a reference used for 50 lines is analysed once)."""
+    return _PROFILES.info()
+
+
+def clear_profile_cache() -> None:
+    _PROFILES.clear()
+
+
+def _build_profile(source: AudioSource, digest: str) -> VoiceProfile:
+    ref = load_reference(source)
+    ref.audio.flags.writeable = False
+    return VoiceProfile(
+        name=_default_name(source, digest),
+        audio=ref.audio,
+        sample_rate=ref.sample_rate,
+        stats=analyze(ref.audio, ref.sample_rate),
+        report=ref.report,
+        content_hash=digest,
+    )
+
+
+def _default_name(source: AudioSource, digest: str) -> str:
+    if isinstance(source, (str, Path)):
+        return Path(source).name.split(".")[0] or f"voice-{digest[:8]}"
+    return f"voice-{digest[:8]}"

@@ -1,0 +1,39 @@
+"""resolve_voice: every way a caller can name a voice, turned into a VoiceProfile (or None)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tts_app.voice.errors import VoiceError
+from tts_app.voice.library import RESERVED_NAMES, VoiceLibrary, default_library
+from tts_app.voice.profile import VoiceProfile, make_profile
+
+
+def resolve_voice(voice: Any, library: VoiceLibrary | None = None) -> VoiceProfile | None:
+    """None / "" / "default" -> None (the model's own voice); a VoiceProfile as is; a saved or
+    built-in voice name; a path to an audio clip (str or Path); or an ``(audio, sample_rate)`` tuple.
+
+    Raises VoiceError (a ValueError) with a one-line reason for anything else.
+    """
+    if voice is None or isinstance(voice, VoiceProfile):
+        return voice
+    if isinstance(voice, tuple) and len(voice) == 2 and any(isinstance(v, np.ndarray) for v in voice):
+        return make_profile(voice)
+    if isinstance(voice, Path):
+        return make_profile(voice)
+    if isinstance(voice, str):
+        name = voice.strip()
+        if not name or name.lower() in RESERVED_NAMES:
+            return None
+        library = library or default_library()
+        if name in library:
+            return library.load(name)
+        if Path(name).expanduser().is_file():
+            return make_profile(Path(name).expanduser())
+        if "/" in name or "\\" in name or Path(name).suffix:
+            raise VoiceError(f"reference file not found: {name}")
+        raise VoiceError(f"unknown voice {name!r}; available: {', '.join(library.names()) or 'none'}")
+    raise VoiceError(f"cannot use a {type(voice).__name__} as a voice; give a name, a file path or (audio, sample_rate)")
