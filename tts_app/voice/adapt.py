@@ -49,6 +49,13 @@ class StreamingAdapter:
             return 0
         return self._psola.latency_samples + self._fir.delay
 
+    @property
+    def buffered_samples(self) -> int:
+        """Samples held inside this adapter right now: bounded per stream."""
+        if self._psola is None or self._fir is None:
+            return 0
+        return self._psola.buffered_samples + len(self._fir.fir)
+
     def process(self, chunk: np.ndarray) -> np.ndarray:
         """Adapt the next chunk (float mono); returns the samples that are final so far (float32)."""
         chunk = np.asarray(chunk).reshape(-1)

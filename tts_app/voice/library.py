@@ -87,7 +87,7 @@ class VoiceLibrary:
 
     def save(self, profile: VoiceProfile, name: str | None = None, overwrite: bool = True) -> VoiceProfile:
         """Store ``profile`` under ``name`` (default: its own name); returns the profile as saved."""
-        name = check_name(name or profile.name)
+        name = check_name(profile.name if name is None else name)
         if name in self._builtin_paths():
             raise VoiceError(f"{name!r} is a built-in voice; choose another name")
         path = self._saved_path(name)

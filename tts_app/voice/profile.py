@@ -53,6 +53,15 @@ class VoiceProfile:
         return len(self.audio) / self.sample_rate
 
     @property
+    def reference_audio(self) -> np.ndarray:
+        """The processed reference clip, for models that clone from audio (same as ``audio``)."""
+        return self.audio
+
+    @property
+    def reference_sample_rate(self) -> int:
+        return self.sample_rate
+
+    @property
     def f0_median_hz(self) -> float:
         return self.stats.f0_median_hz
 

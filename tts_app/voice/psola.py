@@ -75,6 +75,11 @@ class PsolaStream:
         frame_need = (_SMOOTH_CONTEXT + 1) * self.cfg.hop + self.cfg.right
         return max(self.reach, frame_need) + self.grain_max + self.cfg.hop
 
+    @property
+    def buffered_samples(self) -> int:
+        """Samples held in this stream's buffers (bounded, whatever the stream's length)."""
+        return len(self._x) + len(self._y) + len(self._smooth) + len(self._raw)
+
     def process(self, chunk: np.ndarray) -> np.ndarray:
         if self._flushed:
             raise RuntimeError("process() after flush()")
