@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from qwen3_fixtures import one_thread  # noqa: F401  (autouse)
 from tts_app.backends.base import RowInput
 from tts_app.backends.qwen3 import Qwen3Backend, WeightsMissing
 from tts_app.qwen3.codec import CodecDecoder
@@ -17,14 +18,6 @@ from tts_app.qwen3.prompt import PromptTokens
 from tts_app.qwen3.sampling import SamplingParams
 from tts_app.qwen3.speaker_encoder import SpeakerEncoder
 from tts_app.qwen3.tiny import tiny_talker
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 class CharTokenizer:

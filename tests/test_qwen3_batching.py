@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from qwen3_fixtures import one_thread  # noqa: F401  (autouse)
 from tts_app.qwen3.generator import BatchedGenerator
 from tts_app.qwen3.sampling import SamplingParams, sample_tokens
 
@@ -12,15 +13,6 @@ from tts_app.qwen3.tiny import prompt_for, run_to_end, solo_codes, tiny_talker
 
 # (text length, text offset, max frames, seed): different prompt lengths and end times.
 ROWS = [(3, 0, 7, 11), (9, 1, 13, 12), (15, 2, 10, 13), (6, 3, 5, 14)]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # Tiny matmuls on a shared 2-core box: one intra-op thread avoids OpenMP contention stalls.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

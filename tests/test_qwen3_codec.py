@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from qwen3_fixtures import one_thread  # noqa: F401  (autouse)
 from tts_app.qwen3.codec import CodecDecoder
 from tts_app.qwen3.config import tiny_configs
 from tts_app.qwen3.streaming import decode_new_audio
@@ -22,14 +23,6 @@ EXACT_ATOL = 1e-5
 # Measured max |chunked - whole| on the real-depth decoder (peak |whole| 0.43), by left context:
 # 0 frames 0.53, 10: 0.11, 25: 3.8e-3, 50: 2.9e-3, 100: 3.2e-5.
 APPROX_ATOL = 5e-3  # bound for 25 frames of context
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _codec(**overrides) -> CodecDecoder:

@@ -17,17 +17,10 @@ transformers = pytest.importorskip("transformers", reason="transformers not inst
 from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
 from transformers.modeling_outputs import CausalLMOutputWithPast  # noqa: E402
 
+from qwen3_fixtures import one_thread  # noqa: E402, F401  (autouse)
 from tts_app.qwen3.generator import BatchedGenerator  # noqa: E402
 from tts_app.qwen3.sampling import SamplingParams  # noqa: E402
 from tts_app.qwen3.tiny import prompt_for, run_to_end, tiny_talker  # noqa: E402
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _hf_backbone(cls, stack, cfg, vocab: int, hidden: int):

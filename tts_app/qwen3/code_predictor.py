@@ -11,16 +11,13 @@ import torch
 from torch import nn
 
 from .config import CodePredictorConfig, TalkerConfig
-from .layers import DecoderStack, causal_mask
+from .layers import DecoderStack, LayerDims, causal_mask
 from .sampling import sample_tokens
 
 
 class CodePredictorModel(DecoderStack):
     def __init__(self, cfg: CodePredictorConfig, talker_hidden: int) -> None:
-        super().__init__(
-            cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size, cfg.num_attention_heads,
-            cfg.num_key_value_heads, cfg.head_dim, cfg.rms_norm_eps, cfg.rope_theta, cfg.attention_bias,
-        )
+        super().__init__(cfg.num_hidden_layers, LayerDims.of(cfg), cfg.rope_theta)
         # Embeddings live in the talker's width; small_to_mtp_projection maps them down.
         self.codec_embedding = nn.ModuleList(
             nn.Embedding(cfg.vocab_size, talker_hidden) for _ in range(cfg.num_code_groups - 1)

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import CodecConfig
-from .layers import DecoderStack, causal_mask
+from .layers import DecoderStack, LayerDims, causal_mask
 
 
 class CausalConv1d(nn.Module):
@@ -141,11 +141,8 @@ class SplitResidualVQ(nn.Module):
 
 class CodecTransformer(DecoderStack):
     def __init__(self, cfg: CodecConfig) -> None:
-        super().__init__(
-            cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size, cfg.num_attention_heads,
-            cfg.num_key_value_heads, cfg.head_dim, cfg.rms_norm_eps, cfg.rope_theta, cfg.attention_bias,
-            qk_norm=False, layer_scale=cfg.layer_scale_initial_scale,
-        )
+        dims = LayerDims.of(cfg, qk_norm=False, layer_scale=cfg.layer_scale_initial_scale)
+        super().__init__(cfg.num_hidden_layers, dims, cfg.rope_theta)
         self.window = cfg.sliding_window
         self.input_proj = nn.Linear(cfg.latent_dim, cfg.hidden_size)
         self.output_proj = nn.Linear(cfg.hidden_size, cfg.latent_dim)

@@ -19,35 +19,29 @@ T = TypeVar("T")
 
 
 def _from_dict(cls: type[T], data: dict[str, Any]) -> T:
-    """Build dataclass ``cls`` from the keys of ``data`` it knows; nested configs are built by the caller."""
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    known = {k: v for k, v in data.items() if k in names}
-    ignored = sorted(set(data) - names)
+    """Build dataclass ``cls`` from the keys of ``data`` it knows; nested configs are built by the caller.
+
+    A value for a field whose default is a tuple (JSON gives a list) becomes a tuple.
+    """
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    known = {k: tuple(v) if isinstance(fields[k].default, tuple) else v for k, v in data.items() if k in fields}
+    ignored = sorted(set(data) - set(fields))
     if ignored:
         logger.debug("%s: ignoring config keys %s", cls.__name__, ignored)
     return cls(**known)
 
 
-@dataclass
-class CodePredictorConfig:
-    """The small transformer that fills codebooks 1..G-1 for each talker frame."""
+class _JsonConfig:
+    """``from_json``: ``from_dict`` over a JSON file."""
 
-    vocab_size: int = 2048
-    hidden_size: int = 1024
-    intermediate_size: int = 3072
-    num_hidden_layers: int = 5
-    num_attention_heads: int = 16
-    num_key_value_heads: int = 8
-    head_dim: int = 128
-    rms_norm_eps: float = 1e-6
-    rope_theta: float = 1_000_000.0
-    attention_bias: bool = False
-    num_code_groups: int = 16
+    @classmethod
+    def from_json(cls: type[T], path: str | Path) -> T:
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))  # type: ignore[attr-defined]
 
 
 @dataclass
-class TalkerConfig:
-    """The talker: a Qwen3 decoder over codec frames that predicts codebook 0."""
+class _BackboneConfig:
+    """The Qwen3 decoder sizes the talker and the code predictor share (defaults: the talker's)."""
 
     vocab_size: int = 3072
     hidden_size: int = 1024
@@ -59,6 +53,21 @@ class TalkerConfig:
     rms_norm_eps: float = 1e-6
     rope_theta: float = 1_000_000.0
     attention_bias: bool = False
+
+
+@dataclass
+class CodePredictorConfig(_BackboneConfig):
+    """The small transformer that fills codebooks 1..G-1 for each talker frame."""
+
+    vocab_size: int = 2048
+    num_hidden_layers: int = 5
+    num_code_groups: int = 16
+
+
+@dataclass
+class TalkerConfig(_BackboneConfig):
+    """The talker: a Qwen3 decoder over codec frames that predicts codebook 0."""
+
     max_position_embeddings: int = 32768
     num_code_groups: int = 16
     text_hidden_size: int = 2048
@@ -103,7 +112,7 @@ class SpeakerEncoderConfig:
 
 
 @dataclass
-class Qwen3TTSConfig:
+class Qwen3TTSConfig(_JsonConfig):
     """Top-level config.json of a Qwen3-TTS checkpoint."""
 
     talker_config: TalkerConfig = field(default_factory=TalkerConfig)
@@ -121,24 +130,16 @@ class Qwen3TTSConfig:
     def from_dict(cls, data: dict[str, Any]) -> "Qwen3TTSConfig":
         data = dict(data)
         data["talker_config"] = TalkerConfig.from_dict(data.get("talker_config") or {})
-        spk = data.get("speaker_encoder_config")
         if data.get("tts_model_type", "base") == "base":
-            spk = _from_dict(SpeakerEncoderConfig, spk or {})
-            spk.enc_channels = tuple(spk.enc_channels)
-            spk.enc_kernel_sizes = tuple(spk.enc_kernel_sizes)
-            spk.enc_dilations = tuple(spk.enc_dilations)
-            data["speaker_encoder_config"] = spk
+            spk = data.get("speaker_encoder_config") or {}
+            data["speaker_encoder_config"] = _from_dict(SpeakerEncoderConfig, spk)
         else:
             data["speaker_encoder_config"] = None
         return _from_dict(cls, data)
 
-    @classmethod
-    def from_json(cls, path: str | Path) -> "Qwen3TTSConfig":
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
-
 
 @dataclass
-class CodecConfig:
+class CodecConfig(_JsonConfig):
     """The 12 Hz codec decoder (speech_tokenizer/config.json, ``decoder_config`` plus rates)."""
 
     codebook_size: int = 2048
@@ -173,14 +174,7 @@ class CodecConfig:
         dec = dict(data.get("decoder_config", data))
         if "output_sample_rate" in data:
             dec["output_sample_rate"] = data["output_sample_rate"]
-        cfg = _from_dict(cls, dec)
-        cfg.upsample_rates = tuple(cfg.upsample_rates)
-        cfg.upsampling_ratios = tuple(cfg.upsampling_ratios)
-        return cfg
-
-    @classmethod
-    def from_json(cls, path: str | Path) -> "CodecConfig":
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        return _from_dict(cls, dec)
 
 
 def tiny_configs(num_code_groups: int = 4) -> tuple[Qwen3TTSConfig, CodecConfig]:

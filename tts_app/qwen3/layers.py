@@ -11,7 +11,8 @@ over the new tokens only. One code path serves prefill and decode.
 
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
@@ -115,29 +116,41 @@ class LayerScale(nn.Module):
         return self.scale * x
 
 
-class DecoderLayer(nn.Module):
-    """Pre-norm attention + SwiGLU block; ``layer_scale`` adds the codec decoder's residual scales."""
+@dataclass(frozen=True)
+class LayerDims:
+    """What one decoder layer is built from; ``layer_scale`` adds the codec decoder's residual scales."""
 
-    def __init__(
-        self,
-        hidden: int,
-        intermediate: int,
-        heads: int,
-        kv_heads: int,
-        head_dim: int,
-        eps: float,
-        bias: bool = False,
-        qk_norm: bool = True,
-        layer_scale: Optional[float] = None,
-    ) -> None:
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    eps: float
+    bias: bool = False
+    qk_norm: bool = True
+    layer_scale: Optional[float] = None
+
+    @classmethod
+    def of(cls, cfg: Any, **options: Any) -> "LayerDims":
+        """From a config with the checkpoint's key names (``hidden_size``, ``num_attention_heads`` ...)."""
+        return cls(
+            cfg.hidden_size, cfg.intermediate_size, cfg.num_attention_heads, cfg.num_key_value_heads,
+            cfg.head_dim, cfg.rms_norm_eps, cfg.attention_bias, **options,
+        )
+
+
+class DecoderLayer(nn.Module):
+    """Pre-norm attention + SwiGLU block."""
+
+    def __init__(self, d: LayerDims) -> None:
         super().__init__()
-        self.self_attn = Attention(hidden, heads, kv_heads, head_dim, bias, qk_norm, eps)
-        self.mlp = SwiGLU(hidden, intermediate)
-        self.input_layernorm = RMSNorm(hidden, eps)
-        self.post_attention_layernorm = RMSNorm(hidden, eps)
-        if layer_scale is not None:
-            self.self_attn_layer_scale: nn.Module = LayerScale(hidden, layer_scale)
-            self.mlp_layer_scale: nn.Module = LayerScale(hidden, layer_scale)
+        self.self_attn = Attention(d.hidden, d.heads, d.kv_heads, d.head_dim, d.bias, d.qk_norm, d.eps)
+        self.mlp = SwiGLU(d.hidden, d.intermediate)
+        self.input_layernorm = RMSNorm(d.hidden, d.eps)
+        self.post_attention_layernorm = RMSNorm(d.hidden, d.eps)
+        if d.layer_scale is not None:
+            self.self_attn_layer_scale: nn.Module = LayerScale(d.hidden, d.layer_scale)
+            self.mlp_layer_scale: nn.Module = LayerScale(d.hidden, d.layer_scale)
         else:
             self.self_attn_layer_scale = nn.Identity()
             self.mlp_layer_scale = nn.Identity()
@@ -159,27 +172,11 @@ class DecoderLayer(nn.Module):
 class DecoderStack(nn.Module):
     """``layers`` + final ``norm`` + RoPE: the backbone of the talker, the code predictor and the codec."""
 
-    def __init__(
-        self,
-        num_layers: int,
-        hidden: int,
-        intermediate: int,
-        heads: int,
-        kv_heads: int,
-        head_dim: int,
-        eps: float,
-        rope_theta: float,
-        bias: bool = False,
-        qk_norm: bool = True,
-        layer_scale: Optional[float] = None,
-    ) -> None:
+    def __init__(self, num_layers: int, dims: LayerDims, rope_theta: float) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(
-            DecoderLayer(hidden, intermediate, heads, kv_heads, head_dim, eps, bias, qk_norm, layer_scale)
-            for _ in range(num_layers)
-        )
-        self.norm = RMSNorm(hidden, eps)
-        self.rotary = Rotary(head_dim, rope_theta)
+        self.layers = nn.ModuleList(DecoderLayer(dims) for _ in range(num_layers))
+        self.norm = RMSNorm(dims.hidden, dims.eps)
+        self.rotary = Rotary(dims.head_dim, rope_theta)
 
     def forward(
         self,

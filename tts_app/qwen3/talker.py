@@ -12,15 +12,12 @@ from torch import nn
 
 from .code_predictor import CodePredictor
 from .config import TalkerConfig
-from .layers import DecoderStack
+from .layers import DecoderStack, LayerDims
 
 
 class TalkerModel(DecoderStack):
     def __init__(self, cfg: TalkerConfig) -> None:
-        super().__init__(
-            cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size, cfg.num_attention_heads,
-            cfg.num_key_value_heads, cfg.head_dim, cfg.rms_norm_eps, cfg.rope_theta, cfg.attention_bias,
-        )
+        super().__init__(cfg.num_hidden_layers, LayerDims.of(cfg), cfg.rope_theta)
         self.codec_embedding = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
         self.text_embedding = nn.Embedding(cfg.text_vocab_size, cfg.text_hidden_size)
 
