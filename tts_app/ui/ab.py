@@ -13,11 +13,12 @@ import numpy as np
 
 from tts_app.api.openai_speech import MODEL_ID
 from tts_app.shared_engine import get_engine
+from tts_app.ui.handlers import resolve_profile
 from tts_app.ui.history import Take, add_take
 from tts_app.ui.run_figures import RunFigures
 from tts_app.ui.session_files import new_file
 from tts_app.ui.text_lines import MAX_LINE_CHARS
-from tts_app.voice_names import DEFAULT_VOICE, builtin_voices
+from tts_app.voice_names import DEFAULT_VOICE, builtin_voices, voice_names
 from tts_app.wav_io import write_wav
 
 logger = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ class SideControls:
 
 
 def _voice_choices() -> list[str]:
-    return [DEFAULT_VOICE, *builtin_voices()]
+    return [DEFAULT_VOICE, *voice_names()]
 
 
 def _two_voices() -> tuple[str, str]:
@@ -78,7 +79,7 @@ def _describe(settings: dict[str, Any]) -> str:
 def _side_settings(model: str, voice: str, strength: float, seed: float, speed: float) -> dict[str, Any]:
     if model != MODEL_ID:
         raise gr.Error(f"Model {model!r} is not served here.")
-    if voice != DEFAULT_VOICE and voice not in builtin_voices():
+    if voice != DEFAULT_VOICE and voice not in voice_names():
         raise gr.Error(f"Unknown voice {voice!r}.")
     try:
         values = {"model": model, "voice": voice, "strength": float(strength), "seed": int(seed), "speed": float(speed)}
@@ -93,12 +94,12 @@ def _submit_pair(text: str, sides: list[dict[str, Any]]) -> list[Any]:
     from tts_app.engine import EngineBusy
 
     engine = get_engine()
+    profiles = [resolve_profile(None if side["voice"] == DEFAULT_VOICE else side["voice"]) for side in sides]
     handles: list[Any] = []
     try:
-        for side in sides:
-            voice = None if side["voice"] == DEFAULT_VOICE else side["voice"]
+        for side, profile in zip(sides, profiles, strict=True):
             handles.append(
-                engine.submit(text, voice=voice, seed=side["seed"], speed=side["speed"], voice_strength=side["strength"])
+                engine.submit(text, voice=profile, seed=side["seed"], speed=side["speed"], voice_strength=side["strength"])
             )
     except EngineBusy as exc:
         for handle in handles:
@@ -165,21 +166,12 @@ async def render_pair(
             ),
         )
     by_label = dict(zip("AB", paths, strict=True))
-    left, right = (by_label[order[0]], by_label[order[1]])
+    left, right = by_label[order[0]], by_label[order[1]]
     if blind:
-        left_label, right_label = "Sample 1", "Sample 2"
-        reveal = "🙈 **Blind mode:** listen to both, pick one, then reveal."
+        message = "**Blind mode:** listen to both, pick the one you prefer, then reveal which was which."
     else:
-        left_label = f"A · {_describe(sides[0])}"
-        right_label = f"B · {_describe(sides[1])}"
-        reveal = "Blind mode is off: the labels show each side's settings."
-    return (
-        gr.update(value=left, label=left_label),
-        gr.update(value=right, label=right_label),
-        reveal,
-        state,
-        takes,
-    )
+        message = _reveal_text(state).replace("**Revealed.**", "Blind mode is off:")
+    return left, right, message, state, takes
 
 
 def _reveal_text(state: dict[str, Any], choice: str | None = None) -> str:
@@ -187,9 +179,9 @@ def _reveal_text(state: dict[str, Any], choice: str | None = None) -> str:
     sides = state["sides"]
     lines = [f"- **Sample 1** was **{order[0]}**: {_describe(sides[order[0]])}",
              f"- **Sample 2** was **{order[1]}**: {_describe(sides[order[1]])}"]
-    header = "🔓 **Revealed.**"
+    header = "**Revealed.**"
     if choice is not None:
-        header = f"🔓 **You preferred {choice}**, which was **{order[0] if choice == 'Sample 1' else order[1]}**."
+        header = f"**You preferred {choice}**, which was **{order[0] if choice == 'Sample 1' else order[1]}**."
     tally = state.get("votes", [])
     if tally:
         wins_a = sum(1 for v in tally if v == "A")
@@ -253,9 +245,24 @@ def build_ab_tab(history: gr.State) -> None:
     state = gr.State(None)
 
     controls = side_a.as_list() + side_b.as_list()
+
+    async def ab_render(
+        text: str,
+        blind: bool,
+        history: list[dict[str, Any]] | None,
+        a_model: str, a_voice: str, a_strength: float, a_seed: float, a_speed: float,
+        b_model: str, b_voice: str, b_strength: float, b_seed: float, b_speed: float,
+        request: gr.Request,
+    ) -> tuple[Any, ...]:
+        """Render ``text`` under settings A and B in one engine batch (blind: shuffled, labels hidden)."""
+        return await render_pair(
+            text, blind, history, request,
+            a_model, a_voice, a_strength, a_seed, a_speed, b_model, b_voice, b_strength, b_seed, b_speed,
+        )
+
     preset.change(preset_values, preset, controls, api_visibility="private", queue=False)
     render.click(
-        render_pair,
+        ab_render,
         [text, blind, history, *controls],
         [left, right, reveal_md, state, history],
         api_name="ab_render",

@@ -17,6 +17,7 @@ from tts_app.ui.active_runs import ACTIVE_RUNS
 from tts_app.ui.history import Take, add_take
 from tts_app.ui.run_figures import RunFigures, estimate_wait_s
 from tts_app.ui.session_files import new_file
+from tts_app.ui.stream_pacer import StreamPacer
 from tts_app.ui.text_lines import TextLimitError, parse_lines
 from tts_app.ui.voice_input import (
     MODE_UPLOAD,
@@ -78,10 +79,20 @@ def _waiting_status(handles: Sequence[Any], started: float) -> str:
     ahead = min(positions) if positions else 0
     elapsed = time.perf_counter() - started
     if ahead <= 0:
-        return f"⏳ **Decoding…** the engine is running this request ({elapsed:.1f} s)"
+        return f"**Decoding…** the engine is running this request ({elapsed:.1f} s)"
     estimate = estimate_wait_s(ahead, get_engine().stats(), _mean_service_s())
     wait = f", about {estimate:.1f} s to wait" if estimate is not None else ""
-    return f"⏳ **In the engine queue:** {ahead} request{'s' if ahead != 1 else ''} ahead{wait} ({elapsed:.1f} s so far)"
+    return f"**In the engine queue:** {ahead} request{'s' if ahead != 1 else ''} ahead{wait} ({elapsed:.1f} s so far)"
+
+
+def resolve_profile(voice: Any) -> Any:
+    """The voice's profile, analysed once for all the lines of a run; a bad clip raises gr.Error."""
+    from tts_app.voice import resolve_voice
+
+    try:
+        return resolve_voice(voice)
+    except ValueError as exc:  # VoiceError: one line, ready for the page
+        raise gr.Error(f"This voice cannot be used: {exc}") from exc
 
 
 def _submit_all(lines: Sequence[str], voice: Any, seed: int, speed: float, strength: float) -> list[Any]:
@@ -89,11 +100,12 @@ def _submit_all(lines: Sequence[str], voice: Any, seed: int, speed: float, stren
     from tts_app.engine import EngineBusy
 
     engine = get_engine()
+    profile = resolve_profile(voice)
     handles: list[Any] = []
     try:
         for number, line in enumerate(lines, start=1):
             try:
-                handles.append(engine.submit(line, voice=voice, seed=seed, speed=speed, voice_strength=strength))
+                handles.append(engine.submit(line, voice=profile, seed=seed, speed=speed, voice_strength=strength))
             except EngineBusy as exc:
                 raise gr.Error("The server is busy (the engine queue is full). Try again in a moment.") from exc
             except ValueError as exc:
@@ -158,7 +170,7 @@ async def generate(
     started = time.perf_counter()
 
     if not engine_loaded():
-        yield {outputs.status: "⏳ **Loading the model…** (first request of this server)"}
+        yield {outputs.status: "**Loading the model…** (first request of this server)"}
     engine = await asyncio.to_thread(get_engine)
     sample_rate = int(engine.sample_rate)
     handles = await asyncio.to_thread(_submit_all, lines, voice, seed_value, speed_value, strength_value)
@@ -167,6 +179,7 @@ async def generate(
     figures = RunFigures()
     events: asyncio.Queue[tuple[int, Any]] = asyncio.Queue()
     pumps = [asyncio.create_task(_pump(i, h, events)) for i, h in enumerate(handles)]
+    pacer = StreamPacer(sample_rate) if streaming else None
     next_line = 0  # the line the streaming player is on
     finished = 0
     line_items: list[dict[str, str]] = []
@@ -215,19 +228,23 @@ async def generate(
                         figures.time_to_first_audio_s = time.perf_counter() - started
 
             update: dict[Any, Any] = {}
-            if streaming:
-                pieces: list[np.ndarray] = []
-                while next_line < len(states):
+            segments: list[np.ndarray] = []
+            if pacer is not None:
+                while next_line < len(states):  # the lines in order; later lines wait in their buffers
                     current = states[next_line]
-                    pieces.extend(current.chunks[current.streamed :])
+                    for chunk in current.chunks[current.streamed :]:
+                        pacer.push(chunk)
                     current.streamed = len(current.chunks)
                     if not current.done:
                         break
                     next_line += 1
                     if next_line < len(states):
-                        pieces.append(np.zeros(int(LINE_PAUSE_S * sample_rate), np.float32))
-                if pieces:
-                    update[outputs.stream] = wav_bytes(np.concatenate(pieces), sample_rate)
+                        pacer.push(np.zeros(int(LINE_PAUSE_S * sample_rate), np.float32))
+                segments = pacer.take(final=next_line >= len(states))
+            for segment in segments[:-1]:
+                yield {outputs.stream: wav_bytes(segment, sample_rate)}
+            if segments:
+                update[outputs.stream] = wav_bytes(segments[-1], sample_rate)
             if line_done:
                 ordered = sorted(line_items, key=lambda item: int(item["index"]))
                 update[outputs.lines] = ordered
@@ -235,7 +252,7 @@ async def generate(
                 update[outputs.figures] = figures.table()
             spoken = sum(1 for s in states if s.done)
             if figures.time_to_first_audio_s is not None:
-                update[outputs.status] = f"🔊 **Speaking…** {spoken} of {len(states)} lines done"
+                update[outputs.status] = f"**Speaking…** {spoken} of {len(states)} lines done"
             if update:
                 yield update
 
@@ -261,7 +278,7 @@ async def generate(
             outputs.figures: figures.table(),
             outputs.history: add_take(history, take),
             outputs.status: (
-                f"✅ **Done:** {len(states)} line{'s' if len(states) != 1 else ''}, "
+                f"✓ **Done:** {len(states)} line{'s' if len(states) != 1 else ''}, "
                 f"{summary['audio_s']:.1f} s of audio in {summary['total_s']:.1f} s "
                 f"(first audio {summary['time_to_first_audio_s'] or 0:.2f} s, RTF {summary['rtf'] or 0:.2f}, "
                 f"max batch {summary['max_batch']})"
@@ -281,8 +298,8 @@ def stop(request: gr.Request) -> str:
     """Cancel the engine requests of this session's run."""
     count = ACTIVE_RUNS.cancel(request.session_hash or "anonymous")
     if count:
-        return f"⏹️ **Stopped:** cancelled {count} engine request{'s' if count != 1 else ''}."
-    return "⏹️ Nothing was running."
+        return f"■ **Stopped:** cancelled {count} engine request{'s' if count != 1 else ''}."
+    return "■ Nothing was running."
 
 
 def voice_report(voice_mode: str, builtin_voice: str | None, reference_clip: str | None) -> str:
@@ -292,9 +309,9 @@ def voice_report(voice_mode: str, builtin_voice: str | None, reference_clip: str
     try:
         clip = clip_for_report(voice_mode, builtin_voice, reference_clip)
         return reference_report(clip)
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:
         gr.Warning(f"This reference clip cannot be used: {exc}")
-        return f"⚠️ **This reference clip cannot be used:** {exc}"
+        return f"⚠ **This reference clip cannot be used:** {exc}"
 
 
 def builtin_preview(name: str | None) -> str | None:

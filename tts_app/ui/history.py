@@ -29,6 +29,7 @@ HISTORY_HEADERS = [
     "max batch",
     "queue wait (s)",
 ]
+HISTORY_TYPES = ["number", "str", "str", "str", "str", "number", "number", "number", "str", "number", "number", "number", "number", "number"]
 MAX_TAKES = 200  # a session keeps its latest takes only
 
 

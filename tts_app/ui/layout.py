@@ -10,8 +10,8 @@ import gradio as gr
 from tts_app.ui import handlers
 from tts_app.ui.ab import build_ab_tab
 from tts_app.ui.api_help import api_help_markdown
-from tts_app.ui.history import HISTORY_HEADERS, history_table, history_zip
-from tts_app.ui.run_figures import FIGURE_HEADERS
+from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, history_table, history_zip
+from tts_app.ui.run_figures import FIGURE_HEADERS, FIGURE_TYPES
 from tts_app.ui.session_files import remove_session
 from tts_app.ui.text_lines import MAX_LINE_CHARS, MAX_LINES
 from tts_app.ui.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin
@@ -41,9 +41,10 @@ EXAMPLES = [
 ]
 
 HEADER = (
-    "# 🗣️ tts_app\n"
-    "Streaming text to speech on CPU with voice matching. Type one utterance per line: every line of a "
-    "click is decoded in one batch, and the first line plays while the others are still decoding."
+    "# tts_app\n"
+    "Streaming text to speech with voice matching. Type one utterance per line: every line of a click is "
+    "decoded in one batch, and the first line plays while the others are still decoding. "
+    "Also served as an OpenAI-compatible API at `/v1/audio/speech` (see the API tab)."
 )
 
 
@@ -113,8 +114,7 @@ def build_demo() -> gr.Blocks:
                             0.0, 1.0, value=1.0, step=0.05, label="Voice-matching strength",
                             info="0 keeps the model's own voice; 1 matches the reference as closely as it can.",
                         )
-                        with gr.Accordion("Reference report", open=False):
-                            report = gr.Markdown(elem_id="reference-report")
+                        report = gr.Markdown(elem_id="reference-report")
 
                         gr.Markdown("### 2 · Text", elem_classes=["step-title"])
                         text = gr.Textbox(
@@ -153,9 +153,11 @@ def build_demo() -> gr.Blocks:
                             files = gr.File(label="Line files and the joined file", file_count="multiple", interactive=False)
                         figures = gr.Dataframe(
                             headers=FIGURE_HEADERS,
+                            datatype=FIGURE_TYPES,
                             label="Figures for this run (seconds; RTF = compute time / audio time)",
                             interactive=False,
                             wrap=True,
+                            column_widths=["7%", "29%", "10%", "10%", "9%", "9%", "8%", "18%"],
                             elem_id="run-figures",
                         )
 
@@ -164,7 +166,7 @@ def build_demo() -> gr.Blocks:
 
             with gr.Tab("History", id="history"):
                 gr.Markdown("Every take of this session, newest first. The zip holds each take's audio and its settings and figures.")
-                history_df = gr.Dataframe(headers=HISTORY_HEADERS, interactive=False, wrap=True, elem_id="history-table")
+                history_df = gr.Dataframe(headers=HISTORY_HEADERS, datatype=HISTORY_TYPES, interactive=False, wrap=True, elem_id="history-table")
                 zip_btn = gr.DownloadButton("Download all takes (.zip)", value=None, interactive=False, elem_id="history-zip")
 
             with gr.Tab("API", id="api"):

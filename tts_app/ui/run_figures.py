@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FIGURE_HEADERS = [
-    "line",
+    "#",
     "text",
     "queue wait (s)",
     "first audio (s)",
@@ -17,6 +17,7 @@ FIGURE_HEADERS = [
     "RTF",
     "batch sizes",
 ]
+FIGURE_TYPES = ["str", "str", "number", "number", "number", "number", "number", "str"]
 
 
 def _round(value: Any, digits: int = 3) -> float | None:

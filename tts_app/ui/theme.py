@@ -33,7 +33,9 @@ APP_CSS = """
 #run-status { min-height: 2.4rem; padding: 0.45rem 0.8rem; border-radius: var(--radius-lg);
   background: var(--background-fill-secondary); border: 1px solid var(--border-color-primary); }
 #run-status p { margin: 0; }
-#reference-report { font-size: 0.9rem; }
+#reference-report { font-size: 0.86rem; line-height: 1.35; padding: 0.5rem 0.75rem; border-radius: var(--radius-lg);
+  background: var(--background-fill-secondary); border: 1px dashed var(--border-color-primary); }
+#reference-report p { margin: 0; }
 #line-players .line-player { margin-bottom: 0.25rem; }
 #generate-btn, #stop-btn { min-height: 2.8rem; }
 .ab-side { border-radius: var(--radius-lg); }

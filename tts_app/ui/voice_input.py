@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ MODE_BUILTIN = "Built-in voice"
 MODE_UPLOAD = "Upload or record"
 MODE_DEFAULT = "Model's own voice"
 VOICE_MODES = [MODE_BUILTIN, MODE_UPLOAD, MODE_DEFAULT]
-UPLOAD_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg")
+UPLOAD_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".webm")  # webm: some browsers' microphone recordings
 DEFAULT_BUILTIN = "lj_female_us"
 
 
@@ -69,7 +70,13 @@ def reference_report(clip: str | None) -> str:
     """Markdown describing the reference clip (the voice library's report); raises ValueError for a bad clip."""
     if clip is None:
         return "Using the model's own voice: no reference clip."
-    from tts_app.voice import reference_report as voice_report  # heavy: imported on first use
+    return _report_markdown(str(clip), Path(clip).stat().st_mtime_ns)
 
-    report = voice_report(clip)
-    return report.summary()
+
+@functools.lru_cache(maxsize=64)
+def _report_markdown(clip: str, mtime_ns: int) -> str:  # mtime_ns: a changed file is a new cache key
+    from tts_app.voice import load_reference  # heavy: imported on first use
+
+    report = load_reference(clip).report
+    icon = "✓" if report.ok else "⚠"
+    return f"{icon} {report.summary()}"

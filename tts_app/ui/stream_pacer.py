@@ -1,0 +1,69 @@
+"""Cut the live stream into segments an HLS player can keep up with.
+
+Gradio turns each streamed yield into one HLS segment, and the browser's player reloads
+the live playlist about once per target duration (the longest segment, rounded up to
+whole seconds). Two things keep it from running dry between reloads: a first yield that
+waits for a little runway of audio, and segments that stay under one second, so the
+target duration stays 1 s and the player looks for new audio every second.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+PREBUFFER_S = 1.5  # audio held back before the player starts, so it never catches up with the decoder
+MAX_SEGMENT_S = 0.8  # under 1 s even after the AAC encoder's frame rounding
+MIN_SEGMENT_S = 0.4  # no tiny segments while more audio is coming
+
+
+class StreamPacer:
+    """Collects streamed audio and hands it back in player-friendly pieces."""
+
+    def __init__(
+        self,
+        sample_rate: int,
+        prebuffer_s: float = PREBUFFER_S,
+        max_segment_s: float = MAX_SEGMENT_S,
+        min_segment_s: float = MIN_SEGMENT_S,
+    ) -> None:
+        self._prebuffer = int(prebuffer_s * sample_rate)
+        self._max = max(int(max_segment_s * sample_rate), 1)
+        self._min = min(int(min_segment_s * sample_rate), self._max)
+        self._pending: list[np.ndarray] = []
+        self._pending_len = 0
+        self._started = False
+
+    @property
+    def started(self) -> bool:
+        """True once the first segment went out."""
+        return self._started
+
+    def push(self, audio: np.ndarray) -> None:
+        """Queue audio for the stream, in order."""
+        if len(audio):
+            self._pending.append(np.asarray(audio, dtype=np.float32).reshape(-1))
+            self._pending_len += len(audio)
+
+    def take(self, final: bool = False) -> list[np.ndarray]:
+        """Segments ready to send; ``final`` (no more audio coming) flushes everything."""
+        if not self._started:
+            if self._pending_len < self._prebuffer and not final:
+                return []
+            self._started = self._pending_len > 0
+        if not self._pending_len:
+            return []
+        if self._pending_len < self._min and not final:
+            return []
+        audio = np.concatenate(self._pending)
+        pieces: list[np.ndarray] = []
+        start = 0
+        while len(audio) - start > self._max:
+            pieces.append(audio[start : start + self._max])
+            start += self._max
+        rest = audio[start:]
+        if len(rest) >= self._min or final:
+            pieces.append(rest)
+            rest = rest[:0]
+        self._pending = [rest] if len(rest) else []
+        self._pending_len = len(rest)
+        return pieces
