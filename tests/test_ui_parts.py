@@ -1,0 +1,129 @@
+"""The app's small parts, without a server: text limits, stream pacing, figures, history zip, WAV bytes."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zipfile
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from tts_app.ui.active_runs import ActiveRuns
+from tts_app.ui.history import Take, add_take, history_table, history_zip
+from tts_app.ui.run_figures import RunFigures, describe_batches, estimate_wait_s
+from tts_app.ui.stream_pacer import StreamPacer
+from tts_app.ui.text_lines import TextLimitError, parse_lines
+from tts_app.wav_io import join_with_pauses, streaming_wav_header, to_pcm16, wav_bytes, write_wav
+
+
+def test_each_non_empty_line_is_an_utterance() -> None:
+    assert parse_lines("  one \n\n two\n   \nthree") == ["one", "two", "three"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "Enter some text"),
+        ("\n \n", "Enter some text"),
+        ("\n".join(["x"] * 51), "51 lines is too many"),
+        ("ok\n" + "y" * 2001, "Line 2 has 2,001 characters"),
+    ],
+)
+def test_text_limits_have_clear_messages(text: str, message: str) -> None:
+    with pytest.raises(TextLimitError, match=message):
+        parse_lines(text)
+
+
+def test_fifty_lines_of_two_thousand_characters_pass() -> None:
+    assert len(parse_lines("\n".join(["z" * 2000] * 50))) == 50
+
+
+def test_pacer_holds_a_runway_then_sends_short_segments_in_order() -> None:
+    rate = 1000
+    pacer = StreamPacer(rate, prebuffer_s=1.5, max_segment_s=0.8, min_segment_s=0.4)
+    sent: list[np.ndarray] = []
+    audio = np.arange(5000, dtype=np.float32)
+    for start in range(0, 4000, 300):
+        pacer.push(audio[start : start + 300])
+        pieces = pacer.take()
+        if not sent and pieces:
+            assert start + 300 >= 1500  # nothing before the runway is there
+        sent.extend(pieces)
+    pacer.push(audio[4200:])  # a gap in the input is the caller's business; order is kept
+    sent.extend(pacer.take(final=True))
+    assert all(len(p) <= 800 for p in sent)
+    assert np.array_equal(np.concatenate(sent), np.concatenate([audio[:4200], audio[4200:]]))
+
+
+def test_pacer_flushes_a_short_run() -> None:
+    pacer = StreamPacer(1000)
+    pacer.push(np.ones(300, np.float32))
+    assert pacer.take() == []
+    assert [len(p) for p in pacer.take(final=True)] == [300]
+
+
+def test_figures_table_and_summary() -> None:
+    figures = RunFigures()
+    figures.add_line(2, "second", {"queue_wait_s": 0.02, "time_to_first_audio_s": 0.3, "total_s": 1.0, "audio_s": 2.0, "rtf": 0.5, "batch_sizes": [2, 2]})
+    figures.add_line(1, "first", {"queue_wait_s": 0.01, "time_to_first_audio_s": 0.2, "total_s": 0.8, "audio_s": 1.0, "rtf": 0.8, "batch_sizes": [2, 1]})
+    figures.time_to_first_audio_s, figures.total_s = 0.25, 1.2
+    table = figures.table()
+    assert [row[0] for row in table] == ["1", "2", "run"]
+    summary = figures.summary()
+    assert summary["max_batch"] == 2 and summary["audio_s"] == 3.0 and summary["rtf"] == 0.4
+    assert describe_batches([3, 3, 1]) == "3×2, 1×1 (max 3)"
+
+
+def test_wait_estimate_grows_with_the_queue() -> None:
+    stats = {"max_batch_size": 4, "mean_step_s": 0.1}
+    assert estimate_wait_s(0, stats, 2.0) == 2.0
+    assert estimate_wait_s(8, stats, 2.0) == 6.0
+    assert estimate_wait_s(3, {"mean_step_s": 0.0}, None) is None
+
+
+def test_wav_bytes_and_streaming_header() -> None:
+    audio = np.array([0.0, 0.5, -0.5, 1.5], np.float32)
+    data = wav_bytes(audio, 22050)
+    decoded, rate = sf.read(io.BytesIO(data), dtype="int16")
+    assert rate == 22050 and decoded.tolist() == [0, 16384, -16384, 32767]  # clipped, not renormalised
+    header = streaming_wav_header(24000)
+    assert len(header) == 44 and header[:4] == b"RIFF" and struct.unpack("<I", header[24:28])[0] == 24000
+    assert to_pcm16(audio) == data[44:]
+    joined = join_with_pauses([np.ones(10, np.float32), np.ones(5, np.float32)], 100, 0.1)
+    assert len(joined) == 25 and joined[10:20].sum() == 0
+
+
+def test_history_lists_takes_and_zips_them(tmp_path) -> None:
+    clip = write_wav(tmp_path / "line-01.wav", np.zeros(100, np.float32), 22050)
+    take = Take(kind="speak", lines=["Hello."], voice="lj_female_us", voice_strength=1.0, speed=1.0, seed=3,
+                streaming=True, figures={"rtf": 0.2, "max_batch": 3}, line_files=[str(clip)], full_file=str(clip))
+    history = add_take(add_take(None, take), take)
+    assert [t["take"] for t in history] == [1, 2]
+    assert history_table(history)[0][0] == 2  # newest first
+    archive = history_zip(history, "unit-test-session")
+    with zipfile.ZipFile(archive) as zipped:
+        names = set(zipped.namelist())
+        assert {"takes.json", "takes.csv", "take-001/line-01.wav", "take-002/all-lines.wav"} <= names
+        records = json.loads(zipped.read("takes.json"))
+        assert records[0]["seed"] == 3 and records[0]["line_files"] == ["take-001/line-01.wav"]
+    assert history_zip([], "unit-test-session") is None
+
+
+def test_active_runs_cancel_only_that_session() -> None:
+    class Handle:
+        cancelled = False
+
+        def cancel(self) -> None:
+            self.cancelled = True
+
+    runs = ActiveRuns()
+    mine, theirs = [Handle(), Handle()], [Handle()]
+    runs.add("me", mine)
+    runs.add("them", theirs)
+    assert runs.cancel("me") == 2
+    assert all(h.cancelled for h in mine) and not theirs[0].cancelled
+    runs.remove("them", theirs)
+    assert runs.cancel("them") == 0
