@@ -50,3 +50,18 @@ def test_eight_sessions_batch_together(app_server: str, artifacts_dir: Path) -> 
     assert stats["max_batch_seen"] > 1
     shared = sum(1 for size in per_session if size > 1)
     assert shared >= SESSIONS // 2, f"requests of different sessions should share batches: {per_session}"
+
+
+def test_queued_sessions_see_their_place_and_an_estimate(app_server: str) -> None:
+    # Three sessions of four long lines: twelve requests for the engine's eight slots, so the last
+    # session's lines wait in the engine queue, and its page says so while it waits.
+    long_line = " ".join(["A long line keeps its slot in the engine busy for a while."] * 5)
+    text = "\n".join([long_line] * 4)
+    clients = [Client(app_server + "/", verbose=False) for _ in range(3)]
+    jobs = [c.submit(text, "Model's own voice", None, None, 1.0, 1.0, 0, False, api_name="/generate") for c in clients]
+    for job in jobs:
+        job.result(timeout=180)
+    statuses = [out[3] for job in jobs for out in job.outputs() if isinstance(out[3], str)]
+    queued = [s for s in statuses if "in the engine queue" in s]
+    assert queued, statuses
+    assert any("s to wait" in s for s in queued), queued

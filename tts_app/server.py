@@ -45,6 +45,7 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
         css=APP_CSS,
         head=APP_HEAD,
         footer_links=["api", "gradio"],
+        ssr_mode=False,  # no Node server: one Python process serves everything (Spaces included)
         show_error=True,
         max_file_size="50mb",
     )

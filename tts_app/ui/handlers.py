@@ -74,15 +74,25 @@ def _record_service(metrics: dict[str, Any]) -> None:
         del _service_times[:-200]
 
 
-def _waiting_status(handles: Sequence[Any], started: float) -> str:
-    positions = [h.queue_position() for h in handles]
-    ahead = min(positions) if positions else 0
-    elapsed = time.perf_counter() - started
-    if ahead <= 0:
-        return f"**Decoding…** the engine is running this request ({elapsed:.1f} s)"
+def _queue_note(handles: Sequence[Any]) -> tuple[int, str]:
+    """How many of ``handles`` still wait in the engine queue, and a note on their place and wait."""
+    waiting = [h for h in handles if h.status.value == "waiting"]
+    if not waiting:
+        return 0, ""
+    ahead = min(h.queue_position() for h in waiting)
     estimate = estimate_wait_s(ahead, get_engine().stats(), _mean_service_s())
     wait = f", about {estimate:.1f} s to wait" if estimate is not None else ""
-    return f"**In the engine queue:** {ahead} request{'s' if ahead != 1 else ''} ahead{wait} ({elapsed:.1f} s so far)"
+    return len(waiting), f"{ahead} request{'s' if ahead != 1 else ''} ahead in the engine queue{wait}"
+
+
+def _waiting_status(handles: Sequence[Any], started: float) -> str:
+    elapsed = time.perf_counter() - started
+    waiting, note = _queue_note(handles)
+    if not waiting:
+        return f"**Decoding…** {len(handles)} line{'s' if len(handles) != 1 else ''} in the engine ({elapsed:.1f} s)"
+    if waiting == len(handles):
+        return f"**Queued:** {note} ({elapsed:.1f} s so far)"
+    return f"**Decoding…** {len(handles) - waiting} of {len(handles)} lines running; the other {waiting}: {note} ({elapsed:.1f} s)"
 
 
 def resolve_profile(voice: Any) -> Any:
@@ -252,7 +262,9 @@ async def generate(
                 update[outputs.figures] = figures.table()
             spoken = sum(1 for s in states if s.done)
             if figures.time_to_first_audio_s is not None:
-                update[outputs.status] = f"**Speaking…** {spoken} of {len(states)} lines done"
+                waiting, note = _queue_note(handles)
+                queued = f"; {waiting} waiting, {note}" if waiting else ""
+                update[outputs.status] = f"**Speaking…** {spoken} of {len(states)} lines done{queued}"
             if update:
                 yield update
 
