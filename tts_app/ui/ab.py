@@ -130,6 +130,9 @@ async def render_pair(
     handles = await asyncio.to_thread(_submit_pair, utterance, sides)
     try:
         audios = await asyncio.gather(*(h.aresult() for h in handles))
+    except Exception as exc:  # noqa: BLE001 - an engine failure becomes a message in the page, not a trace
+        logger.exception("A/B render failed")
+        raise gr.Error(f"Rendering failed: {exc}") from exc
     finally:
         for handle in handles:
             handle.cancel()

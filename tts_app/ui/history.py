@@ -19,17 +19,18 @@ HISTORY_HEADERS = [
     "kind",
     "text",
     "voice",
-    "strength",
+    "match",
     "speed",
     "seed",
-    "stream",
-    "first audio (s)",
+    "live",
+    "TTFA (s)",
     "total (s)",
     "RTF",
-    "max batch",
-    "queue wait (s)",
+    "batch",
+    "wait (s)",
 ]
 HISTORY_TYPES = ["number", "str", "str", "str", "str", "number", "number", "number", "str", "number", "number", "number", "number", "number"]
+HISTORY_WIDTHS = ["5%", "7%", "6%", "23%", "13%", "6%", "5%", "5%", "5%", "6%", "5%", "5%", "5%", "6%"]
 MAX_TAKES = 200  # a session keeps its latest takes only
 
 
@@ -78,7 +79,7 @@ def history_table(history: list[dict[str, Any]] | None) -> list[list[Any]]:
                 time.strftime("%H:%M:%S", time.localtime(take.get("created", 0))),
                 take.get("kind", ""),
                 _text_preview(take.get("lines", [])),
-                take.get("voice", "") + (f" ({take['note']})" if take.get("note") else ""),
+                take.get("voice", ""),
                 take.get("voice_strength"),
                 take.get("speed"),
                 take.get("seed"),
@@ -128,3 +129,14 @@ def history_zip(history: list[dict[str, Any]] | None, session: str | None) -> st
         archive.writestr("takes.json", json.dumps(records, indent=2))
         archive.writestr("takes.csv", _csv_text(takes))
     return str(path)
+
+
+def take_audio(history: list[dict[str, Any]] | None, row: int) -> tuple[str | None, str]:
+    """The audio of the take shown at ``row`` of the (newest-first) table, and a caption."""
+    takes = list(reversed(history or []))
+    if not 0 <= row < len(takes):
+        return None, ""
+    take = takes[row]
+    path = take.get("full_file") or next(iter(take.get("line_files") or []), None)
+    lines = take.get("lines", [])
+    return path, f"Take {take['take']} · {take.get('kind', '')} · {take.get('voice', '')} · {len(lines)} line{'s' if len(lines) != 1 else ''}"

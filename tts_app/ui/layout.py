@@ -10,7 +10,7 @@ import gradio as gr
 from tts_app.ui import handlers
 from tts_app.ui.ab import build_ab_tab
 from tts_app.ui.api_help import api_help_markdown
-from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, history_table, history_zip
+from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, HISTORY_WIDTHS, history_table, history_zip, take_audio
 from tts_app.ui.run_figures import FIGURE_HEADERS, FIGURE_TYPES
 from tts_app.ui.session_files import remove_session
 from tts_app.ui.text_lines import MAX_LINE_CHARS, MAX_LINES
@@ -52,6 +52,12 @@ def _history_outputs(history: list[dict[str, Any]] | None, request: gr.Request) 
     rows = history_table(history)
     archive = history_zip(history, request.session_hash)
     return rows, gr.update(value=archive, interactive=archive is not None)
+
+
+def _select_take(history: list[dict[str, Any]] | None, event: gr.SelectData) -> Any:
+    row = event.index[0] if isinstance(event.index, (list, tuple)) else int(event.index)
+    path, caption = take_audio(history, int(row))
+    return gr.update(value=path, label=caption or "Selected take")
 
 
 def _cleanup(request: gr.Request) -> None:
@@ -165,9 +171,23 @@ def build_demo() -> gr.Blocks:
                 build_ab_tab(history)
 
             with gr.Tab("History", id="history"):
-                gr.Markdown("Every take of this session, newest first. The zip holds each take's audio and its settings and figures.")
-                history_df = gr.Dataframe(headers=HISTORY_HEADERS, datatype=HISTORY_TYPES, interactive=False, wrap=True, elem_id="history-table")
-                zip_btn = gr.DownloadButton("Download all takes (.zip)", value=None, interactive=False, elem_id="history-zip")
+                gr.Markdown(
+                    "Every take of this session, newest first; click a row to listen to it. "
+                    "The zip holds each take's audio with its text, voice, settings, seed and figures."
+                )
+                history_df = gr.Dataframe(
+                    headers=HISTORY_HEADERS,
+                    datatype=HISTORY_TYPES,
+                    column_widths=HISTORY_WIDTHS,
+                    interactive=False,
+                    wrap=True,
+                    elem_id="history-table",
+                )
+                with gr.Row(equal_height=True):
+                    take_player = gr.Audio(label="Selected take", interactive=False, scale=3, elem_id="take-player")
+                    zip_btn = gr.DownloadButton(
+                        "Download all takes (.zip)", value=None, interactive=False, scale=1, elem_id="history-zip"
+                    )
 
             with gr.Tab("API", id="api"):
                 gr.Markdown(api_help_markdown())
@@ -210,6 +230,7 @@ def build_demo() -> gr.Blocks:
         )
         stop_btn.click(handlers.stop, None, status, cancels=[run], api_name="stop")
         history.change(_history_outputs, history, [history_df, zip_btn], api_visibility="private")
+        history_df.select(_select_take, history, take_player, api_visibility="private")
         gr.api(handlers.engine_stats, api_name="engine_stats")
         demo.load(handlers.voice_report, voice_inputs, report, api_visibility="private")
         demo.unload(_cleanup)
