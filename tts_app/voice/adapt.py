@@ -1,6 +1,6 @@
 """Applying a voice: the per-request streaming adapter and the whole-utterance form.
 
-Pipeline: PSOLA pitch + formant stage -> timbre FIR -> soft limiter. Each stage
+Pipeline: PSOLA pitch + formant stage -> timbre FIRs (voiced, unvoiced) -> soft limiter. Each stage
 is chunk-independent, so ``adapt`` (one chunk) and a streamer fed any chunking
 give the same samples up to float rounding, and the same length as the input.
 """
@@ -31,9 +31,11 @@ class StreamingAdapter:
         if plan is None:
             self._psola = None
             self._fir = None
+            self._fir_u = None
         else:
             self._psola = PsolaStream(plan.pitch_map, plan.formant_ratio, self.sample_rate)
-            self._fir = FirStream(plan.fir)
+            self._fir = FirStream(plan.fir_voiced)
+            self._fir_u = FirStream(plan.fir_unvoiced)
         self.samples_in = 0
         self.samples_out = 0
 
@@ -54,7 +56,7 @@ class StreamingAdapter:
         """Samples held inside this adapter right now: bounded per stream."""
         if self._psola is None or self._fir is None:
             return 0
-        return self._psola.buffered_samples + len(self._fir.fir)
+        return self._psola.buffered_samples + 2 * len(self._fir.fir)
 
     def process(self, chunk: np.ndarray) -> np.ndarray:
         """Adapt the next chunk (float mono); returns the samples that are final so far (float32)."""
@@ -63,18 +65,23 @@ class StreamingAdapter:
         if self._psola is None or self._fir is None:
             out = chunk.astype(np.float32, copy=False)
         else:
-            out = _soft_limit(self._fir.process(self._psola.process(chunk)))
+            out = _soft_limit(self._colour(self._psola.process(chunk)))
         self.samples_out += len(out)
         return out
 
     def flush(self) -> np.ndarray:
         """Return the held-back tail; after it, total output length equals total input length."""
-        if self._psola is None or self._fir is None:
+        if self._psola is None or self._fir is None or self._fir_u is None:
             return np.zeros(0, dtype=np.float32)
-        tail = self._fir.process(self._psola.flush())
-        out = _soft_limit(np.concatenate([tail, self._fir.flush()]))
+        tail = self._colour(self._psola.flush())
+        out = _soft_limit(np.concatenate([tail, self._fir.flush() + self._fir_u.flush()]))
         self.samples_out += len(out)
         return out
+
+    def _colour(self, parts: np.ndarray) -> np.ndarray:
+        """Timbre EQ: voiced and unvoiced grains each through their own FIR, summed."""
+        assert self._fir is not None and self._fir_u is not None
+        return self._fir.process(parts[0]) + self._fir_u.process(parts[1])
 
 
 def run_adapter(audio: np.ndarray, plan: AdaptPlan | None, sample_rate: int) -> np.ndarray:

@@ -9,11 +9,11 @@ from math import gcd
 import numpy as np
 from scipy.signal import resample_poly
 
-from tts_app.voice.ltas import ltas_db
+from tts_app.voice.ltas import band_power_db, ltas_db
 from tts_app.voice.pitch import PitchConfig, smooth_track, yin_frames
 
 ANALYSIS_RATE = 22050
-ANALYSIS_VERSION = 1  # bump when analyze() changes: saved profiles are then re-analysed on load
+ANALYSIS_VERSION = 2  # bump when analyze() changes: saved profiles are then re-analysed on load
 _MIN_VOICED_FRAMES = 40  # ~0.2 s of voicing for F0 statistics to mean anything
 
 
@@ -25,6 +25,10 @@ class VoiceStats:
     f0_log_std: float  # robust std of natural-log F0: the pitch range
     voiced_fraction: float
     ltas_db: np.ndarray  # (N_BANDS,) long-term spectrum, NaN where the clip has no bandwidth
+    # Voiced and unvoiced frames apart, one shared offset (voiced bands mean 0 dB), so the
+    # balance of vowels against fricatives is kept.
+    ltas_voiced_db: np.ndarray
+    ltas_unvoiced_db: np.ndarray
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         return {
@@ -32,6 +36,8 @@ class VoiceStats:
             "f0_log_std": np.float64(self.f0_log_std),
             "voiced_fraction": np.float64(self.voiced_fraction),
             "ltas_db": np.asarray(self.ltas_db, dtype=np.float64),
+            "ltas_voiced_db": np.asarray(self.ltas_voiced_db, dtype=np.float64),
+            "ltas_unvoiced_db": np.asarray(self.ltas_unvoiced_db, dtype=np.float64),
         }
 
     @classmethod
@@ -41,6 +47,8 @@ class VoiceStats:
             f0_log_std=float(data["f0_log_std"]),
             voiced_fraction=float(data["voiced_fraction"]),
             ltas_db=np.asarray(data["ltas_db"], dtype=np.float64),
+            ltas_voiced_db=np.asarray(data["ltas_voiced_db"], dtype=np.float64),
+            ltas_unvoiced_db=np.asarray(data["ltas_unvoiced_db"], dtype=np.float64),
         )
 
 
@@ -79,4 +87,22 @@ def analyze(audio: np.ndarray, sample_rate: int) -> VoiceStats:
         f0_log_std=log_std,
         voiced_fraction=float(np.mean(f0 > 0)) if len(f0) else 0.0,
         ltas_db=ltas_db(audio, sample_rate),
+        **dict(zip(("ltas_voiced_db", "ltas_unvoiced_db"), split_ltas_db(audio, sample_rate, f0))),
     )
+
+
+def split_ltas_db(audio: np.ndarray, sample_rate: int, f0_hz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Voiced and unvoiced LTAS of a clip given its F0 track (analysis-rate frames), jointly normalised."""
+    hop_s = PitchConfig(ANALYSIS_RATE).hop / ANALYSIS_RATE
+    frame = np.minimum((np.arange(len(audio)) / sample_rate / hop_s).round().astype(np.int64), len(f0_hz) - 1)
+    voiced_mask = f0_hz[frame] > 0 if len(f0_hz) else np.zeros(len(audio), dtype=bool)
+    voiced = band_power_db(audio, sample_rate, voiced_mask)
+    unvoiced = band_power_db(audio, sample_rate, ~voiced_mask)
+    return joint_normalise(voiced, unvoiced)
+
+
+def joint_normalise(voiced_db: np.ndarray, unvoiced_db: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Shift both by the voiced mean (or the unvoiced one when there is no voicing)."""
+    ref = voiced_db if not np.all(np.isnan(voiced_db)) else unvoiced_db
+    offset = np.nanmean(ref) if not np.all(np.isnan(ref)) else 0.0
+    return voiced_db - offset, unvoiced_db - offset

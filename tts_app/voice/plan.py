@@ -15,19 +15,20 @@ from math import gcd
 import numpy as np
 from scipy.signal import resample_poly
 
-from tts_app.voice.analysis import VoiceStats
+from tts_app.voice.analysis import VoiceStats, joint_normalise
 from tts_app.voice.cache import LruCache
 from tts_app.voice.eq import design_fir
-from tts_app.voice.ltas import ltas_db
+from tts_app.voice.ltas import band_power_db
 from tts_app.voice.model_voice import model_voice
 from tts_app.voice.psola import PitchMap, PsolaStream
 
 logger = logging.getLogger(__name__)
 
 FORMANT_RATIO_MIN = 0.9
-FORMANT_RATIO_MAX = 1.3
-RANGE_RATIO_MIN = 0.5
-RANGE_RATIO_MAX = 2.0
+FORMANT_RATIO_MAX = 1.2
+RANGE_RATIO_MIN = 0.6
+RANGE_RATIO_MAX = 1.3
+TARGET_F0_MAX_HZ = 290.0  # higher references are matched up to here: beyond, words blur
 EQ_LIMIT_DB = 18.0
 # Vocal-tract length scales with F0 across speakers only weakly: ~ (F0 ratio)^0.22, centred
 # slightly above 1 because the model's voice is darker than most.
@@ -41,7 +42,8 @@ class AdaptPlan:
 
     pitch_map: PitchMap
     formant_ratio: float
-    fir: np.ndarray  # timbre EQ taps (linear phase, odd length)
+    fir_voiced: np.ndarray  # timbre EQ taps for the voiced grains (linear phase, odd length)
+    fir_unvoiced: np.ndarray  # and for the unvoiced ones (same length: same delay)
     sample_rate: int
 
 
@@ -56,7 +58,7 @@ def formant_ratio_for(target: VoiceStats, source: VoiceStats) -> float:
 def pitch_map_for(target: VoiceStats, source: VoiceStats, strength: float) -> PitchMap:
     if target.f0_median_hz <= 0 or source.f0_median_hz <= 0:
         return PitchMap()
-    shift = math.log(target.f0_median_hz / source.f0_median_hz)
+    shift = math.log(min(target.f0_median_hz, TARGET_F0_MAX_HZ) / source.f0_median_hz)
     range_ratio = target.f0_log_std / source.f0_log_std if source.f0_log_std > 0 else 1.0
     range_ratio = float(np.clip(range_ratio, RANGE_RATIO_MIN, RANGE_RATIO_MAX))
     return PitchMap(shift=strength * shift, slope=strength * (range_ratio - 1.0), pivot=math.log(source.f0_median_hz))
@@ -69,24 +71,40 @@ def make_plan(target: VoiceStats, strength: float, sample_rate: int) -> AdaptPla
     formant_ratio = formant_ratio_for(target, source.stats) ** strength
     calib = _resample(source.audio, source.sample_rate, sample_rate)
     stream = PsolaStream(pitch_map, formant_ratio, sample_rate)
-    shifted = np.concatenate([stream.process(calib), stream.flush()]).astype(np.float64)
+    voiced, unvoiced = np.concatenate([stream.process(calib), stream.flush()], axis=1)
+    shifted_db = joint_normalise(band_power_db(voiced, sample_rate), band_power_db(unvoiced, sample_rate))
 
     # Aim at a blend of the two spectra so that strength scales timbre as it does pitch.
-    wanted_db = strength * _fill_nan(target.ltas_db, source.stats.ltas_db) + (1 - strength) * source.stats.ltas_db
-    gain_db = wanted_db - _fill_nan(ltas_db(shifted, sample_rate), wanted_db)
-    gain_db = np.convolve(np.pad(gain_db, 1, mode="edge"), [0.25, 0.5, 0.25], mode="valid")
-    gain_db = np.clip(gain_db - np.mean(gain_db), -EQ_LIMIT_DB, EQ_LIMIT_DB)
-    fir = design_fir(gain_db, sample_rate)
+    src = source.stats
+    target_v = _fill_nan(target.ltas_voiced_db, src.ltas_voiced_db)
+    target_u = _fill_nan(target.ltas_unvoiced_db, target_v)
+    wanted_v = strength * target_v + (1 - strength) * src.ltas_voiced_db
+    wanted_u = strength * target_u + (1 - strength) * src.ltas_unvoiced_db
+    gain_v = _smooth(wanted_v - _fill_nan(shifted_db[0], wanted_v))
+    gain_u = _smooth(wanted_u - _fill_nan(shifted_db[1], wanted_u))
+    offset = float(np.mean(gain_v))  # one offset for both keeps the vowel/fricative balance
+    gain_v = np.clip(gain_v - offset, -EQ_LIMIT_DB, EQ_LIMIT_DB)
+    gain_u = np.clip(gain_u - offset, -EQ_LIMIT_DB, EQ_LIMIT_DB)
+    fir_v, fir_u = design_fir(gain_v, sample_rate), design_fir(gain_u, sample_rate)
     # Keep the model's loudness: scale so the calibration clip comes out at its own RMS.
-    out_rms = float(np.sqrt(np.mean(np.convolve(shifted, fir, mode="same") ** 2)))
-    in_rms = float(np.sqrt(np.mean(calib.astype(np.float64) ** 2)))
-    if out_rms > 0:
-        fir = fir * (in_rms / out_rms)
+    out = np.convolve(voiced, fir_v, mode="same") + np.convolve(unvoiced, fir_u, mode="same")
+    out_rms, in_rms = float(np.sqrt(np.mean(out**2))), float(np.sqrt(np.mean(calib**2)))
+    scale = in_rms / out_rms if out_rms > 0 else 1.0
     logger.debug(
-        "plan: strength %.2f, pitch shift %.3f slope %.3f, formant %.3f, eq %.1f..%.1f dB",
-        strength, pitch_map.shift, pitch_map.slope, formant_ratio, gain_db.min(), gain_db.max(),
+        "plan: strength %.2f, pitch shift %.3f slope %.3f, formant %.3f, eq voiced %.1f..%.1f dB",
+        strength, pitch_map.shift, pitch_map.slope, formant_ratio, gain_v.min(), gain_v.max(),
     )
-    return AdaptPlan(pitch_map=pitch_map, formant_ratio=formant_ratio, fir=fir, sample_rate=sample_rate)
+    return AdaptPlan(
+        pitch_map=pitch_map,
+        formant_ratio=formant_ratio,
+        fir_voiced=fir_v * scale,
+        fir_unvoiced=fir_u * scale,
+        sample_rate=sample_rate,
+    )
+
+
+def _smooth(gain_db: np.ndarray) -> np.ndarray:
+    return np.convolve(np.pad(gain_db, 1, mode="edge"), [0.25, 0.5, 0.25], mode="valid")
 
 
 _PLANS: LruCache[AdaptPlan] = LruCache(maxsize=64)

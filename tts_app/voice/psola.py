@@ -23,6 +23,10 @@ from tts_app.voice.pitch import PitchConfig, smooth_track, yin_frames
 
 F0_OUT_MIN_HZ = 50.0
 F0_OUT_MAX_HZ = 900.0
+# Above this the output contour is compressed (half the log excursion): PSOLA shifts of x3-4 and
+# very high speech lose intelligibility, so peaks are tamed rather than clipped flat.
+F0_OUT_KNEE_HZ = 290.0
+_LOG_KNEE = math.log(F0_OUT_KNEE_HZ)
 _SMOOTH_CONTEXT = 2  # frames smooth_track reads on each side
 
 
@@ -36,12 +40,19 @@ class PitchMap:
 
     def apply(self, f0_hz: float) -> float:
         log_f0 = math.log(f0_hz)
-        out = math.exp(log_f0 + self.shift + self.slope * (log_f0 - self.pivot))
-        return min(max(out, F0_OUT_MIN_HZ), F0_OUT_MAX_HZ)
+        log_out = log_f0 + self.shift + self.slope * (log_f0 - self.pivot)
+        if log_out > _LOG_KNEE and log_out > log_f0:
+            log_out = max(_LOG_KNEE + 0.5 * (log_out - _LOG_KNEE), log_f0)
+        return min(max(math.exp(log_out), F0_OUT_MIN_HZ), F0_OUT_MAX_HZ)
 
 
 class PsolaStream:
-    """One request's PSOLA state: feed chunks, get the same number of samples back in total."""
+    """One request's PSOLA state: feed chunks, get the same number of samples back in total.
+
+    process() and flush() return float64 arrays of shape (2, n): the sum of the voiced grains
+    and the sum of the unvoiced grains, so later stages can colour each differently; their
+    sum is the pitch- and formant-shifted signal.
+    """
 
     def __init__(self, pitch_map: PitchMap, formant_ratio: float, sample_rate: int) -> None:
         if not 0.5 <= formant_ratio <= 2.0:
@@ -64,7 +75,7 @@ class PsolaStream:
         self._smooth = np.zeros(0)
         self._smooth_base = 0
         self._next_mark = 0.0
-        self._y = np.zeros(0, dtype=np.float64)
+        self._y = np.zeros((2, 0), dtype=np.float64)  # rows: voiced grains, unvoiced grains
         self._y_base = 0
         self._n_out = 0
         self._flushed = False
@@ -78,7 +89,7 @@ class PsolaStream:
     @property
     def buffered_samples(self) -> int:
         """Samples held in this stream's buffers (bounded, whatever the stream's length)."""
-        return len(self._x) + len(self._y) + len(self._smooth) + len(self._raw)
+        return len(self._x) + self._y.size + len(self._smooth) + len(self._raw)
 
     def process(self, chunk: np.ndarray) -> np.ndarray:
         if self._flushed:
@@ -93,7 +104,7 @@ class PsolaStream:
 
     def flush(self) -> np.ndarray:
         if self._flushed:
-            return np.zeros(0, dtype=np.float32)
+            return np.zeros((2, 0))
         self._flushed = True
         pad = self.reach + self.cfg.right + (_SMOOTH_CONTEXT + 2) * self.cfg.hop
         self._x = np.concatenate([self._x, np.zeros(pad)])
@@ -141,14 +152,14 @@ class PsolaStream:
                 epoch = float(np.argmax(self._x[lo_i:hi_i]) + lo_i + self._x_base)
                 half = min(t_tgt, t_src / alpha)
                 gain = math.sqrt(alpha * t_tgt / t_src)  # keeps power: one grain per target period
-                self._add_grain(t, epoch, half, gain)
+                self._add_grain(t, epoch, half, gain, row=0)
                 self._next_mark = t + t_tgt
             else:
-                self._add_grain(t, t, self.unvoiced_hop, 1.0)
+                self._add_grain(t, t, self.unvoiced_hop, 1.0, row=1)
                 self._next_mark = t + self.unvoiced_hop
         self._trim_input()
 
-    def _add_grain(self, t_out: float, src_center: float, half: float, gain: float) -> None:
+    def _add_grain(self, t_out: float, src_center: float, half: float, gain: float, row: int) -> None:
         j0 = int(math.ceil(t_out - half))
         j1 = int(math.floor(t_out + half))
         if j1 < j0:
@@ -166,9 +177,9 @@ class PsolaStream:
             grain = grain[-start:]
             start = 0
         end = start + len(grain)
-        if end > len(self._y):
-            self._y = np.concatenate([self._y, np.zeros(end - len(self._y) + 4096)])
-        self._y[start:end] += grain
+        if end > self._y.shape[1]:
+            self._y = np.concatenate([self._y, np.zeros((2, end - self._y.shape[1] + 4096))], axis=1)
+        self._y[row, start:end] += grain
 
     def _trim_input(self) -> None:
         # Keep what the next mark and the next analysis frames can still read.
@@ -186,12 +197,12 @@ class PsolaStream:
     def _emit(self, final: bool) -> np.ndarray:
         end = self._n_in if final else min(self._n_in, int(math.floor(self._next_mark - self.grain_max)))
         if end <= self._n_out:
-            return np.zeros(0, dtype=np.float32)
-        out = self._y[self._n_out - self._y_base : end - self._y_base]
-        if len(out) < end - self._n_out:
-            out = np.concatenate([out, np.zeros(end - self._n_out - len(out))])
+            return np.zeros((2, 0))
+        out = self._y[:, self._n_out - self._y_base : end - self._y_base]
+        if out.shape[1] < end - self._n_out:
+            out = np.concatenate([out, np.zeros((2, end - self._n_out - out.shape[1]))], axis=1)
         self._n_out = end
         drop = end - self._y_base
-        self._y = self._y[drop:]
+        self._y = self._y[:, drop:]
         self._y_base = end
-        return out.astype(np.float32)
+        return out
