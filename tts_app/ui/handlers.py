@@ -264,7 +264,8 @@ async def generate(
             if figures.time_to_first_audio_s is not None:
                 waiting, note = _queue_note(handles)
                 queued = f"; {waiting} waiting, {note}" if waiting else ""
-                update[outputs.status] = f"**Speaking…** {spoken} of {len(states)} lines done{queued}"
+                doing = "Speaking…" if streaming else "Decoding…"
+                update[outputs.status] = f"**{doing}** {spoken} of {len(states)} lines done{queued}"
             if update:
                 yield update
 
