@@ -121,3 +121,18 @@ def test_body_that_is_not_json_gets_400(http: httpx.Client) -> None:
     response = http.post("/v1/audio/speech", content=b"not json", headers={"content-type": "application/json"})
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_json"
+
+
+def test_a_client_that_hangs_up_cancels_its_request(http: httpx.Client, app_server: str) -> None:
+    from gradio_client import Client
+
+    stats = Client(app_server + "/", verbose=False)
+    before = stats.predict(api_name="/engine_stats")["cancelled"]
+    body = {"input": " ".join([LONG_TEXT] * 6), "response_format": "pcm"}
+    with http.stream("POST", "/v1/audio/speech", json=body) as response:
+        assert response.status_code == 200
+        next(response.iter_bytes())  # audio is flowing; now hang up
+    deadline = time.monotonic() + 30
+    while stats.predict(api_name="/engine_stats")["cancelled"] <= before:
+        assert time.monotonic() < deadline, "the engine request should be cancelled when the client goes away"
+        time.sleep(0.2)
