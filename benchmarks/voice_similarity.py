@@ -67,6 +67,13 @@ class Synth:
             return np.asarray(self.engine.submit(text, voice=None, seed=0).result(), dtype=np.float32)
         return np.concatenate([c.audio_float_array for c in self.voice.synthesize(text)]).astype(np.float32)
 
+    def adapted(self, text: str, profile, strength: float) -> np.ndarray | None:
+        """The engine's own adapted output (its streaming path), or None without an engine."""
+        if self.engine is None:
+            return None
+        handle = self.engine.submit(text, voice=profile, voice_strength=strength, seed=0)
+        return np.asarray(handle.result(), dtype=np.float32)
+
     def close(self) -> None:
         if self.engine is not None:
             self.engine.close()
@@ -159,6 +166,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0, help="use only the first N sentences")
     parser.add_argument("--no-engine", action="store_true", help="use stock piper even if the engine imports")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "BENCHMARKS.voice.md")
+    parser.add_argument("--append", action="store_true", help="add to --out instead of replacing it")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     for noisy in ("tts_app", "numba", "resemblyzer"):
@@ -176,7 +184,6 @@ def main() -> int:
     sr = synth.sample_rate
     t0 = time.perf_counter()
     base_audio = [synth(s) for s in sentences]
-    synth.close()
     logger.info("synthesised %d sentences with %s in %.1f s", len(sentences), synth.kind, time.perf_counter() - t0)
     total_s = sum(len(a) for a in base_audio) / sr
 
@@ -187,6 +194,7 @@ def main() -> int:
 
     rows: list[VoiceRow] = []
     adapt_time, stream_worst, stream_snr, lengths_ok = 0.0, 0.0, float("inf"), True
+    engine_diff: float | None = None
     for name in voices:
         profile = library.load(name)
         ref_emb = scorer.embed(profile.audio, profile.sample_rate)
@@ -196,6 +204,10 @@ def main() -> int:
         adapt_time += time.perf_counter() - t
         worst, snr, ok = streaming_check(profile, base_audio[0], args.strength, sr)
         stream_worst, stream_snr, lengths_ok = max(stream_worst, worst), min(stream_snr, snr), lengths_ok and ok
+        via_engine = synth.adapted(sentences[0], profile, args.strength)
+        if via_engine is not None:
+            diff = float(np.abs(via_engine - adapted[0]).max()) if len(via_engine) == len(adapted[0]) else float("inf")
+            engine_diff = max(engine_diff or 0.0, diff)
         sims_b = [float(e @ ref_emb) for e in base_embs]
         sims_a = [float(scorer.embed(a, sr) @ ref_emb) for a in adapted]
         errs = [word_errors(s, scorer.transcribe(a, sr)) for s, a in zip(sentences, adapted)]
@@ -212,14 +224,17 @@ def main() -> int:
             "%-18s sim %.3f -> %.3f (%+.3f)  WER %.1f%% -> %.1f%%",
             name, row.sim_base, row.sim_adapted, row.gain, 100 * row.wer_base, 100 * row.wer_adapted,
         )
+    synth.close()
     rtf = adapt_time / (total_s * len(voices))
-    text = render(rows, args, synth.kind, len(sentences), rtf, stream_worst, stream_snr, lengths_ok)
+    text = render(rows, args, synth.kind, len(sentences), rtf, stream_worst, stream_snr, lengths_ok, engine_diff)
+    if args.append and args.out.exists():
+        text = args.out.read_text().rstrip("\n") + "\n\n" + text.replace("# Voice reference benchmark", "## At strength " + str(args.strength), 1)
     args.out.write_text(text)
     logger.info("\n%s\nwritten to %s", text, args.out)
     return 0
 
 
-def render(rows, args, synth_kind, n_sentences, rtf, stream_worst, stream_snr, lengths_ok) -> str:
+def render(rows, args, synth_kind, n_sentences, rtf, stream_worst, stream_snr, lengths_ok, engine_diff) -> str:
     mean = lambda f: float(np.mean([f(r) for r in rows]))  # noqa: E731
     lines = [
         "# Voice reference benchmark",
@@ -255,8 +270,13 @@ def render(rows, args, synth_kind, n_sentences, rtf, stream_worst, stream_snr, l
         "whole-utterance `adapt`, plan cached (the first use of a voice costs ~0.3 s more for calibration).",
         f"- Streaming vs whole-utterance (chunks of 8,192, 16,384 and random 1..20,000 samples): "
         f"max |diff| {stream_worst:.2e}, SNR {stream_snr:.0f} dB, lengths equal: {'yes' if lengths_ok else 'NO'}.",
-        "",
     ]
+    if engine_diff is not None:
+        lines.append(
+            f"- Through the engine (`submit(text, voice=profile, voice_strength={args.strength})`, its decoder windows "
+            f"fed to `profile.streamer`): max |diff| {engine_diff:.2e} against `adapt` of its unadapted output."
+        )
+    lines.append("")
     return "\n".join(lines)
 
 

@@ -100,6 +100,9 @@ def test_library_lists_builtins_and_saved(library):
     assert "my_voice" in library and "lj_female_us" in library and "nope" not in library
     loaded = library.load("my_voice")
     assert loaded.content_hash == p.content_hash
+    hits = profile_cache_info().hits
+    assert library.load("my_voice") is loaded  # a saved voice used for many lines is read once
+    assert profile_cache_info().hits == hits + 1
     entries = {e.name: e.builtin for e in library.entries()}
     assert entries["my_voice"] is False and entries["f5_main"] is True
     library.delete("my_voice")

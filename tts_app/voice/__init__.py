@@ -11,7 +11,7 @@ from tts_app.voice.cache import CacheInfo
 from tts_app.voice.errors import VoiceError
 from tts_app.voice.ingest import Reference, load_reference
 from tts_app.voice.library import VoiceEntry, VoiceLibrary, default_library, voices_dir
-from tts_app.voice.profile import VoiceProfile, clear_profile_cache, make_profile, profile_cache_info
+from tts_app.voice.profile import VoiceProfile, clear_profile_cache, load_profile, make_profile, profile_cache_info
 from tts_app.voice.report import ReferenceReport
 from tts_app.voice.resolve import resolve_voice
 
@@ -28,6 +28,7 @@ __all__ = [
     "adapt",
     "clear_profile_cache",
     "default_library",
+    "load_profile",
     "load_reference",
     "make_profile",
     "profile_cache_info",

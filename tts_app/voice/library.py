@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tts_app.voice.errors import VoiceError
-from tts_app.voice.profile import PROFILE_SUFFIX, VoiceProfile, make_profile
+from tts_app.voice.profile import PROFILE_SUFFIX, VoiceProfile, load_profile, make_profile
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class VoiceLibrary:
         path = self._saved_path(name)
         if not _NAME_RE.match(name or "") or not path.is_file():
             raise VoiceError(f"unknown voice {name!r}; available: {', '.join(self.names()) or 'none'}")
-        return VoiceProfile.load(path)
+        return load_profile(path)
 
     def save(self, profile: VoiceProfile, name: str | None = None, overwrite: bool = True) -> VoiceProfile:
         """Store ``profile`` under ``name`` (default: its own name); returns the profile as saved."""

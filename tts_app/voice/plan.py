@@ -27,9 +27,10 @@ logger = logging.getLogger(__name__)
 FORMANT_RATIO_MIN = 0.9
 FORMANT_RATIO_MAX = 1.2
 RANGE_RATIO_MIN = 0.6
-RANGE_RATIO_MAX = 1.3
+RANGE_RATIO_MAX = 1.0  # widening the model's intonation cost intelligibility and similarity
 TARGET_F0_MAX_HZ = 290.0  # higher references are matched up to here: beyond, words blur
 EQ_LIMIT_DB = 18.0
+BOOST_FLOOR_DB = 30.0  # bands this far under the voiced mean level get no boost
 # Vocal-tract length scales with F0 across speakers only weakly: ~ (F0 ratio)^0.22, centred
 # slightly above 1 because the model's voice is darker than most.
 _FORMANT_F0_EXPONENT = 0.22
@@ -83,8 +84,8 @@ def make_plan(target: VoiceStats, strength: float, sample_rate: int) -> AdaptPla
     gain_v = _smooth(wanted_v - _fill_nan(shifted_db[0], wanted_v))
     gain_u = _smooth(wanted_u - _fill_nan(shifted_db[1], wanted_u))
     offset = float(np.mean(gain_v))  # one offset for both keeps the vowel/fricative balance
-    gain_v = np.clip(gain_v - offset, -EQ_LIMIT_DB, EQ_LIMIT_DB)
-    gain_u = np.clip(gain_u - offset, -EQ_LIMIT_DB, EQ_LIMIT_DB)
+    gain_v = np.clip(gain_v - offset, -EQ_LIMIT_DB, _boost_room(shifted_db[0]))
+    gain_u = np.clip(gain_u - offset, -EQ_LIMIT_DB, _boost_room(shifted_db[1]))
     fir_v, fir_u = design_fir(gain_v, sample_rate), design_fir(gain_u, sample_rate)
     # Keep the model's loudness: scale so the calibration clip comes out at its own RMS.
     out = np.convolve(voiced, fir_v, mode="same") + np.convolve(unvoiced, fir_u, mode="same")
@@ -101,6 +102,13 @@ def make_plan(target: VoiceStats, strength: float, sample_rate: int) -> AdaptPla
         fir_unvoiced=fir_u * scale,
         sample_rate=sample_rate,
     )
+
+
+def _boost_room(level_db: np.ndarray) -> np.ndarray:
+    """Most boost per band: EQ_LIMIT_DB, less where the shifted model voice has little energy
+    (its top octave), since lifting a near-empty band only raises vocoder noise."""
+    floor_db = np.nan_to_num(level_db, nan=-100.0) + BOOST_FLOOR_DB
+    return np.clip(floor_db, 0.0, EQ_LIMIT_DB)
 
 
 def _smooth(gain_db: np.ndarray) -> np.ndarray:

@@ -153,6 +153,17 @@ def make_profile(source: AudioSource, name: str | None = None) -> VoiceProfile:
     return profile if profile.name == wanted else profile.renamed(wanted)
 
 
+def load_profile(path: str | Path) -> VoiceProfile:
+    """VoiceProfile.load through the profile cache, keyed by the file's path, size and mtime."""
+    path = Path(path)
+    try:
+        st = path.stat()
+    except OSError:
+        raise VoiceError(f"voice file not found: {path}") from None
+    key = ("file", str(path.resolve()), st.st_size, st.st_mtime_ns)
+    return _PROFILES.get_or_create(key, lambda: VoiceProfile.load(path))
+
+
 def profile_cache_info() -> CacheInfo:
     """Hits and misses of the profile cache (a reference used for 50 lines is analysed once)."""
     return _PROFILES.info()
