@@ -47,7 +47,7 @@ def test_async_forms(engine):
 
 def test_continuous_batching_refills_slots_and_compacts():
     backend = FakeBackend()
-    with Engine(backend, max_batch_size=3, max_wait_ms=50) as e:
+    with Engine(backend, max_batch_size=3, max_wait_ms=50, first_audio_first=False) as e:
         hs = [e.submit(" ".join(["w"] * n), seed=n) for n in (1, 6, 6, 2)]
         for h in hs:
             h.result(timeout=10)
@@ -59,6 +59,18 @@ def test_continuous_batching_refills_slots_and_compacts():
     assert backend.prepared[:2] == [3, 1]
     assert max(backend.batches) <= 3
     assert backend.released == 4
+
+
+def test_newcomers_get_their_first_window_before_the_running_rows_step():
+    backend = FakeBackend()
+    with Engine(backend, max_batch_size=3, max_wait_ms=50) as e:
+        hs = [e.submit(" ".join(["w"] * n), seed=n) for n in (1, 6, 6, 2)]
+        for h, n in zip(hs, (1, 6, 6, 2)):
+            np.testing.assert_array_equal(h.result(timeout=10), expected(" ".join(["w"] * n), n))
+    # The fourth request joins when the first leaves: it steps alone once, then with the others.
+    assert hs[3].metrics.batch_sizes == [1, 3]
+    assert hs[1].metrics.batch_sizes[:2] == [3, 2]
+    assert max(backend.batches) <= 3
 
 
 def test_fifo_admission_under_load():

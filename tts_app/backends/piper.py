@@ -112,27 +112,30 @@ class PiperBackend(Backend):
 
     def step(self, states: Sequence[PiperRow]) -> list[StepOutput]:
         self._run_text_stage(states)
+        # With fewer rows than CPU workers, a row decodes its next few windows at
+        # once so every core has work; the audio is the same either way.
+        per_row = max(1, self.model.workers // len(states)) if self.model.device == "cpu" else 1
+        jobs = [(i, w) for i, s in enumerate(states) for w in s.plan[s.next_window : s.next_window + per_row]]
         # Group windows by input length: equal lengths batch with no padding.
-        by_len: dict[int, list[int]] = {}
+        by_len: dict[int, list[tuple[int, Window]]] = {}
+        for i, w in jobs:
+            by_len.setdefault(w.in_frames, []).append((i, w))
+        groups = list(by_len.values())
+        latents = [np.stack([states[i].z_CxT[:, w.in_start : w.in_end] for i, w in g]) for g in groups]  # [B, 192, T]
+        pieces: dict[tuple[int, int], np.ndarray] = {}
+        for g, y_BxS in zip(groups, self.model.decode_groups(latents)):
+            for b, (i, w) in enumerate(g):
+                pieces[(i, w.out_start)] = y_BxS[b, (w.out_start - w.in_start) * self.hop : (w.out_end - w.in_start) * self.hop]
+        outputs = []
         for i, s in enumerate(states):
-            by_len.setdefault(s.plan[s.next_window].in_frames, []).append(i)
-        audio: list[np.ndarray] = [np.empty(0, np.float32)] * len(states)
-        for n_frames, idx in by_len.items():
-            z_BxCxT = np.stack([self._window_latents(states[i]) for i in idx])  # [B, 192, n_frames]
-            y_BxS = self.model.decode(z_BxCxT)  # [B, n_frames * hop]
-            for b, i in enumerate(idx):
-                w = states[i].plan[states[i].next_window]
-                audio[i] = y_BxS[b, (w.out_start - w.in_start) * self.hop : (w.out_end - w.in_start) * self.hop]
-        return [self._advance(s, a) for s, a in zip(states, audio)]
+            mine = [w for j, w in jobs if j == i]
+            audio = np.concatenate([pieces[(i, w.out_start)] for w in mine])
+            outputs.append(self._advance(s, audio, len(mine)))
+        return outputs
 
-    @staticmethod
-    def _window_latents(state: PiperRow) -> np.ndarray:
-        w = state.plan[state.next_window]
-        return state.z_CxT[:, w.in_start : w.in_end]
-
-    def _advance(self, state: PiperRow, audio: np.ndarray) -> StepOutput:
-        """Commit one decoded window to the row; add the pause after a finished chunk."""
-        state.next_window += 1
+    def _advance(self, state: PiperRow, audio: np.ndarray, n_windows: int) -> StepOutput:
+        """Commit decoded windows to the row; add the pause after a finished chunk."""
+        state.next_window += n_windows
         chunk_done = state.next_window >= len(state.plan)
         if chunk_done and state.pause_s > 0:
             audio = np.concatenate([audio, np.zeros(int(round(state.pause_s * self.sample_rate)), np.float32)])

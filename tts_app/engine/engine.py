@@ -60,13 +60,15 @@ class Engine:
     def __init__(
         self,
         backend: Backend | None = None,
-        max_batch_size: int = 8,
-        max_wait_ms: float = 10.0,
+        max_batch_size: int = 16,
+        max_wait_ms: float = 5.0,
         max_queue: int = 256,
+        first_audio_first: bool = True,
     ) -> None:
         self.backend = backend if backend is not None else _default_backend()
         self.sample_rate = self.backend.sample_rate
         self.max_wait_s = max_wait_ms / 1000.0
+        self.first_audio_first = first_audio_first
         self._scheduler = Scheduler(max_batch_size, max_queue)
         self._counters = EngineCounters()
         self._lock = threading.Condition()
@@ -176,17 +178,23 @@ class Engine:
             admitted = self._scheduler.admit()
         for req in cancelled:
             self._retire(req, RequestStatus.CANCELLED)
-        self._prepare(admitted)
+        started = self._prepare(admitted)
         with self._lock:
             running = list(self._scheduler.running)
+        if started and self.first_audio_first:
+            # Newcomers get their first window before the long-running rows step:
+            # time to first audio is then text stage + one window, not a full batch step.
+            self._advance(started)
+            running = [r for r in running if r not in started and r.status is RequestStatus.RUNNING]  # eq is identity
         if running:
             self._advance(running)
         self._maybe_log()
         return True
 
-    def _prepare(self, admitted: list[Request]) -> None:
+    def _prepare(self, admitted: list[Request]) -> list[Request]:
+        """Run the text stage (or prefill) of newly admitted requests; return those that started."""
         if not admitted:
-            return
+            return []
         now = time.perf_counter()
         for req in admitted:
             req.admitted_at = now
@@ -200,6 +208,7 @@ class Engine:
                 started.append(req)
         with self._lock:
             self._scheduler.start(started)
+        return started
 
     def _advance(self, running: list[Request]) -> None:
         t0 = time.perf_counter()

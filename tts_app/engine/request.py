@@ -25,7 +25,7 @@ class RequestStatus(enum.Enum):
         return self in (RequestStatus.FINISHED, RequestStatus.CANCELLED, RequestStatus.FAILED)
 
 
-@dataclass
+@dataclass(eq=False)  # identity: a request is equal only to itself
 class Request:
     row: RowInput
     id: int = field(default_factory=lambda: next(_IDS))

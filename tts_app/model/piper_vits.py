@@ -53,6 +53,9 @@ class PiperVits:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
+        # No arena: a batch-16 step peaks near 0.5 GB of activations, and an arena would
+        # keep that peak for the life of the process; malloc gives it back.
+        options.enable_cpu_mem_arena = False
         providers = _providers()
         self.device = "cuda" if providers[0].startswith("CUDA") else "cpu"
         # Graph fusions make the encoder's rounding depend on the batch size; unfused, a row
@@ -148,7 +151,21 @@ class PiperVits:
     # -- decoder --------------------------------------------------------------
     def decode(self, z_BxCxT: np.ndarray) -> np.ndarray:
         """Latents [B, 192, T] (equal T, no padding) -> audio [B, T * hop]."""
-        z_BxCxT = np.ascontiguousarray(z_BxCxT, dtype=np.float32)
-        shards = self._shards(list(range(z_BxCxT.shape[0])))
-        tasks = [(lambda s=s: self._decoder.run(None, {FLOW_OUTPUT: z_BxCxT[s[0] : s[-1] + 1]})[0]) for s in shards]
-        return np.concatenate(self._run_tasks(tasks), axis=0)[:, 0, :]
+        return self.decode_groups([z_BxCxT])[0]
+
+    def decode_groups(self, groups: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Several batches of different T at once: [B_g, 192, T_g] -> [B_g, T_g * hop] each.
+
+        Every group's shards go to the workers together, so two short groups
+        use both cores instead of running one after the other.
+        """
+        groups = [np.ascontiguousarray(z, dtype=np.float32) for z in groups]
+        if self.device == "cpu" and len(groups) > 1:
+            shards = [(g, [b]) for g, z in enumerate(groups) for b in range(z.shape[0])]  # one row per task
+        else:
+            shards = [(g, s) for g, z in enumerate(groups) for s in self._shards(list(range(z.shape[0])))]
+        tasks = [(lambda g=g, s=s: self._decoder.run(None, {FLOW_OUTPUT: groups[g][s[0] : s[-1] + 1]})[0]) for g, s in shards]
+        parts: list[list[np.ndarray]] = [[] for _ in groups]
+        for (g, _), y in zip(shards, self._run_tasks(tasks)):
+            parts[g].append(y)
+        return [np.concatenate(p, axis=0)[:, 0, :] for p in parts]

@@ -8,10 +8,12 @@ frame (any nonzero difference). With ``CONTEXT_FRAMES = 12`` on each side of a
 window, every output sample sees exactly the frames it sees in a whole-utterance
 decode, so the concatenated windows equal that decode up to float rounding.
 
-Every window except a short utterance's single one has the same input length
-(``window + 2 * context`` frames): the first starts at frame 0, the last ends
-at the last frame. Equal lengths let the windows of many requests run in one
-batched call with no padding at all, so no row can see another's frames.
+All windows but the last have the same input length (``window + 2 * context``
+frames; the first starts at frame 0). The last ends at the last frame and its
+length is rounded up to a multiple of ``LAST_WINDOW_STEP`` by taking more left
+context, so only a few distinct lengths occur. Windows of equal length from many
+requests run in one batched call with no padding at all, so no row can see
+another's frames.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 CONTEXT_FRAMES = 12
 WINDOW_FRAMES = 64
+LAST_WINDOW_STEP = 8
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class Window:
 
 
 def plan_windows(n_frames: int, window: int = WINDOW_FRAMES, context: int = CONTEXT_FRAMES) -> list[Window]:
-    """Cover ``n_frames`` output frames with windows of equal input length ``window + 2 * context``."""
+    """Cover ``n_frames`` output frames with windows of input length ``window + 2 * context`` (the last one shorter)."""
     if n_frames <= 0:
         return []
     if window <= 0 or context < 0:
@@ -49,7 +52,8 @@ def plan_windows(n_frames: int, window: int = WINDOW_FRAMES, context: int = CONT
     while plan[-1].out_end < n_frames:
         out_start = plan[-1].out_end
         if out_start + window + context >= n_frames:
-            plan.append(Window(n_frames - span, n_frames, out_start, n_frames))
+            length = min(span, -(-(n_frames - out_start + context) // LAST_WINDOW_STEP) * LAST_WINDOW_STEP)
+            plan.append(Window(n_frames - length, n_frames, out_start, n_frames))
         else:
             plan.append(Window(out_start - context, out_start + window + context, out_start, out_start + window))
     return plan
