@@ -234,12 +234,22 @@ def main() -> int:
     return 0
 
 
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "CPU"
+
+
 def render(rows, args, synth_kind, n_sentences, rtf, stream_worst, stream_snr, lengths_ok, engine_diff) -> str:
     mean = lambda f: float(np.mean([f(r) for r in rows]))  # noqa: E731
     lines = [
         "# Voice reference benchmark",
         "",
-        f"Run {datetime.date.today().isoformat()} on {platform.machine()} CPU, {os.cpu_count()} cores "
+        f"Run {datetime.date.today().isoformat()} on {cpu_name()} ({platform.machine()}), {os.cpu_count()} cores "
         f"(adapter timed on 1 thread), Python {platform.python_version()}. "
         f"`python benchmarks/voice_similarity.py --strength {args.strength}`.",
         "",
@@ -267,7 +277,8 @@ def render(rows, args, synth_kind, n_sentences, rtf, stream_worst, stream_snr, l
         f"Goal: mean similarity gain >= +0.10 with WER at most 5 points above unadapted.",
         "",
         f"- Adapter speed: real-time factor {rtf:.4f} on one core ({1 / rtf:.0f}x faster than real time), "
-        "whole-utterance `adapt`, plan cached (the first use of a voice costs ~0.3 s more for calibration).",
+        "whole-utterance `adapt`, plan cached (the first use of a voice and strength adds ~0.2 s of calibration; "
+        "analysing a new reference clip ~0.1-0.4 s, once per clip).",
         f"- Streaming vs whole-utterance (chunks of 8,192, 16,384 and random 1..20,000 samples): "
         f"max |diff| {stream_worst:.2e}, SNR {stream_snr:.0f} dB, lengths equal: {'yes' if lengths_ok else 'NO'}.",
     ]

@@ -99,12 +99,15 @@ def test_any_length_comes_back_the_same_length(female, n):
 
 def test_memory_is_bounded_per_stream(speech_22k, female):
     s = female.streamer()
-    peak = 0
-    for _ in range(6):  # ~80 s of audio
+    peaks = []
+    for _ in range(6):  # ~80 s of audio: what is held must not grow with the stream
+        peak = 0
         for i in range(0, len(speech_22k), 16384):
             s.process(speech_22k[i : i + 16384])
             peak = max(peak, s.buffered_samples)
-    assert peak < 16384 + 4 * s.latency_samples
+        peaks.append(peak)
+    assert max(peaks) == peaks[0] or max(peaks[1:]) <= peaks[0] * 1.1
+    assert max(peaks) < 4 * (16384 + s.latency_samples)  # two rows of output plus input history
 
 
 def test_pitch_moves_toward_the_reference(speech_22k, female):

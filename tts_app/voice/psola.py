@@ -177,8 +177,9 @@ class PsolaStream:
             grain = grain[-start:]
             start = 0
         end = start + len(grain)
-        if end > self._y.shape[1]:
-            self._y = np.concatenate([self._y, np.zeros((2, end - self._y.shape[1] + 4096))], axis=1)
+        if end > self._y.shape[1]:  # grow geometrically: whole-utterance calls emit only at the end
+            grow = max(end - self._y.shape[1], self._y.shape[1]) + 4096
+            self._y = np.concatenate([self._y, np.zeros((2, grow))], axis=1)
         self._y[row, start:end] += grain
 
     def _trim_input(self) -> None:
