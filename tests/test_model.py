@@ -102,16 +102,17 @@ def test_streamed_windows_equal_whole_decode(vits, sentences):
 
 @pytest.mark.parametrize("n_frames", [1, 50, 88, 89, 200, 1000, 1234])
 def test_window_plan_covers_every_frame_once_with_full_context(n_frames):
-    plan = plan_windows(n_frames, window=64, context=CONTEXT_FRAMES)
+    plan = plan_windows(n_frames, window=160, context=CONTEXT_FRAMES, first=64)
     assert plan[0].out_start == 0 and plan[-1].out_end == n_frames
     assert all(a.out_end == b.out_start for a, b in zip(plan, plan[1:]))
-    span = 64 + 2 * CONTEXT_FRAMES
+    first_span, span = 64 + 2 * CONTEXT_FRAMES, 160 + 2 * CONTEXT_FRAMES
+    assert plan[0].in_frames == min(first_span, n_frames)  # the first audio comes from a short window
     for k, w in enumerate(plan):
         assert 0 <= w.in_start <= w.out_start < w.out_end <= w.in_end <= n_frames
         # Memory is bounded by the window, whatever the utterance length.
-        if k < len(plan) - 1 or len(plan) == 1:
-            assert w.in_frames == min(span, n_frames)
-        else:  # the last one takes only the context it needs, in steps of 8 frames
+        if 0 < k < len(plan) - 1:
+            assert w.in_frames == span
+        elif k == len(plan) - 1 and k > 0:  # the last one takes only the context it needs, in steps of 8 frames
             assert w.in_frames <= span and w.in_frames % 8 == 0
         assert w.out_start - w.in_start >= CONTEXT_FRAMES or w.in_start == 0
         assert w.in_end - w.out_end >= CONTEXT_FRAMES or w.in_end == n_frames
@@ -131,3 +132,18 @@ def test_long_line_speaks_with_pauses_between_sentences(piper_backend):
         if run == int(0.2 * piper_backend.sample_rate / 64):
             runs.append(1)
     assert len(runs) >= 20
+
+
+def test_one_batched_decoder_call_equals_per_row_calls(vits):
+    """On GPU (and with cpu_decode_rows > 1) equal-length windows share one decoder call."""
+    rng = np.random.default_rng(0)
+    z_BxCxT = rng.standard_normal((16, 192, 88)).astype(np.float32)
+    per_row = vits.decode(z_BxCxT)
+    saved = vits.cpu_decode_rows
+    try:
+        vits.cpu_decode_rows = 16
+        batched = vits.decode(z_BxCxT)
+    finally:
+        vits.cpu_decode_rows = saved
+    assert batched.shape == per_row.shape == (16, 88 * 256)
+    assert np.abs(batched - per_row).max() <= 1e-4

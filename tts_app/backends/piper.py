@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..config import SynthesisSettings
-from ..model import CONTEXT_FRAMES, WINDOW_FRAMES, LatentRequest, PiperVits, Window, plan_windows
+from ..model import CONTEXT_FRAMES, FIRST_WINDOW_FRAMES, WINDOW_FRAMES, LatentRequest, PiperVits, Window, plan_windows
 from ..text import Chunk, TextError, chunk_sentences, normalize_text, phonemize, to_ids
 from .base import Backend, RowInput, StepOutput
 
@@ -54,6 +54,7 @@ class PiperBackend(Backend):
         model: PiperVits,
         window_frames: int = WINDOW_FRAMES,
         context_frames: int = CONTEXT_FRAMES,
+        first_window_frames: int = FIRST_WINDOW_FRAMES,
         max_text_chars: int = 5000,
     ) -> None:
         self.model = model
@@ -61,6 +62,7 @@ class PiperBackend(Backend):
         self.hop = model.config.hop_length
         self.window_frames = window_frames
         self.context_frames = context_frames
+        self.first_window_frames = first_window_frames
         self.max_text_chars = max_text_chars
 
     # -- text side (caller's thread) ------------------------------------------
@@ -105,7 +107,7 @@ class PiperBackend(Backend):
         ]
         for s, z_CxT in zip(todo, self.model.text_to_latents(requests)):
             s.z_CxT = z_CxT
-            s.plan = plan_windows(z_CxT.shape[1], self.window_frames, self.context_frames)
+            s.plan = plan_windows(z_CxT.shape[1], self.window_frames, self.context_frames, self.first_window_frames)
             s.next_window = 0
             s.pause_s = s.parsed.pauses_s[s.next_chunk]
             s.next_chunk += 1

@@ -46,8 +46,9 @@ class PiperVits:
     split across cores by onnxruntime.
     """
 
-    def __init__(self, graphs: StageGraphs, config: VoiceModelConfig, workers: int = 2) -> None:
+    def __init__(self, graphs: StageGraphs, config: VoiceModelConfig, workers: int = 2, cpu_decode_rows: int = 1) -> None:
         self.config = config
+        self.cpu_decode_rows = max(1, cpu_decode_rows)
         self.hop = config.hop_length
         self.workers = max(1, workers)
         options = ort.SessionOptions()
@@ -160,10 +161,13 @@ class PiperVits:
         use both cores instead of running one after the other.
         """
         groups = [np.ascontiguousarray(z, dtype=np.float32) for z in groups]
-        if self.device == "cpu" and len(groups) > 1:
-            shards = [(g, [b]) for g, z in enumerate(groups) for b in range(z.shape[0])]  # one row per task
+        if self.device == "cpu":
+            # On CPU a batched call saves nothing per row and larger calls fall out of
+            # cache, so rows go to the workers in small calls.
+            step = self.cpu_decode_rows
+            shards = [(g, list(range(b, min(b + step, z.shape[0])))) for g, z in enumerate(groups) for b in range(0, z.shape[0], step)]
         else:
-            shards = [(g, s) for g, z in enumerate(groups) for s in self._shards(list(range(z.shape[0])))]
+            shards = [(g, list(range(z.shape[0]))) for g, z in enumerate(groups)]
         tasks = [(lambda g=g, s=s: self._decoder.run(None, {FLOW_OUTPUT: groups[g][s[0] : s[-1] + 1]})[0]) for g, s in shards]
         parts: list[list[np.ndarray]] = [[] for _ in groups]
         for (g, _), y in zip(shards, self._run_tasks(tasks)):
