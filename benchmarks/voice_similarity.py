@@ -7,7 +7,7 @@ for the model's own (unadapted) output and for the adapted output. Also measures
 adapter's real-time factor on one core and streamed-vs-whole differences, and writes a
 markdown table (--out, default BENCHMARKS.voice.md).
 
-    pip install -r requirements-dev-voice.txt
+    pip install -r requirements-dev.txt
     python benchmarks/voice_similarity.py [--shared ../shared] [--strength 1.0] [--limit N]
 """
 
