@@ -13,6 +13,7 @@ the engine run back to back in the same process.
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -20,9 +21,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import common
+from tts_app.engine import Engine
 
 NAME = "engine_load"
-DEFAULT_BATCH, DEFAULT_WAIT_MS, DEFAULT_WORKERS = 8, 10.0, 2
+_ENGINE_DEFAULTS = inspect.signature(Engine.__init__).parameters  # the table follows the engine's own defaults
+DEFAULT_BATCH = _ENGINE_DEFAULTS["max_batch_size"].default
+DEFAULT_WAIT_MS = _ENGINE_DEFAULTS["max_wait_ms"].default
+DEFAULT_WORKERS = 2
 GOAL_CLIENTS, GOAL_RATIO, GOAL_P95_TTFA_S = 16, 1.3, 1.0
 GOAL_SINGLE_TTFA_S, SINGLE_WORDS = 0.25, 30
 
@@ -81,8 +86,6 @@ def engine_server(engine: Any) -> Serve:
 
 
 def make_engine(workers: int, max_batch_size: int, max_wait_ms: float) -> Any:
-    from tts_app.engine import Engine
-
     engine = Engine(common.load_backend(workers), max_batch_size=max_batch_size, max_wait_ms=max_wait_ms)
     engine.submit("Warm up.", seed=0).result()
     return engine

@@ -33,6 +33,22 @@ class LatentRequest:
     noise_w: float = 0.8
 
 
+def _session(model: bytes, providers: list[str], threads: int, optimize: bool = True) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    # No arena: a batch-16 step peaks near 0.5 GB of activations, and an arena would
+    # keep that peak for the life of the process; malloc gives it back.
+    options.enable_cpu_mem_arena = False
+    if threads > 1:
+        # Spinning intra-op threads would keep a core busy after a wide run and slow the
+        # one-thread shards that follow it.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model, options, providers=providers)
+
+
 def _providers() -> list[str]:
     available = ort.get_available_providers()
     return ["CUDAExecutionProvider", "CPUExecutionProvider"] if "CUDAExecutionProvider" in available else ["CPUExecutionProvider"]
@@ -43,7 +59,8 @@ class PiperVits:
 
     ``workers`` CPU threads run shards of a batch concurrently, each with one
     intra-op thread: on small convolutions that scales better than one call
-    split across cores by onnxruntime.
+    split across cores by onnxruntime. A stage with a single task left runs it
+    on a session with ``workers`` intra-op threads instead.
     """
 
     def __init__(self, graphs: StageGraphs, config: VoiceModelConfig, workers: int = 2, cpu_decode_rows: int = 1) -> None:
@@ -51,23 +68,17 @@ class PiperVits:
         self.cpu_decode_rows = max(1, cpu_decode_rows)
         self.hop = config.hop_length
         self.workers = max(1, workers)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        # No arena: a batch-16 step peaks near 0.5 GB of activations, and an arena would
-        # keep that peak for the life of the process; malloc gives it back.
-        options.enable_cpu_mem_arena = False
         providers = _providers()
         self.device = "cuda" if providers[0].startswith("CUDA") else "cpu"
-        # Graph fusions make the encoder's rounding depend on the batch size; unfused, a row
-        # computes the same floats alone or batched (and measured no slower here).
-        encoder_options = ort.SessionOptions()
-        encoder_options.intra_op_num_threads = 1
-        encoder_options.inter_op_num_threads = 1
-        encoder_options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        self._encoder = ort.InferenceSession(graphs.encoder, encoder_options, providers=providers)
-        self._flow = ort.InferenceSession(graphs.flow, options, providers=providers)
-        self._decoder = ort.InferenceSession(graphs.decoder, options, providers=providers)
+        # Graph fusions make the encoder's rounding depend on the batch size, and so do
+        # several intra-op threads; unfused and on one thread, a row computes the same
+        # floats alone or batched (and measured no slower unfused here).
+        self._encoder = _session(graphs.encoder, providers, threads=1, optimize=False)
+        # Flow and decoder each get a one-thread session for shards that run side by side
+        # and a wide one for a lone task, so one request still uses every core. Both give
+        # bit-identical output (measured), unlike the encoder.
+        self._flow = (_session(graphs.flow, providers, 1), _session(graphs.flow, providers, self.workers))
+        self._decoder = (_session(graphs.decoder, providers, 1), _session(graphs.decoder, providers, self.workers))
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="vits") if self.workers > 1 else None
         _LOGGER.info("loaded Piper VITS on %s with %d worker(s)", self.device, self.workers)
 
@@ -81,10 +92,12 @@ class PiperVits:
 
     # -- batching helpers ---------------------------------------------------
     def _run_tasks(self, tasks: list) -> list:
-        """Run zero-argument callables, concurrently when there are CPU workers."""
-        if self._pool is None or len(tasks) == 1:
-            return [t() for t in tasks]
-        return list(self._pool.map(lambda t: t(), tasks))
+        """Run callables ``task(wide)``: a lone task on the wide sessions, several side by side."""
+        if len(tasks) == 1:
+            return [tasks[0](True)]
+        if self._pool is None:
+            return [t(False) for t in tasks]
+        return list(self._pool.map(lambda t: t(False), tasks))
 
     def _shards(self, idx: list[int]) -> list[list[int]]:
         """Split row indices into one contiguous shard per CPU worker (one shard on GPU)."""
@@ -107,7 +120,7 @@ class PiperVits:
         for i, r in enumerate(rows):
             groups.setdefault(_bucket(len(r.ids)), []).append(i)
         tasks = [
-            (lambda n=n, s=shard: (s, self._text_shard([rows[i] for i in s], [dp_noise[i] for i in s], n)))
+            (lambda wide, n=n, s=shard: (s, self._text_shard([rows[i] for i in s], [dp_noise[i] for i in s], n, wide)))
             for n, idx in groups.items()
             for shard in self._shards(idx)
         ]
@@ -117,7 +130,7 @@ class PiperVits:
                 out[i] = z
         return out
 
-    def _text_shard(self, rows: Sequence[LatentRequest], dp_noise: Sequence[np.ndarray], N: int) -> list[np.ndarray]:
+    def _text_shard(self, rows: Sequence[LatentRequest], dp_noise: Sequence[np.ndarray], N: int, wide: bool) -> list[np.ndarray]:
         n_ids = [len(r.ids) for r in rows]
         B = len(rows)
         ids_BxN = np.zeros((B, N), np.int64)  # 0 is the pad id; masks keep it out of every row
@@ -146,7 +159,7 @@ class PiperVits:
         for b, p in enumerate(priors):
             z_p_BxCxT[b, :, : p.shape[1]] = p
             y_mask_Bx1xT[b, 0, : p.shape[1]] = 1.0
-        (z_BxCxT,) = self._flow.run(None, {FLOW_INPUTS[0]: z_p_BxCxT, FLOW_INPUTS[1]: y_mask_Bx1xT})
+        (z_BxCxT,) = self._flow[wide].run(None, {FLOW_INPUTS[0]: z_p_BxCxT, FLOW_INPUTS[1]: y_mask_Bx1xT})
         return [z_BxCxT[b, :, : p.shape[1]].copy() for b, p in enumerate(priors)]
 
     # -- decoder --------------------------------------------------------------
@@ -168,7 +181,7 @@ class PiperVits:
             shards = [(g, list(range(b, min(b + step, z.shape[0])))) for g, z in enumerate(groups) for b in range(0, z.shape[0], step)]
         else:
             shards = [(g, list(range(z.shape[0]))) for g, z in enumerate(groups)]
-        tasks = [(lambda g=g, s=s: self._decoder.run(None, {FLOW_OUTPUT: groups[g][s[0] : s[-1] + 1]})[0]) for g, s in shards]
+        tasks = [(lambda wide, g=g, s=s: self._decoder[wide].run(None, {FLOW_OUTPUT: groups[g][s[0] : s[-1] + 1]})[0]) for g, s in shards]
         parts: list[list[np.ndarray]] = [[] for _ in groups]
         for (g, _), y in zip(shards, self._run_tasks(tasks)):
             parts[g].append(y)
