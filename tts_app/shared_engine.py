@@ -21,7 +21,7 @@ def get_engine() -> "Engine":
     if _engine is None:
         with _lock:
             if _engine is None:
-                from tts_app.engine import Engine  # heavy (torch, model code): imported on first use
+                from tts_app.engine import Engine  # heavy (onnxruntime, model graphs): imported on first use
 
                 logger.info("loading the TTS engine")
                 _engine = Engine()
