@@ -5,7 +5,7 @@ For every sentence of <shared>/eval/sentences.txt and every built-in voice:
   WER        = PocketSphinx transcript vs the sentence text (corpus-level: errors / words),
 for the model's own (unadapted) output and for the adapted output. Also measures the
 adapter's real-time factor on one core and streamed-vs-whole differences, and writes a
-markdown table (--out, default BENCHMARKS.voice.md).
+markdown table (--out, default benchmarks/results/voice_similarity.md; BENCHMARKS.md quotes it).
 
     pip install -r requirements-dev.txt
     python benchmarks/voice_similarity.py [--shared ../shared] [--strength 1.0] [--limit N]
@@ -165,7 +165,7 @@ def main() -> int:
     parser.add_argument("--strength", type=float, default=1.0)
     parser.add_argument("--limit", type=int, default=0, help="use only the first N sentences")
     parser.add_argument("--no-engine", action="store_true", help="use stock piper even if the engine imports")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "BENCHMARKS.voice.md")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "voice_similarity.md")
     parser.add_argument("--append", action="store_true", help="add to --out instead of replacing it")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
