@@ -58,3 +58,19 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
         assert done.returncode == 2, (args, done.stderr)
         assert message in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_voice_reference_option(tmp_path):
+    lines = tmp_path / "l.txt"
+    lines.write_text("Matching a reference voice.\n", encoding="utf-8")
+    plain = _synth("-i", str(lines), "-o", str(tmp_path / "plain"), "--seed", "1")
+    matched = _synth("-i", str(lines), "-o", str(tmp_path / "m"), "--seed", "1", "--voice", "lj_female_us", "--voice-strength", "0.8")
+    assert plain.returncode == 0 and matched.returncode == 0, matched.stderr
+    a, _ = sf.read(tmp_path / "plain" / "001.wav")
+    b, _ = sf.read(tmp_path / "m" / "001.wav")
+    assert a.shape == b.shape and abs(a - b).max() > 0.01  # same length, different voice
+    bad = tmp_path / "noise.wav"
+    bad.write_bytes(b"RIFF....WAVEfmt not really audio")
+    done = _synth("-i", str(lines), "-o", str(tmp_path / "x"), "--voice", str(bad))
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
