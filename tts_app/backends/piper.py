@@ -117,7 +117,8 @@ class PiperBackend(Backend):
         # With fewer rows than CPU workers, a row decodes its next few windows at
         # once so every core has work; the audio is the same either way.
         per_row = max(1, self.model.workers // len(states)) if self.model.device == "cpu" else 1
-        jobs = [(i, w) for i, s in enumerate(states) for w in s.plan[s.next_window : s.next_window + per_row]]
+        windows = [s.plan[s.next_window : s.next_window + per_row] for s in states]
+        jobs = [(i, w) for i, mine in enumerate(windows) for w in mine]
         # Group windows by input length: equal lengths batch with no padding.
         by_len: dict[int, list[tuple[int, Window]]] = {}
         for i, w in jobs:
@@ -128,12 +129,10 @@ class PiperBackend(Backend):
         for g, y_BxS in zip(groups, self.model.decode_groups(latents)):
             for b, (i, w) in enumerate(g):
                 pieces[(i, w.out_start)] = y_BxS[b, (w.out_start - w.in_start) * self.hop : (w.out_end - w.in_start) * self.hop]
-        outputs = []
-        for i, s in enumerate(states):
-            mine = [w for j, w in jobs if j == i]
-            audio = np.concatenate([pieces[(i, w.out_start)] for w in mine])
-            outputs.append(self._advance(s, audio, len(mine)))
-        return outputs
+        return [
+            self._advance(s, np.concatenate([pieces[(i, w.out_start)] for w in mine]), len(mine))
+            for i, (s, mine) in enumerate(zip(states, windows))
+        ]
 
     def _advance(self, state: PiperRow, audio: np.ndarray, n_windows: int) -> StepOutput:
         """Commit decoded windows to the row; add the pause after a finished chunk."""

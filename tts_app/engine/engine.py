@@ -175,17 +175,18 @@ class Engine:
                         break
                     self._lock.wait(left)
             cancelled = self._scheduler.drop_cancelled()
+            running = list(self._scheduler.running)  # rows already decoding
             admitted = self._scheduler.admit()
         for req in cancelled:
             self._retire(req, RequestStatus.CANCELLED)
         started = self._prepare(admitted)
-        with self._lock:
-            running = list(self._scheduler.running)
-        if started and self.first_audio_first:
+        if self.first_audio_first:
             # Newcomers get their first window before the long-running rows step:
             # time to first audio is then text stage + one window, not a full batch step.
-            self._advance(started)
-            running = [r for r in running if r not in started and r.status is RequestStatus.RUNNING]  # eq is identity
+            if started:
+                self._advance(started)
+        else:
+            running += started
         if running:
             self._advance(running)
         self._maybe_log()

@@ -77,10 +77,17 @@ class PiperVits:
         # Flow and decoder each get a one-thread session for shards that run side by side
         # and a wide one for a lone task, so one request still uses every core. Both give
         # bit-identical output (measured), unlike the encoder.
-        self._flow = (_session(graphs.flow, providers, 1), _session(graphs.flow, providers, self.workers))
-        self._decoder = (_session(graphs.decoder, providers, 1), _session(graphs.decoder, providers, self.workers))
+        self._flow = self._narrow_and_wide(graphs.flow, providers)
+        self._decoder = self._narrow_and_wide(graphs.decoder, providers)
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="vits") if self.workers > 1 else None
         _LOGGER.info("loaded Piper VITS on %s with %d worker(s)", self.device, self.workers)
+
+    def _narrow_and_wide(self, model: bytes, providers: list[str]) -> tuple[ort.InferenceSession, ort.InferenceSession]:
+        """(one-thread session, all-core session); the same session where a second would add nothing."""
+        narrow = _session(model, providers, 1)
+        if self.device != "cpu" or self.workers == 1:
+            return narrow, narrow
+        return narrow, _session(model, providers, self.workers)
 
     @classmethod
     def load(cls, model_path: str, config_path: str, workers: int = 2) -> "PiperVits":
@@ -99,11 +106,13 @@ class PiperVits:
             return [t(False) for t in tasks]
         return list(self._pool.map(lambda t: t(False), tasks))
 
-    def _shards(self, idx: list[int]) -> list[list[int]]:
-        """Split row indices into one contiguous shard per CPU worker (one shard on GPU)."""
-        n = min(self.workers, len(idx)) if self.device == "cpu" else 1
-        bounds = np.linspace(0, len(idx), n + 1).astype(int)
-        return [idx[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    def _shards(self, idx: list[int], cpu_rows_per_call: int | None = None) -> list[list[int]]:
+        """Split row indices into contiguous calls: one call on GPU; on CPU, calls of at most
+        ``cpu_rows_per_call`` rows (default: one call per worker)."""
+        if self.device != "cpu" or not idx:
+            return [idx] if idx else []
+        size = cpu_rows_per_call or -(-len(idx) // self.workers)
+        return [idx[a : a + size] for a in range(0, len(idx), size)]
 
     # -- text stage -----------------------------------------------------------
     def text_to_latents(self, rows: Sequence[LatentRequest]) -> list[np.ndarray]:
@@ -174,13 +183,9 @@ class PiperVits:
         use both cores instead of running one after the other.
         """
         groups = [np.ascontiguousarray(z, dtype=np.float32) for z in groups]
-        if self.device == "cpu":
-            # On CPU a batched call saves nothing per row and larger calls fall out of
-            # cache, so rows go to the workers in small calls.
-            step = self.cpu_decode_rows
-            shards = [(g, list(range(b, min(b + step, z.shape[0])))) for g, z in enumerate(groups) for b in range(0, z.shape[0], step)]
-        else:
-            shards = [(g, list(range(z.shape[0]))) for g, z in enumerate(groups)]
+        # On CPU a batched call saves nothing per row and larger calls fall out of
+        # cache, so rows go to the workers in small calls.
+        shards = [(g, s) for g, z in enumerate(groups) for s in self._shards(list(range(z.shape[0])), self.cpu_decode_rows)]
         tasks = [(lambda wide, g=g, s=s: self._decoder[wide].run(None, {FLOW_OUTPUT: groups[g][s[0] : s[-1] + 1]})[0]) for g, s in shards]
         parts: list[list[np.ndarray]] = [[] for _ in groups]
         for (g, _), y in zip(shards, self._run_tasks(tasks)):
