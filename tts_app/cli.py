@@ -13,6 +13,8 @@ from typing import Sequence
 import numpy as np
 import soundfile as sf
 
+from .text import TextError
+
 _LOGGER = logging.getLogger("tts_app")
 
 
@@ -74,15 +76,14 @@ def synth(args: argparse.Namespace) -> dict:
     load_s = time.perf_counter() - t0
     try:
         t1 = time.perf_counter()
-        for n, line in enumerate(lines, 1):  # check every line before any work starts
+        handles = []
+        for n, line in enumerate(lines, 1):
             try:
-                engine.backend.check_text(line)
-            except ValueError as e:
+                handles.append(
+                    engine.submit(line, voice=args.voice, seed=args.seed, speed=args.speed, voice_strength=args.voice_strength)
+                )
+            except TextError as e:  # other ValueErrors (speed, voice) are not about a line
                 raise CliError(f"line {n}: {e}") from None
-        handles = [
-            engine.submit(line, voice=args.voice, seed=args.seed, speed=args.speed, voice_strength=args.voice_strength)
-            for line in lines
-        ]
         for i, h in enumerate(handles, 1):
             _write(h, outdir / f"{i:03d}.wav", engine.sample_rate, args.stream)
         wall = time.perf_counter() - t1

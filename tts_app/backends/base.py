@@ -14,6 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..text.errors import TextError
+
 
 @dataclass
 class RowInput:
@@ -53,16 +55,16 @@ class Backend(ABC):
     max_text_chars: int = 10_000
 
     def check_text(self, text: str) -> Any:
-        """Validate and parse text in the caller's thread; raise ValueError with a one-line reason.
+        """Validate and parse text in the caller's thread; raise TextError (a ValueError) with a one-line reason.
 
         The result travels to ``prepare`` as ``RowInput.parsed``.
         """
         if not isinstance(text, str):
-            raise ValueError("text must be a string")
+            raise TextError("text must be a string")
         if len(text) > self.max_text_chars:
-            raise ValueError(f"text is {len(text)} characters; the limit is {self.max_text_chars}")
+            raise TextError(f"text is {len(text)} characters; the limit is {self.max_text_chars}")
         if not text.strip():
-            raise ValueError("text is empty")
+            raise TextError("text is empty")
         return text
 
     @abstractmethod
