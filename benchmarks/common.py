@@ -126,12 +126,12 @@ def summarize_sequential(results: Sequence[Timed]) -> dict[str, float]:
 
 
 # -- this model, driven without the engine --------------------------------------
-def load_backend(workers: int) -> Any:
-    """``PiperBackend`` over the embedded voice with ``workers`` CPU workers (cached per count)."""
+def load_backend(threads: int) -> Any:
+    """``PiperBackend`` over the embedded voice with ``threads`` CPU threads (cached per count)."""
     from tts_app.backends.piper import PiperBackend
     from tts_app.model.loader import load_default_voice
 
-    return PiperBackend(load_default_voice(workers=workers))
+    return PiperBackend(load_default_voice(threads=threads))
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ NAME = "engine_load"
 _ENGINE_DEFAULTS = inspect.signature(Engine.__init__).parameters  # the table follows the engine's own defaults
 DEFAULT_BATCH = _ENGINE_DEFAULTS["max_batch_size"].default
 DEFAULT_WAIT_MS = _ENGINE_DEFAULTS["max_wait_ms"].default
-DEFAULT_WORKERS = 2
+DEFAULT_THREADS = 2
 GOAL_CLIENTS, GOAL_RATIO, GOAL_P95_TTFA_S = 16, 1.3, 1.0
 GOAL_SINGLE_TTFA_S, SINGLE_WORDS = 0.25, 30
 
@@ -39,7 +39,7 @@ def _extra_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-per-client", type=int, default=3)
     parser.add_argument("--sweep-batch", type=int, nargs="+", default=[4, 8, 16])
     parser.add_argument("--sweep-wait-ms", type=float, nargs="+", default=[0.0, 5.0, 20.0])
-    parser.add_argument("--sweep-workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--sweep-threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--sweep-passes", type=int, default=2)
     parser.add_argument("--single-repeats", type=int, default=10)
 
@@ -85,8 +85,8 @@ def engine_server(engine: Any) -> Serve:
     return serve
 
 
-def make_engine(workers: int, max_batch_size: int, max_wait_ms: float) -> Any:
-    engine = Engine(common.load_backend(workers), max_batch_size=max_batch_size, max_wait_ms=max_wait_ms)
+def make_engine(threads: int, max_batch_size: int, max_wait_ms: float) -> Any:
+    engine = Engine(common.load_backend(threads), max_batch_size=max_batch_size, max_wait_ms=max_wait_ms)
     engine.submit("Warm up.", seed=0).result()
     return engine
 
@@ -126,15 +126,15 @@ def summarize(served: Sequence[Served], wall_s: float) -> dict[str, float]:
     }
 
 
-def engine_run(workers: int, batch: int, wait_ms: float, sentences: Sequence[str], n_clients: int, per_client: int) -> dict[str, Any]:
+def engine_run(threads: int, batch: int, wait_ms: float, sentences: Sequence[str], n_clients: int, per_client: int) -> dict[str, Any]:
     """One load run on a fresh engine; its own stats ride along."""
-    engine = make_engine(workers, batch, wait_ms)
+    engine = make_engine(threads, batch, wait_ms)
     try:
         result = run_load(engine_server(engine), sentences, n_clients, per_client)
         stats = engine.stats()
     finally:
         engine.close()
-    return result | {"workers": workers, "max_batch_size": batch, "max_wait_ms": wait_ms, "mean_batch": stats["mean_batch"], "mean_step_s": stats["mean_step_s"]}
+    return result | {"threads": threads, "max_batch_size": batch, "max_wait_ms": wait_ms, "mean_batch": stats["mean_batch"], "mean_step_s": stats["mean_step_s"]}
 
 
 # -- the three parts ---------------------------------------------------------------------
@@ -142,7 +142,7 @@ def client_pass(stock: Serve, sentences: Sequence[str], n: int, per: int, flip: 
     """Stock and engine (defaults) back to back at ``n`` clients; ``flip`` runs the engine first."""
     order = ("engine", "stock") if flip else ("stock", "engine")
     runs = {
-        name: run_load(stock, sentences, n, per) if name == "stock" else engine_run(DEFAULT_WORKERS, DEFAULT_BATCH, DEFAULT_WAIT_MS, sentences, n, per)
+        name: run_load(stock, sentences, n, per) if name == "stock" else engine_run(DEFAULT_THREADS, DEFAULT_BATCH, DEFAULT_WAIT_MS, sentences, n, per)
         for name in order
     }
     return runs | {"ratio": runs["engine"]["throughput"] / runs["stock"]["throughput"]}
@@ -176,14 +176,14 @@ def client_sweep(stock: Serve, sentences: Sequence[str], args: argparse.Namespac
 
 
 def config_sweep(voices: dict[str, Serve], sentences: Sequence[str], args: argparse.Namespace) -> dict[str, Any]:
-    """At GOAL_CLIENTS: every (max_batch_size, max_wait_ms), then workers, ``sweep_passes`` times.
+    """At GOAL_CLIENTS: every (max_batch_size, max_wait_ms), then threads, ``sweep_passes`` times.
 
     The order reverses between passes, and stock piper runs before every pass
     and after the last; each configuration's figures are medians over passes.
     """
     per = requests_per_client(GOAL_CLIENTS, args.min_requests, args.min_per_client)
-    configs = [(DEFAULT_WORKERS, b, w) for b in args.sweep_batch for w in args.sweep_wait_ms]
-    configs += [(w, DEFAULT_BATCH, DEFAULT_WAIT_MS) for w in args.sweep_workers]
+    configs = [(DEFAULT_THREADS, b, w) for b in args.sweep_batch for w in args.sweep_wait_ms]
+    configs += [(w, DEFAULT_BATCH, DEFAULT_WAIT_MS) for w in args.sweep_threads]
     stock_runs: dict[str, list[dict[str, Any]]] = {key: [] for key in voices}
     runs: dict[tuple, list[dict[str, Any]]] = {c: [] for c in configs}
     for i in range(args.sweep_passes):
@@ -195,8 +195,8 @@ def config_sweep(voices: dict[str, Serve], sentences: Sequence[str], args: argpa
         stock_runs[key].append(run_load(serve, sentences, GOAL_CLIENTS, per))
     stock_tp = {key: common.median([r["throughput"] for r in rs]) for key, rs in stock_runs.items()}
     merged = [_median_run(rs) | {"ratio": common.median([r["throughput"] for r in rs]) / stock_tp["stock"]} for rs in runs.values()]
-    grid, workers = merged[: -len(args.sweep_workers)], merged[-len(args.sweep_workers) :]
-    return {"per_client": per, "stock": stock_runs, "stock_throughput": stock_tp, "grid": grid, "workers": workers, "best": best_config(grid), "passes": [rs for rs in runs.values()]}
+    grid, threads = merged[: -len(args.sweep_threads)], merged[-len(args.sweep_threads) :]
+    return {"per_client": per, "stock": stock_runs, "stock_throughput": stock_tp, "grid": grid, "threads": threads, "best": best_config(grid), "passes": [rs for rs in runs.values()]}
 
 
 def best_config(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -208,7 +208,7 @@ def best_config(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def single_client_ttfa(voice: Any, sentences: Sequence[str], repeats: int) -> dict[str, Any]:
     """One client, a 30-word text: engine's first chunk vs stock piper's whole synthesis, interleaved."""
     text = common.text_of_words(sentences, SINGLE_WORDS)
-    engine = make_engine(DEFAULT_WORKERS, DEFAULT_BATCH, DEFAULT_WAIT_MS)
+    engine = make_engine(DEFAULT_THREADS, DEFAULT_BATCH, DEFAULT_WAIT_MS)
     serve = engine_server(engine)
     stock, ours = [], []
     try:
@@ -242,9 +242,9 @@ def clients_table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def sweep_table(runs: Sequence[dict[str, Any]]) -> str:
-    headers = ["workers", "max_batch_size", "max_wait_ms", "throughput (audio s/s)", "x stock", "TTFA p50 (s)", "TTFA p95 (s)", "total p95 (s)", "mean batch", "CPU cores used", "audio s per CPU s"]
+    headers = ["threads", "max_batch_size", "max_wait_ms", "throughput (audio s/s)", "x stock", "TTFA p50 (s)", "TTFA p95 (s)", "total p95 (s)", "mean batch", "CPU cores used", "audio s per CPU s"]
     out = [
-        [r["workers"], r["max_batch_size"], r["max_wait_ms"], r["throughput"], r["ratio"], r["ttfa_p50_s"], r["ttfa_p95_s"], r["total_p95_s"], r["mean_batch"], r["cpu_share"], r["throughput"] / r["cpu_share"]]
+        [r["threads"], r["max_batch_size"], r["max_wait_ms"], r["throughput"], r["ratio"], r["ttfa_p50_s"], r["ttfa_p95_s"], r["total_p95_s"], r["mean_batch"], r["cpu_share"], r["throughput"] / r["cpu_share"]]
         for r in runs
     ]
     return common.markdown_table(headers, out)
@@ -269,6 +269,11 @@ def main() -> None:
     voice_1thread = common.load_stock_piper(intra_op_threads=1)  # reference point, not the baseline
     for v in (voice, voice_1thread):
         common.stock_synthesize(v, sentences[0])  # warm-up
+    # OpenVINO prepares kernels per input shape on first use (the model warms up its
+    # typical shapes at load; the rest come with the first requests): one discarded
+    # run per thread count, as a server that has been up for a while.
+    cold = {t: engine_run(t, DEFAULT_BATCH, DEFAULT_WAIT_MS, sentences, GOAL_CLIENTS, 2)["throughput"] for t in sorted({DEFAULT_THREADS, *args.sweep_threads})}
+    print("warm-up runs (discarded), audio s per s:", {t: round(v, 2) for t, v in cold.items()}, flush=True)
     with ThreadPoolExecutor(max_workers=1) as pool:
         stock = stock_server(voice, pool)
         t0 = time.perf_counter()
@@ -278,11 +283,11 @@ def main() -> None:
         run_s = time.perf_counter() - t0
     t_goals, goals = goals_table(rows, single)
     t_clients = clients_table(rows)
-    t_sweep = sweep_table(sweep["grid"] + sweep["workers"])
+    t_sweep = sweep_table(sweep["grid"] + sweep["threads"])
     best = sweep["best"]
     best_line = f"best at {GOAL_CLIENTS} clients: max_batch_size={best['max_batch_size']}, max_wait_ms={best['max_wait_ms']:g} ({best['throughput']:.2f} audio s/s, p95 TTFA {best['ttfa_p95_s']:.3f} s)"
     common.report("Goals", t_goals)
-    common.report(f"Clients (engine defaults: max_batch_size={DEFAULT_BATCH}, max_wait_ms={DEFAULT_WAIT_MS:g}, workers={DEFAULT_WORKERS})", t_clients)
+    common.report(f"Clients (engine defaults: max_batch_size={DEFAULT_BATCH}, max_wait_ms={DEFAULT_WAIT_MS:g}, threads={DEFAULT_THREADS})", t_clients)
     tp = sweep["stock_throughput"]
     common.report(f"Sweep at {GOAL_CLIENTS} clients ({sweep['per_client']} requests each; stock {tp['stock']:.2f} audio s/s, stock with 1 intra-op thread {tp['stock_1thread']:.2f})", t_sweep)
     print(best_line)
@@ -292,6 +297,7 @@ def main() -> None:
             "machine_before": info_before,
             "machine_after": common.machine_info(),
             "run_s": run_s,
+            "warm_up_throughput": cold,
             "args": {k: str(v) if k == "shared" else v for k, v in vars(args).items()},
             "goals": goals,
             "single_client_30_words": single,

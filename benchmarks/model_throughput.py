@@ -31,7 +31,7 @@ def _extra_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--batch-requests", type=int, default=32, help="requests per batched run (multiple of 16)")
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 4, 8, 16])
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
 
 
 def whole_synthesize(backend: Any, text: str) -> Timed:
@@ -67,7 +67,7 @@ def single_pass(stocks: dict[str, Any], backends: dict[int, Any], sentences: Seq
 
 
 def batched_pass(stocks: dict[str, Any], backends: dict[int, Any], texts: Sequence[str], batches: Sequence[int], flip: bool) -> dict[str, Any]:
-    """Stock sequential throughput, then ours at every (workers, B), on the same texts."""
+    """Stock sequential throughput, then ours at every (threads, B), on the same texts."""
     out = stock_passes(stocks, texts)
     for w in sorted(backends, reverse=flip):
         for B in sorted(batches, reverse=flip):
@@ -84,35 +84,35 @@ def _median_ratio(passes: Sequence[dict], key: str, field: str) -> float:
     return common.median([p[key][field] / p["stock"][field] for p in passes])
 
 
-def single_table(passes: Sequence[dict], workers: Sequence[int]) -> tuple[str, list[dict]]:
+def single_table(passes: Sequence[dict], threads: Sequence[int]) -> tuple[str, list[dict]]:
     rows = [
         [name, "-", "-", _median_of(passes, key, "rtf"), _median_of(passes, key, "median_utterance_rtf"), "= whole", _median_ratio(passes, key, "rtf"), "-"]
         for key, name in STOCK_NAMES.items()
     ]
     summary = []
-    for w in workers:
+    for w in threads:
         for key, how in ((f"ours_w{w}", "windowed (backend)"), (f"ours_whole_w{w}", "whole decode")):
             ratio = _median_ratio(passes, key, "rtf")
             first = _median_of(passes, key, "median_first_audio_s") if "whole" not in key else "= whole"
             verdict = "PASS" if ratio <= SINGLE_RTF_GOAL else "FAIL"
             rows.append(["ours", w, how, _median_of(passes, key, "rtf"), _median_of(passes, key, "median_utterance_rtf"), first, ratio, verdict])
             summary.append({"key": key, "rtf": _median_of(passes, key, "rtf"), "ratio_vs_stock": ratio, "verdict": verdict})
-    headers = ["system", "workers", "decode", "RTF (sum wall / sum audio)", "median utterance RTF", "median first audio (s)", "RTF ours / stock", "goal <= 1.0"]
+    headers = ["system", "threads", "decode", "RTF (sum wall / sum audio)", "median utterance RTF", "median first audio (s)", "RTF ours / stock", "goal <= 1.0"]
     return common.markdown_table(headers, rows), summary
 
 
-def batched_table(passes: Sequence[dict], workers: Sequence[int], batches: Sequence[int]) -> tuple[str, list[dict]]:
+def batched_table(passes: Sequence[dict], threads: Sequence[int], batches: Sequence[int]) -> tuple[str, list[dict]]:
     field = "throughput_audio_s_per_s"
     rows = [[name, "-", "1 (sequential)", _median_of(passes, key, field), _median_ratio(passes, key, field), "-"] for key, name in STOCK_NAMES.items()]
     summary = []
-    for w in workers:
+    for w in threads:
         for B in batches:
             key = f"ours_w{w}_b{B}"
             ratio = _median_ratio(passes, key, field)
             verdict = "PASS" if ratio >= THROUGHPUT_GOAL else "FAIL"
             rows.append(["ours", w, B, _median_of(passes, key, field), ratio, verdict])
             summary.append({"key": key, "throughput": _median_of(passes, key, field), "ratio_vs_stock": ratio, "verdict": verdict})
-    headers = ["system", "workers", "B", "throughput (audio s / wall s)", "x stock sequential", "goal >= 1.3x"]
+    headers = ["system", "threads", "B", "throughput (audio s / wall s)", "x stock sequential", "goal >= 1.3x"]
     return common.markdown_table(headers, rows), summary
 
 
@@ -130,7 +130,7 @@ def main() -> None:
     sentences = common.load_sentences(args.shared)
     texts = common.cycle_texts(sentences, args.batch_requests)
     stocks = {"stock": common.load_stock_piper(), "stock_1thread": common.load_stock_piper(intra_op_threads=1)}
-    backends = {w: common.load_backend(w) for w in args.workers}
+    backends = {w: common.load_backend(w) for w in args.threads}
     warm_up(stocks, backends, sentences, max(args.batches))
     singles, batched = [], []
     cpu_shares = []
@@ -141,8 +141,8 @@ def main() -> None:
         batched.append(batched_pass(stocks, backends, texts, args.batches, flip))
         cpu_shares.append((time.process_time() - cpu0) / (time.perf_counter() - t0))
         print(f"pass {i + 1}/{args.passes} done; this process used {cpu_shares[-1]:.2f} of 2 cores", flush=True)
-    t_single, s_single = single_table(singles, args.workers)
-    t_batched, s_batched = batched_table(batched, args.workers, args.batches)
+    t_single, s_single = single_table(singles, args.threads)
+    t_batched, s_batched = batched_table(batched, args.threads, args.batches)
     common.report(f"Single utterance ({len(sentences)} sentences, median of {args.passes} passes)", t_single)
     common.report(f"Batched throughput ({len(texts)} requests, median of {args.passes} passes)", t_batched)
     path = common.write_results(

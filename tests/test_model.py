@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tts_app.backends.base import RowInput
-from tts_app.model import CONTEXT_FRAMES, LatentRequest, plan_windows
+from tts_app.model import LatentRequest, plan_windows
 from tts_app.text import normalize_text, phonemize, to_ids
 
 
@@ -84,38 +84,79 @@ def test_seeds_change_the_audio_and_repeat_exactly(piper_backend, sentences):
     assert a.shape != c.shape or np.abs(a - c).max() > 1e-2
 
 
+def _stream(vits, z_CxT, bounds):
+    """Decode ``z_CxT`` window by window ([bounds[k], bounds[k+1]) frames) through one decoder stream."""
+    stream = vits.new_decoder_stream()
+    pieces = []
+    for a, b in zip(bounds, bounds[1:]):
+        pieces.append(vits.decode_stream([stream], [z_CxT[:, a:b]], [b == bounds[-1]])[0])
+        if b < bounds[-1]:  # bounded memory: a stage keeps only its context between calls
+            for stage, buf in zip(vits.decoder_stages, stream.buffers):
+                assert buf.x_CxN is None or buf.x_CxN.shape[1] <= stage.left + stage.right
+    return pieces
+
+
 def test_streamed_windows_equal_whole_decode(vits, sentences):
     long_text = " ".join(sentences[:3]).replace(".", ",")
     for ids in _ids(vits, long_text) + _ids(vits, "Hi."):
         z = vits.text_to_latents([LatentRequest(ids, np.random.default_rng(3))])[0]
         whole = vits.decode(z[None])[0]
-        pieces = []
-        for w in plan_windows(z.shape[1]):
-            y = vits.decode(z[None, :, w.in_start : w.in_end])[0]
-            pieces.append(y[(w.out_start - w.in_start) * 256 : (w.out_end - w.in_start) * 256])
-        streamed = np.concatenate(pieces)
-        assert streamed.shape == whole.shape
-        assert np.abs(streamed - whole).max() <= 1e-3
-        # No click at seams: the sample-to-sample step there is no larger than elsewhere.
-        assert np.abs(np.diff(streamed)).max() <= np.abs(np.diff(whole)).max() + 1e-3
+        plans = [[0, *(w.end for w in plan_windows(z.shape[1]))], [0, 1, 2, 5, 13, *range(40, z.shape[1], 37), z.shape[1]]]
+        for bounds in plans:
+            streamed = np.concatenate(_stream(vits, z, sorted(set(min(b, z.shape[1]) for b in bounds))))
+            assert streamed.shape == whole.shape
+            assert np.abs(streamed - whole).max() <= 1e-3
+            # No click at seams: the sample-to-sample step there is no larger than elsewhere.
+            assert np.abs(np.diff(streamed)).max() <= np.abs(np.diff(whole)).max() + 1e-3
 
 
-@pytest.mark.parametrize("n_frames", [1, 50, 88, 89, 200, 1000, 1234])
-def test_window_plan_covers_every_frame_once_with_full_context(n_frames):
-    plan = plan_windows(n_frames, window=160, context=CONTEXT_FRAMES, first=64)
-    assert plan[0].out_start == 0 and plan[-1].out_end == n_frames
-    assert all(a.out_end == b.out_start for a, b in zip(plan, plan[1:]))
-    first_span, span = 64 + 2 * CONTEXT_FRAMES, 160 + 2 * CONTEXT_FRAMES
-    assert plan[0].in_frames == min(first_span, n_frames)  # the first audio comes from a short window
-    for k, w in enumerate(plan):
-        assert 0 <= w.in_start <= w.out_start < w.out_end <= w.in_end <= n_frames
-        # Memory is bounded by the window, whatever the utterance length.
-        if 0 < k < len(plan) - 1:
-            assert w.in_frames == span
-        elif k == len(plan) - 1 and k > 0:  # the last one takes only the context it needs, in steps of 8 frames
-            assert w.in_frames <= span and w.in_frames % 8 == 0
-        assert w.out_start - w.in_start >= CONTEXT_FRAMES or w.in_start == 0
-        assert w.in_end - w.out_end >= CONTEXT_FRAMES or w.in_end == n_frames
+def test_rows_streamed_together_equal_their_solo_streams(vits):
+    """Rows at different points of their streams (first, middle, last window) share decoder calls."""
+    rng = np.random.default_rng(1)
+    zs = [rng.standard_normal((192, n)).astype(np.float32) for n in (70, 300, 161, 500)]
+    solo = [vits.decode(z[None])[0] for z in zs]
+    streams = [vits.new_decoder_stream() for _ in zs]
+    plans = [plan_windows(z.shape[1]) for z in zs]
+    out = [[] for _ in zs]
+    for k in range(max(len(p) for p in plans)):
+        live = [i for i, p in enumerate(plans) if k < len(p)]
+        audio = vits.decode_stream(
+            [streams[i] for i in live], [zs[i][:, plans[i][k].start : plans[i][k].end] for i in live], [plans[i][k].last for i in live]
+        )
+        for i, a in zip(live, audio):
+            out[i].append(a)
+    for i in range(len(zs)):
+        assert np.abs(np.concatenate(out[i]) - solo[i]).max() <= 1e-4
+
+
+def test_stage_context_matches_measured_reach(vits):
+    """Perturb one input sample of each decoder stage: outputs change only within the stage's context."""
+    rng = np.random.default_rng(2)
+    for stage in vits.decoder_stages:
+        n, j = 96, 48
+        x = rng.standard_normal((1, stage.channels, n)).astype(np.float32)
+        y0 = stage.session.run({stage.input_name: x})[0][0]
+        x[0, :, j] += 1.0
+        y1 = stage.session.run({stage.input_name: x})[0][0]
+        changed = np.nonzero(np.abs(y1 - y0).max(axis=0) > 0)[0]
+        left_reach = j - changed.min() / stage.up  # in input samples
+        right_reach = (changed.max() + 1) / stage.up - (j + 1)
+        # The perturbed input reaches outputs as far as outputs reach back to it. The
+        # context read off the graph must cover that, and not by much more.
+        assert stage.right - 3 <= left_reach <= stage.right
+        assert stage.left - 3 <= right_reach <= stage.left
+
+
+@pytest.mark.parametrize("n_frames", [1, 50, 64, 65, 200, 224, 263, 264, 1000, 1234])
+def test_window_plan_covers_every_frame_once(n_frames):
+    plan = plan_windows(n_frames, window=160, first=64)
+    assert plan[0].start == 0 and plan[-1].end == n_frames and plan[-1].last
+    assert all(a.end == b.start and not a.last for a, b in zip(plan, plan[1:]))
+    assert plan[0].end == min(64, n_frames)  # the first audio comes from a short window
+    for w in plan[1:-1]:
+        assert w.end - w.start == 160  # memory is bounded by the window, whatever the length
+    if len(plan) > 2:
+        assert 40 <= plan[-1].end - plan[-1].start < 200  # no sliver of a window at the end
 
 
 def test_long_line_speaks_with_pauses_between_sentences(piper_backend):

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..config import SynthesisSettings
-from ..model import CONTEXT_FRAMES, FIRST_WINDOW_FRAMES, WINDOW_FRAMES, LatentRequest, PiperVits, Window, plan_windows
+from ..model import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
 from ..text import Chunk, TextError, chunk_sentences, normalize_text, phonemize, to_ids
 from .base import Backend, RowInput, StepOutput
 
@@ -35,6 +35,7 @@ class PiperRow:
     streamer: Any = None  # voice adapter for this request (tts_app.voice), or None
     next_chunk: int = 0  # index of the next chunk whose text stage has not run
     z_CxT: np.ndarray | None = None  # latents of the chunk being decoded [192, T]
+    decoder: DecoderStream | None = None  # the decoder's state for that chunk
     plan: list[Window] = field(default_factory=list)
     next_window: int = 0
     pause_s: float = 0.0  # silence after the chunk being decoded
@@ -53,7 +54,6 @@ class PiperBackend(Backend):
         self,
         model: PiperVits,
         window_frames: int = WINDOW_FRAMES,
-        context_frames: int = CONTEXT_FRAMES,
         first_window_frames: int = FIRST_WINDOW_FRAMES,
         max_text_chars: int = 5000,
     ) -> None:
@@ -61,7 +61,6 @@ class PiperBackend(Backend):
         self.sample_rate = model.config.sample_rate
         self.hop = model.config.hop_length
         self.window_frames = window_frames
-        self.context_frames = context_frames
         self.first_window_frames = first_window_frames
         self.max_text_chars = max_text_chars
 
@@ -107,41 +106,28 @@ class PiperBackend(Backend):
         ]
         for s, z_CxT in zip(todo, self.model.text_to_latents(requests)):
             s.z_CxT = z_CxT
-            s.plan = plan_windows(z_CxT.shape[1], self.window_frames, self.context_frames, self.first_window_frames)
+            s.decoder = self.model.new_decoder_stream()
+            s.plan = plan_windows(z_CxT.shape[1], self.window_frames, self.first_window_frames)
             s.next_window = 0
             s.pause_s = s.parsed.pauses_s[s.next_chunk]
             s.next_chunk += 1
 
     def step(self, states: Sequence[PiperRow]) -> list[StepOutput]:
         self._run_text_stage(states)
-        # With fewer rows than CPU workers, a row decodes its next few windows at
-        # once so every core has work; the audio is the same either way.
-        per_row = max(1, self.model.workers // len(states)) if self.model.device == "cpu" else 1
-        windows = [s.plan[s.next_window : s.next_window + per_row] for s in states]
-        jobs = [(i, w) for i, mine in enumerate(windows) for w in mine]
-        # Group windows by input length: equal lengths batch with no padding.
-        by_len: dict[int, list[tuple[int, Window]]] = {}
-        for i, w in jobs:
-            by_len.setdefault(w.in_frames, []).append((i, w))
-        groups = list(by_len.values())
-        latents = [np.stack([states[i].z_CxT[:, w.in_start : w.in_end] for i, w in g]) for g in groups]  # [B, 192, T]
-        pieces: dict[tuple[int, int], np.ndarray] = {}
-        for g, y_BxS in zip(groups, self.model.decode_groups(latents)):
-            for b, (i, w) in enumerate(g):
-                pieces[(i, w.out_start)] = y_BxS[b, (w.out_start - w.in_start) * self.hop : (w.out_end - w.in_start) * self.hop]
-        return [
-            self._advance(s, np.concatenate([pieces[(i, w.out_start)] for w in mine]), len(mine))
-            for i, (s, mine) in enumerate(zip(states, windows))
-        ]
+        windows = [s.plan[s.next_window] for s in states]
+        audio = self.model.decode_stream(
+            [s.decoder for s in states], [s.z_CxT[:, w.start : w.end] for s, w in zip(states, windows)], [w.last for w in windows]
+        )
+        return [self._advance(s, a) for s, a in zip(states, audio)]
 
-    def _advance(self, state: PiperRow, audio: np.ndarray, n_windows: int) -> StepOutput:
-        """Commit decoded windows to the row; add the pause after a finished chunk."""
-        state.next_window += n_windows
+    def _advance(self, state: PiperRow, audio: np.ndarray) -> StepOutput:
+        """Commit a decoded window to the row; add the pause after a finished chunk."""
+        state.next_window += 1
         chunk_done = state.next_window >= len(state.plan)
         if chunk_done and state.pause_s > 0:
             audio = np.concatenate([audio, np.zeros(int(round(state.pause_s * self.sample_rate)), np.float32)])
         if chunk_done:
-            state.z_CxT = None  # bounded memory: drop a chunk's latents once decoded
+            state.z_CxT = state.decoder = None  # bounded memory: drop a chunk's latents once decoded
         done = chunk_done and state.next_chunk >= len(state.parsed.chunk_ids)
         audio = audio.astype(np.float32, copy=False)
         if state.streamer is not None:

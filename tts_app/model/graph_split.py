@@ -12,6 +12,9 @@ boundaries in that export (found by reading the graph's nodes):
 - ``/Add_output_0`` (z_p) and ``/Cast_2_output_0`` (y_mask): the flow's inputs;
   ``/Mul_7_output_0``: its masked output z, the decoder's input.
 - ``/dec/Tanh_output_0``: the waveform before the final unsqueeze.
+- the decoder is cut once more, at the input of the second upsampling
+  ConvTranspose (``/dec/LeakyRelu_1_output_0``), so each half streams with its
+  own context (stream_decoder.py).
 
 Length regulation and the prior's noise (between encoder and flow) run in
 NumPy, per row, so each row's noise and frame count are its own.
@@ -25,6 +28,8 @@ import onnx
 import onnx.utils
 from onnx import helper, numpy_helper
 
+from .stream_decoder import stage_reach
+
 DP_NOISE = "/dp/RandomNormalLike_output_0"
 ENC_INPUTS = ("input", "input_lengths", "scales", DP_NOISE)
 ENC_OUTPUTS = ("/dp/Split_output_0", "/enc_p/Split_output_0", "/enc_p/Split_output_1", "/enc_p/Cast_1_output_0")
@@ -34,12 +39,24 @@ DEC_OUTPUT = "/dec/Tanh_output_0"
 
 
 @dataclass(frozen=True)
+class DecoderStageGraph:
+    """One cut of the decoder, run as 2-D convolutions: [B, C_in, n] -> [B, C_out, n * up]."""
+
+    model: bytes
+    input_name: str
+    channels: int  # C_in
+    up: int
+    left: int  # input samples of context an output sample needs on its left (stage_reach)
+    right: int
+
+
+@dataclass(frozen=True)
 class StageGraphs:
-    """Serialized ONNX models of the three stages."""
+    """Serialized ONNX models of the stages."""
 
     encoder: bytes  # ids [B, N], lengths [B], scales [3], dp noise [B, 2, N] -> logw, m_p, logs_p, x_mask
     flow: bytes  # z_p [B, 192, T], y_mask [B, 1, T] -> z [B, 192, T]
-    decoder: bytes  # z [B, 192, T] -> audio [B, 1, T * hop] (run as 2-D convolutions)
+    decoder: tuple[DecoderStageGraph, ...]  # z [B, 192, T] -> ... -> audio [B, 1, T * hop]
 
 
 def split_piper_graph(model_path: str) -> StageGraphs:
@@ -52,11 +69,31 @@ def split_piper_graph(model_path: str) -> StageGraphs:
     graph.node.remove(random_nodes[0])
     graph.input.append(onnx.helper.make_tensor_value_info(DP_NOISE, onnx.TensorProto.FLOAT, ["batch", 2, "phonemes"]))
     extractor = onnx.utils.Extractor(model)
+    flow = _with_input_ranks(extractor.extract_model(list(FLOW_INPUTS), [FLOW_OUTPUT]), [["batch", 192, "frames"], ["batch", 1, "frames"]])
+    upsamplers = [n for n in graph.node if n.op_type == "ConvTranspose"]
+    cuts = [FLOW_OUTPUT, upsamplers[1].input[0], DEC_OUTPUT]
     return StageGraphs(
         encoder=extractor.extract_model(list(ENC_INPUTS), list(ENC_OUTPUTS)).SerializeToString(),
-        flow=extractor.extract_model(list(FLOW_INPUTS), [FLOW_OUTPUT]).SerializeToString(),
-        decoder=conv1d_as_conv2d(extractor.extract_model([FLOW_OUTPUT], [DEC_OUTPUT])).SerializeToString(),
+        flow=flow.SerializeToString(),
+        decoder=tuple(_decoder_stage(extractor, a, b) for a, b in zip(cuts, cuts[1:])),
     )
+
+
+def _decoder_stage(extractor: onnx.utils.Extractor, start: str, end: str) -> DecoderStageGraph:
+    stage = extractor.extract_model([start], [end])
+    weights = {w.name: w.dims for w in stage.graph.initializer}
+    first = next(n for n in stage.graph.node if start in n.input and n.op_type in ("Conv", "ConvTranspose"))
+    channels = weights[first.input[1]][1 if first.op_type == "Conv" else 0]  # Conv [O, I, k]; ConvTranspose [I, O, k]
+    stage = _with_input_ranks(stage, [["batch", channels, "samples"]])
+    up, left, right = stage_reach(stage)
+    return DecoderStageGraph(conv1d_as_conv2d(stage).SerializeToString(), start, channels, up, left, right)
+
+
+def _with_input_ranks(model: onnx.ModelProto, shapes: list[list[int | str]]) -> onnx.ModelProto:
+    """Declare the float inputs' shapes: cut tensors carry none, and OpenVINO needs their rank."""
+    for inp, shape in zip(model.graph.input, shapes):
+        inp.CopyFrom(helper.make_tensor_value_info(inp.name, onnx.TensorProto.FLOAT, shape))
+    return model
 
 
 def conv1d_as_conv2d(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-import onnxruntime as ort
 
 from ..config import VoiceModelConfig
-from .graph_split import DP_NOISE, FLOW_INPUTS, FLOW_OUTPUT, StageGraphs, split_piper_graph
+from .graph_split import DP_NOISE, FLOW_INPUTS, StageGraphs, split_piper_graph
+from .runtime import StageSession, open_session, pick_device
+from .stream_decoder import DecoderStage, DecoderStream, StageBuffer, append_input, ready_rows, stage_input, take_output
+from .windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, plan_windows
 
 _LOGGER = logging.getLogger(__name__)
 LATENT_CHANNELS = 192
 ID_BUCKET = 16  # phoneme-id rows are padded to a multiple of this (see text_to_latents)
+FRAME_BUCKET = 32  # the flow's frame axis is padded to a multiple of this
 
 
-def _bucket(n_ids: int) -> int:
-    return -(-n_ids // ID_BUCKET) * ID_BUCKET
+def _round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
 
 
 @dataclass
@@ -33,86 +35,45 @@ class LatentRequest:
     noise_w: float = 0.8
 
 
-def _session(model: bytes, providers: list[str], threads: int, optimize: bool = True) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    # No arena: a batch-16 step peaks near 0.5 GB of activations, and an arena would
-    # keep that peak for the life of the process; malloc gives it back.
-    options.enable_cpu_mem_arena = False
-    if threads > 1:
-        # Spinning intra-op threads would keep a core busy after a wide run and slow the
-        # one-thread shards that follow it.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    if not optimize:
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(model, options, providers=providers)
-
-
-def _providers() -> list[str]:
-    available = ort.get_available_providers()
-    return ["CUDAExecutionProvider", "CPUExecutionProvider"] if "CUDAExecutionProvider" in available else ["CPUExecutionProvider"]
-
-
 class PiperVits:
     """The model: no text, no queues; phoneme ids in, latents and audio out.
 
-    ``workers`` CPU threads run shards of a batch concurrently, each with one
-    intra-op thread: on small convolutions that scales better than one call
-    split across cores by onnxruntime. A stage with a single task left runs it
-    on a session with ``workers`` intra-op threads instead.
+    Each stage runs on one session that uses ``threads`` CPU threads per call
+    (see runtime.py for why OpenVINO on CPU). Calls are made one after another
+    from the caller's thread; every call already keeps every core busy.
     """
 
-    def __init__(self, graphs: StageGraphs, config: VoiceModelConfig, workers: int = 2, cpu_decode_rows: int = 1) -> None:
+    def __init__(self, graphs: StageGraphs, config: VoiceModelConfig, threads: int = 2, cpu_decode_rows: int = 1) -> None:
         self.config = config
         self.cpu_decode_rows = max(1, cpu_decode_rows)
         self.hop = config.hop_length
-        self.workers = max(1, workers)
-        providers = _providers()
-        self.device = "cuda" if providers[0].startswith("CUDA") else "cpu"
-        # Graph fusions make the encoder's rounding depend on the batch size, and so do
-        # several intra-op threads; unfused and on one thread, a row computes the same
-        # floats alone or batched (and measured no slower unfused here).
-        self._encoder = _session(graphs.encoder, providers, threads=1, optimize=False)
-        # Flow and decoder each get a one-thread session for shards that run side by side
-        # and a wide one for a lone task, so one request still uses every core. Both give
-        # bit-identical output (measured), unlike the encoder.
-        self._flow = self._narrow_and_wide(graphs.flow, providers)
-        self._decoder = self._narrow_and_wide(graphs.decoder, providers)
-        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="vits") if self.workers > 1 else None
-        _LOGGER.info("loaded Piper VITS on %s with %d worker(s)", self.device, self.workers)
+        self.threads = max(1, threads)
+        self.device = pick_device()
+        # The encoder's rounding must not depend on the batch: a 1e-5 change can flip
+        # a ceil()'d duration and change the row's length.
+        self._encoder = open_session(graphs.encoder, self.device, self.threads, batch_invariant=True)
+        self._flow = open_session(graphs.flow, self.device, self.threads)
+        self.decoder_stages = [
+            DecoderStage(open_session(g.model, self.device, self.threads), g.input_name, g.channels, g.up, g.left, g.right) for g in graphs.decoder
+        ]
+        _LOGGER.info("loaded Piper VITS on %s with %d thread(s)", self.device, self.threads)
 
-    def _narrow_and_wide(self, model: bytes, providers: list[str]) -> tuple[ort.InferenceSession, ort.InferenceSession]:
-        """(one-thread session, all-core session); the same session where a second would add nothing."""
-        narrow = _session(model, providers, 1)
-        if self.device != "cpu" or self.workers == 1:
-            return narrow, narrow
-        return narrow, _session(model, providers, self.workers)
+    def warm_up(self) -> None:
+        """Run every stage once at the shapes of a typical utterance's steady state.
+
+        OpenVINO prepares kernels per input shape on first use (20 to 40 ms
+        each); doing it here keeps that cost off the first visitor's request.
+        """
+        rng = np.random.default_rng(0)
+        self.text_to_latents([LatentRequest(ids=list(range(1, 100)), rng=rng)])
+        z_CxT = rng.standard_normal((LATENT_CHANNELS, FIRST_WINDOW_FRAMES + 2 * WINDOW_FRAMES)).astype(np.float32)
+        stream = self.new_decoder_stream()
+        for w in plan_windows(z_CxT.shape[1]):
+            self.decode_stream([stream], [z_CxT[:, w.start : w.end]], [w.last])
 
     @classmethod
-    def load(cls, model_path: str, config_path: str, workers: int = 2) -> "PiperVits":
-        return cls(split_piper_graph(model_path), VoiceModelConfig.from_file(config_path), workers)
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-
-    # -- batching helpers ---------------------------------------------------
-    def _run_tasks(self, tasks: list) -> list:
-        """Run callables ``task(wide)``: a lone task on the wide sessions, several side by side."""
-        if len(tasks) == 1:
-            return [tasks[0](True)]
-        if self._pool is None:
-            return [t(False) for t in tasks]
-        return list(self._pool.map(lambda t: t(False), tasks))
-
-    def _shards(self, idx: list[int], cpu_rows_per_call: int | None = None) -> list[list[int]]:
-        """Split row indices into contiguous calls: one call on GPU; on CPU, calls of at most
-        ``cpu_rows_per_call`` rows (default: one call per worker)."""
-        if self.device != "cpu" or not idx:
-            return [idx] if idx else []
-        size = cpu_rows_per_call or -(-len(idx) // self.workers)
-        return [idx[a : a + size] for a in range(0, len(idx), size)]
+    def load(cls, model_path: str, config_path: str, threads: int = 2) -> "PiperVits":
+        return cls(split_piper_graph(model_path), VoiceModelConfig.from_file(config_path), threads)
 
     # -- text stage -----------------------------------------------------------
     def text_to_latents(self, rows: Sequence[LatentRequest]) -> list[np.ndarray]:
@@ -127,19 +88,15 @@ class PiperVits:
         dp_noise = [r.rng.standard_normal((2, len(r.ids))).astype(np.float32) * r.noise_w for r in rows]
         groups: dict[int, list[int]] = {}
         for i, r in enumerate(rows):
-            groups.setdefault(_bucket(len(r.ids)), []).append(i)
-        tasks = [
-            (lambda wide, n=n, s=shard: (s, self._text_shard([rows[i] for i in s], [dp_noise[i] for i in s], n, wide)))
-            for n, idx in groups.items()
-            for shard in self._shards(idx)
-        ]
+            groups.setdefault(_round_up(len(r.ids), ID_BUCKET), []).append(i)
         out: list[np.ndarray] = [np.empty(0)] * len(rows)
-        for shard, latents in self._run_tasks(tasks):
-            for i, z in zip(shard, latents):
-                out[i] = z
+        for n, idx in groups.items():
+            for i, z_CxT in zip(idx, self._text_group([rows[i] for i in idx], [dp_noise[i] for i in idx], n)):
+                out[i] = z_CxT
         return out
 
-    def _text_shard(self, rows: Sequence[LatentRequest], dp_noise: Sequence[np.ndarray], N: int, wide: bool) -> list[np.ndarray]:
+    def _text_group(self, rows: Sequence[LatentRequest], dp_noise: Sequence[np.ndarray], N: int) -> list[np.ndarray]:
+        """Rows of one bucket length ``N`` through encoder, length regulation and flow."""
         n_ids = [len(r.ids) for r in rows]
         B = len(rows)
         ids_BxN = np.zeros((B, N), np.int64)  # 0 is the pad id; masks keep it out of every row
@@ -149,7 +106,6 @@ class PiperVits:
             noise_Bx2xN[b, :, : n_ids[b]] = dp_noise[b]
         # Scales stay neutral inside the graph; each row's own scales are applied below.
         logw_Bx1xN, m_BxCxN, logs_BxCxN, _ = self._encoder.run(
-            None,
             {"input": ids_BxN, "input_lengths": np.asarray(n_ids, np.int64), "scales": np.ones(3, np.float32), DP_NOISE: noise_Bx2xN},
         )
         priors = []
@@ -162,32 +118,64 @@ class PiperVits:
                 m_CxT = logs_CxT = np.zeros((LATENT_CHANNELS, 1), np.float32)
             eps_CxT = r.rng.standard_normal(m_CxT.shape).astype(np.float32)
             priors.append(m_CxT + eps_CxT * np.exp(logs_CxT) * r.noise_scale)
-        T = max(p.shape[1] for p in priors)
+        # OpenVINO prepares kernels per input shape (about 10 ms for the flow, 45 ms for the
+        # decoder, measured); bucketed lengths keep the set of shapes small and cached.
+        # The flow masks its padding, so a row's latents do not depend on T.
+        T = _round_up(max(p.shape[1] for p in priors), FRAME_BUCKET)
         z_p_BxCxT = np.zeros((B, LATENT_CHANNELS, T), np.float32)
         y_mask_Bx1xT = np.zeros((B, 1, T), np.float32)
         for b, p in enumerate(priors):
             z_p_BxCxT[b, :, : p.shape[1]] = p
             y_mask_Bx1xT[b, 0, : p.shape[1]] = 1.0
-        (z_BxCxT,) = self._flow[wide].run(None, {FLOW_INPUTS[0]: z_p_BxCxT, FLOW_INPUTS[1]: y_mask_Bx1xT})
+        (z_BxCxT,) = self._flow.run({FLOW_INPUTS[0]: z_p_BxCxT, FLOW_INPUTS[1]: y_mask_Bx1xT})
         return [z_BxCxT[b, :, : p.shape[1]].copy() for b, p in enumerate(priors)]
 
     # -- decoder --------------------------------------------------------------
-    def decode(self, z_BxCxT: np.ndarray) -> np.ndarray:
-        """Latents [B, 192, T] (equal T, no padding) -> audio [B, T * hop]."""
-        return self.decode_groups([z_BxCxT])[0]
+    def new_decoder_stream(self) -> DecoderStream:
+        """Fresh decoder state for one row's latents (one per text chunk)."""
+        return DecoderStream([StageBuffer() for _ in self.decoder_stages])
 
-    def decode_groups(self, groups: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Several batches of different T at once: [B_g, 192, T_g] -> [B_g, T_g * hop] each.
+    def decode_stream(self, streams: Sequence[DecoderStream], z_chunks: Sequence[np.ndarray], finals: Sequence[bool]) -> list[np.ndarray]:
+        """Each row's next latent frames [192, n_i] -> the audio samples that are now exact [S_i].
 
-        Every group's shards go to the workers together, so two short groups
-        use both cores instead of running one after the other.
+        A row's audio lags its latents by the decoder's right context until its
+        ``final`` call, which flushes it. Concatenated, a row's outputs equal the
+        whole-utterance decode of its concatenated latents.
         """
-        groups = [np.ascontiguousarray(z, dtype=np.float32) for z in groups]
-        # On CPU a batched call saves nothing per row and larger calls fall out of
-        # cache, so rows go to the workers in small calls.
-        shards = [(g, s) for g, z in enumerate(groups) for s in self._shards(list(range(z.shape[0])), self.cpu_decode_rows)]
-        tasks = [(lambda wide, g=g, s=s: self._decoder[wide].run(None, {FLOW_OUTPUT: groups[g][s[0] : s[-1] + 1]})[0]) for g, s in shards]
-        parts: list[list[np.ndarray]] = [[] for _ in groups]
-        for (g, _), y in zip(shards, self._run_tasks(tasks)):
-            parts[g].append(y)
-        return [np.concatenate(p, axis=0)[:, 0, :] for p in parts]
+        pending = [np.ascontiguousarray(z, dtype=np.float32) for z in z_chunks]  # each row's input to the next stage
+        for k, stage in enumerate(self.decoder_stages):
+            bufs = [s.buffers[k] for s in streams]
+            for buf, x_CxN in zip(bufs, pending):
+                append_input(buf, x_CxN)
+            ready = ready_rows(stage, bufs, list(finals))
+            inputs = [stage_input(bufs[i], finals[i]) for i in ready]  # (x [C, n'], left padding)
+            outputs = self._run_rows(stage.session, stage.input_name, [x for x, _ in inputs])
+            pending = [np.zeros((1, 0), np.float32)] * len(streams)
+            for i, (_, pad_left), y_CxM in zip(ready, inputs, outputs):
+                pending[i] = take_output(stage, bufs[i], y_CxM, pad_left, finals[i])
+        return [p[0] for p in pending]  # the last stage has one channel: [1, S] -> [S]
+
+    def decode(self, z_BxCxT: np.ndarray) -> np.ndarray:
+        """Whole-utterance decode: latents [B, 192, T] -> audio [B, T * hop]."""
+        streams = [self.new_decoder_stream() for _ in range(z_BxCxT.shape[0])]
+        return np.stack(self.decode_stream(streams, list(z_BxCxT), [True] * len(streams)))
+
+    def _run_rows(self, session: StageSession, input_name: str, rows: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run rows [C, n_i] through a stage; rows of equal length share calls -> [C', m_i] each.
+
+        On GPU equal lengths are one call. On CPU a batched call saves nothing
+        per row (measured) and large calls fall out of cache, so rows go
+        ``cpu_decode_rows`` at a time.
+        """
+        by_len: dict[int, list[int]] = {}
+        for i, x in enumerate(rows):
+            by_len.setdefault(x.shape[1], []).append(i)
+        out: list[np.ndarray] = [np.empty(0)] * len(rows)
+        for idx in by_len.values():
+            step = self.cpu_decode_rows if self.device == "cpu" else len(idx)
+            for a in range(0, len(idx), step):
+                call = idx[a : a + step]
+                (y_BxCxM,) = session.run({input_name: np.stack([rows[i] for i in call])})
+                for b, i in enumerate(call):
+                    out[i] = y_BxCxM[b]
+        return out

@@ -1,0 +1,98 @@
+"""Where a stage graph runs: OpenVINO on CPU, onnxruntime on CUDA.
+
+Measured on the 2-core CPU machine (BENCHMARKS.md): OpenVINO runs the decoder
+(as 2-D convolutions) 1.46x faster than onnxruntime on one thread and scales
+1.87x on two, where onnxruntime scaled 1.26x. Its rows are batch-invariant:
+a row computes the same floats alone or batched, at any thread count used
+consistently. onnxruntime stays for CUDA, and for CPU where OpenVINO is missing.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+from typing import Protocol
+
+import numpy as np
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class StageSession(Protocol):
+    """One stage graph, ready to run: named input arrays in, output arrays out (in graph order)."""
+
+    def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]: ...
+
+
+class _OpenVinoSession:
+    def __init__(self, model: bytes, threads: int) -> None:
+        import openvino as ov
+
+        core = ov.Core()
+        config = {
+            # CPUs with AVX512-BF16 would otherwise run in bfloat16 and lose the 1e-3 fidelity.
+            "INFERENCE_PRECISION_HINT": "f32",
+            "INFERENCE_NUM_THREADS": threads,
+            "NUM_STREAMS": 1,
+            "PERFORMANCE_HINT": "LATENCY",
+            # Pinned threads would fight the Python threads (engine worker, web server) for cores.
+            "ENABLE_CPU_PINNING": False,
+        }
+        self._compiled = core.compile_model(core.read_model(io.BytesIO(model)), "CPU", config)
+        self._request = self._compiled.create_infer_request()
+        self._lock = threading.Lock()  # one infer request; it already uses every thread given
+
+    def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        with self._lock:
+            result = self._request.infer(feed)  # copies the outputs out of the request
+        return [result[out] for out in self._compiled.outputs]
+
+
+class _OrtSession:
+    def __init__(self, model: bytes, providers: list[str], threads: int, optimize: bool) -> None:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        # No arena: a batch-16 step peaks near 0.5 GB of activations, and an arena would
+        # keep that peak for the life of the process; malloc gives it back.
+        options.enable_cpu_mem_arena = False
+        if not optimize:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        self._session = ort.InferenceSession(model, options, providers=providers)
+
+    def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return self._session.run(None, feed)
+
+
+def pick_device() -> str:
+    """"cuda" where onnxruntime has CUDA, else "cpu"."""
+    import onnxruntime as ort
+
+    return "cuda" if "CUDAExecutionProvider" in ort.get_available_providers() else "cpu"
+
+
+def _has_openvino() -> bool:
+    try:
+        import openvino  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def open_session(model: bytes, device: str, threads: int, batch_invariant: bool = False) -> StageSession:
+    """A session for one stage graph on ``device`` with ``threads`` CPU threads.
+
+    ``batch_invariant`` asks for a row's floats not to depend on its batch: on
+    onnxruntime that needs one thread and no graph fusions (they change the
+    rounding with the batch shape); OpenVINO is batch-invariant as it is
+    (tested in tests/test_model.py).
+    """
+    if device == "cuda":
+        return _OrtSession(model, ["CUDAExecutionProvider", "CPUExecutionProvider"], threads, optimize=not batch_invariant)
+    if _has_openvino():
+        return _OpenVinoSession(model, threads)
+    _LOGGER.warning("openvino is not installed; running on onnxruntime's CPU provider (slower)")
+    return _OrtSession(model, ["CPUExecutionProvider"], 1 if batch_invariant else threads, optimize=not batch_invariant)
