@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,35 @@ logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _engine: "Engine | None" = None
+# Synthesis runs below the web server's CPU priority (and, for the local demo, the
+# browser's): on a 2-core machine a busy engine otherwise delays streamed segments and
+# the browser's audio thread, which is heard as gaps. Idle cores still go to the engine.
+ENGINE_NICENESS = 5
+
+
+def _create_engine() -> "Engine":
+    """Create the engine on a thread of its own, at lower priority: the engine's worker and
+    the model's compute threads are started from it and inherit that priority (Linux)."""
+    from tts_app.engine import Engine  # heavy (model runtime and graphs): imported on first use
+
+    created: list = []
+
+    def create() -> None:
+        try:
+            os.nice(ENGINE_NICENESS)
+        except OSError as error:  # not permitted here: run at normal priority
+            logger.warning("could not lower the engine's CPU priority: %s", error)
+        try:
+            created.append(Engine())
+        except Exception as error:  # noqa: BLE001 - handed to the caller below
+            created.append(error)
+
+    thread = threading.Thread(target=create, name="engine-create")
+    thread.start()
+    thread.join()
+    if isinstance(created[0], Exception):
+        raise created[0]
+    return created[0]
 
 
 def get_engine() -> "Engine":
@@ -21,10 +51,8 @@ def get_engine() -> "Engine":
     if _engine is None:
         with _lock:
             if _engine is None:
-                from tts_app.engine import Engine  # heavy (onnxruntime, model graphs): imported on first use
-
                 logger.info("loading the TTS engine")
-                _engine = Engine()
+                _engine = _create_engine()
                 logger.info("engine ready at %d Hz", _engine.sample_rate)
     return _engine
 
