@@ -17,7 +17,7 @@ _engine: "Engine | None" = None
 # Synthesis runs below the web server's CPU priority (and, for the local demo, the
 # browser's): on a 2-core machine a busy engine otherwise delays streamed segments and
 # the browser's audio thread, which is heard as gaps. Idle cores still go to the engine.
-ENGINE_NICENESS = 5
+ENGINE_NICENESS = 10
 
 
 def _create_engine() -> "Engine":
