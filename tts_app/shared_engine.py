@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,29 +21,20 @@ _engine: "Engine | None" = None
 ENGINE_NICENESS = 10
 
 
+def _lower_priority() -> None:
+    try:
+        os.nice(ENGINE_NICENESS)
+    except OSError as error:  # not permitted here: run at normal priority
+        logger.warning("could not lower the engine's CPU priority: %s", error)
+
+
 def _create_engine() -> "Engine":
     """Create the engine on a thread of its own, at lower priority: the engine's worker and
     the model's compute threads are started from it and inherit that priority (Linux)."""
     from tts_app.engine import Engine  # heavy (model runtime and graphs): imported on first use
 
-    created: list = []
-
-    def create() -> None:
-        try:
-            os.nice(ENGINE_NICENESS)
-        except OSError as error:  # not permitted here: run at normal priority
-            logger.warning("could not lower the engine's CPU priority: %s", error)
-        try:
-            created.append(Engine())
-        except Exception as error:  # noqa: BLE001 - handed to the caller below
-            created.append(error)
-
-    thread = threading.Thread(target=create, name="engine-create")
-    thread.start()
-    thread.join()
-    if isinstance(created[0], Exception):
-        raise created[0]
-    return created[0]
+    with ThreadPoolExecutor(1, thread_name_prefix="engine-create", initializer=_lower_priority) as pool:
+        return pool.submit(Engine).result()
 
 
 def get_engine() -> "Engine":

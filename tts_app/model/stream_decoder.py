@@ -31,7 +31,7 @@ from fractions import Fraction
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from .runtime import StageSession
 
@@ -45,7 +45,7 @@ def stage_reach(model: onnx.ModelProto) -> tuple[int, int, int]:
     on each side (rounded up, plus one sample of margin).
     """
     graph = model.graph
-    weights = {w.name: numpy_helper.to_array(w).shape for w in graph.initializer}
+    weights = {w.name: tuple(w.dims) for w in graph.initializer}
     # tensor -> (rate in samples per stage-input sample, left reach, right reach) in stage-input samples
     reach = {graph.input[0].name: (Fraction(1), Fraction(0), Fraction(0))}
     for node in graph.node:
@@ -113,15 +113,16 @@ def append_input(buf: StageBuffer, x_CxN: np.ndarray) -> None:
         buf.x_CxN = x_CxN if buf.x_CxN is None else np.concatenate([buf.x_CxN, x_CxN], axis=1)
 
 
+def _exact_end(stage: DecoderStage, buf: StageBuffer, final: bool) -> int:
+    """Output samples that the buffered input makes exact: all of them on the row's last
+    call, else all but those within ``right`` input samples of the buffer's end."""
+    end_in = buf.start + (0 if buf.x_CxN is None else buf.x_CxN.shape[1])
+    return (end_in if final else end_in - stage.right) * stage.up
+
+
 def ready_rows(stage: DecoderStage, bufs: list[StageBuffer], finals: list[bool]) -> list[int]:
     """Rows whose buffered input yields new output (the others wait for more input)."""
-    ready = []
-    for i, (buf, final) in enumerate(zip(bufs, finals)):
-        n = 0 if buf.x_CxN is None else buf.x_CxN.shape[1]
-        end = buf.start + n if final else buf.start + n - stage.right
-        if end * stage.up > buf.emitted:
-            ready.append(i)
-    return ready
+    return [i for i, (buf, final) in enumerate(zip(bufs, finals)) if _exact_end(stage, buf, final) > buf.emitted]
 
 
 def stage_input(buf: StageBuffer, final: bool) -> tuple[np.ndarray, int]:
@@ -143,8 +144,7 @@ def take_output(stage: DecoderStage, buf: StageBuffer, y_CxM: np.ndarray, pad_le
     ``y_CxM`` is the stage's output for ``stage_input``; ``pad_left`` its left padding.
     """
     y_CxM = y_CxM[:, pad_left * stage.up :]
-    end_in = buf.start + buf.x_CxN.shape[1]
-    out_end = end_in * stage.up if final else (end_in - stage.right) * stage.up
+    out_end = _exact_end(stage, buf, final)
     fresh_CxM = y_CxM[:, buf.emitted - buf.start * stage.up : out_end - buf.start * stage.up]
     buf.emitted = out_end
     keep_from = max(buf.start, out_end // stage.up - stage.left)
