@@ -11,8 +11,10 @@ import uvicorn
 from fastapi import FastAPI
 
 from tts_app.api.openai_speech import router as openai_router
+from tts_app.file_guard import FileDataGuard
 from tts_app.shared_engine import close_engine, get_engine
 from tts_app.ui.theme import APP_CSS, APP_HEAD, app_theme
+from tts_app.voice.library import BUILTIN_VOICES_DIR
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +37,7 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    return gr.mount_gradio_app(
+    app = gr.mount_gradio_app(
         app,
         demo,
         path="/",
@@ -48,7 +50,16 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
         ssr_mode=False,  # no Node server: one Python process serves everything (Spaces included)
         show_error=True,
         max_file_size="50mb",
+        # Built-in voice previews are outputs read from the package, wherever the server was started from.
+        allowed_paths=[str(BUILTIN_VOICES_DIR)],
     )
+    # Files named in requests: Gradio checks that an event's input files lie in its upload
+    # folder only for Blocks that count as launched, and mount_gradio_app never sets that
+    # (the check is silently skipped: CVE-2024-51751's class). Marking the Blocks launched
+    # turns Gradio's own check on; FileDataGuard checks again, before Gradio touches a file.
+    demo.has_launched = True
+    app.add_middleware(FileDataGuard)
+    return app
 
 
 def _warm_engine() -> None:
