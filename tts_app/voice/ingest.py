@@ -23,6 +23,13 @@ logger = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
 MAX_INPUT_S = 600.0
+# Limits read from the header before anything is decoded: a 172-byte WAV may claim
+# 2,147,483,647 Hz, a 447 KB FLAC 10 minutes of 192 kHz stereo (GBs once decoded).
+MIN_SAMPLE_RATE = 8_000
+MAX_SAMPLE_RATE = 192_000
+MAX_CHANNELS = 8
+# frames x channels: the 10-minute cap counted in samples at up to 48 kHz (28.8 M samples, 115 MB as float32).
+MAX_INPUT_SAMPLES = int(MAX_INPUT_S * 48_000)
 MAX_KEPT_S = 30.0
 MIN_SPEECH_S = 1.0
 TARGET_LEVEL_DBFS = -20.0
@@ -107,15 +114,32 @@ def _decode(data: bytes, name: str) -> tuple[np.ndarray, int]:
         raise VoiceError(f"{name} is not a readable audio file (unsupported format or corrupt)") from None
     if info.samplerate <= 0 or info.frames <= 0:
         raise VoiceError(f"{name} holds no audio samples (empty or truncated file)")
-    if info.frames / info.samplerate > MAX_INPUT_S:
-        raise VoiceError(_too_long_message(info.frames / info.samplerate))
+    _check_header(info.samplerate, info.channels, info.frames)
     try:
-        audio, sample_rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
+        # frames=: never decode more than the header declared, whatever the stream holds.
+        audio, sample_rate = sf.read(io.BytesIO(data), frames=info.frames, dtype="float32", always_2d=True)
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError):
         raise VoiceError(f"{name} could not be decoded (corrupt or truncated audio)") from None
     if audio.size == 0:
         raise VoiceError(f"{name} holds no audio samples (empty or truncated file)")
     return audio, int(sample_rate)
+
+
+def _check_header(sample_rate: int, channels: int, frames: int) -> None:
+    """Refuse, from the header alone, audio whose rate, channels or size is out of bounds."""
+    if not MIN_SAMPLE_RATE <= sample_rate <= MAX_SAMPLE_RATE:
+        raise VoiceError(
+            f"reference sample rate {sample_rate} Hz is out of range ({MIN_SAMPLE_RATE}..{MAX_SAMPLE_RATE} Hz)"
+        )
+    if not 1 <= channels <= MAX_CHANNELS:
+        raise VoiceError(f"reference has {channels} channels; at most {MAX_CHANNELS} are accepted")
+    if frames / sample_rate > MAX_INPUT_S:
+        raise VoiceError(_too_long_message(frames / sample_rate))
+    if frames * channels > MAX_INPUT_SAMPLES:
+        raise VoiceError(
+            f"reference holds {frames * channels / 1e6:.1f} M samples (frames x channels); "
+            f"the limit is {MAX_INPUT_SAMPLES / 1e6:.1f} M (10 minutes at 48 kHz)"
+        )
 
 
 def _split_array_source(source: object) -> tuple[np.ndarray, int]:
@@ -127,10 +151,10 @@ def _split_array_source(source: object) -> tuple[np.ndarray, int]:
     if not isinstance(first, np.ndarray) or not isinstance(second, (int, np.integer)):
         raise VoiceError("a reference must be a file path or an (audio array, sample rate) pair")
     sample_rate = int(second)
-    if not 1000 <= sample_rate <= 384_000:
-        raise VoiceError(f"reference sample rate {sample_rate} Hz is out of range (1000..384000)")
     if first.ndim not in (1, 2) or first.size == 0:
         raise VoiceError("reference audio must be a non-empty 1-D (mono) or 2-D (multichannel) array")
+    channels = 1 if first.ndim == 1 else min(first.shape)
+    _check_header(sample_rate, channels, first.size // channels)
     if not (np.issubdtype(first.dtype, np.floating) or np.issubdtype(first.dtype, np.integer)):
         raise VoiceError(f"reference audio has non-numeric dtype {first.dtype}")
     return first, sample_rate
