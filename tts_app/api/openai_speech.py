@@ -12,7 +12,6 @@ Every invalid request gets a 4xx with an OpenAI-shaped JSON error.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any, Literal
@@ -21,6 +20,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tts_app.api.limits import BodyError, read_json_body
 from tts_app.shared_engine import get_engine
 from tts_app.voice_names import DEFAULT_VOICE, voice_names
 from tts_app.wav_io import streaming_wav_header, to_pcm16, wav_bytes
@@ -88,9 +88,9 @@ async def list_voices() -> dict[str, Any]:
 async def create_speech(request: Request) -> Response:
     """Synthesize ``input`` and stream it back as WAV or raw PCM."""
     try:
-        payload = json.loads(await request.body())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return error_response(400, "the request body must be JSON", code="invalid_json")
+        payload = await read_json_body(request)
+    except BodyError as exc:
+        return error_response(exc.status, exc.message, code=exc.code)
     if not isinstance(payload, dict):
         return error_response(400, "the request body must be a JSON object", code="invalid_json")
     try:
