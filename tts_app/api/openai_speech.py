@@ -20,6 +20,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tts_app.api.disconnect import ClientGone, until_disconnect
 from tts_app.api.limits import BodyError, read_json_body
 from tts_app.shared_engine import get_engine
 from tts_app.voice_names import DEFAULT_VOICE, voice_names
@@ -132,9 +133,12 @@ async def create_speech(request: Request) -> Response:
 
     if not body.stream:
         try:
-            audio = await handle.aresult()
+            audio = await until_disconnect(request, handle.aresult())
+        except ClientGone:
+            logger.info("client gone: cancelled request %d", handle.id)
+            return Response(status_code=499)  # nobody reads it; nginx's "client closed request"
         finally:
-            handle.cancel()  # a no-op once done; frees the request if this coroutine was cancelled
+            handle.cancel()  # a no-op once done; frees the request if the client left or this coroutine was cancelled
         data = wav_bytes(audio, sample_rate) if body.response_format == "wav" else to_pcm16(audio)
         return Response(content=data, media_type=media_type, headers=headers)
 
