@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from tts_app.api.openai_speech import router as openai_router
 from tts_app.file_guard import FileDataGuard
+from tts_app.output_store import output_store
 from tts_app.shared_engine import close_engine, get_engine
 from tts_app.ui.theme import APP_CSS, APP_HEAD, app_theme
 from tts_app.voice.library import BUILTIN_VOICES_DIR
@@ -59,6 +60,7 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     # turns Gradio's own check on; FileDataGuard checks again, before Gradio touches a file.
     demo.has_launched = True
     app.add_middleware(FileDataGuard)
+    output_store()  # generated files: age and size caps, swept in the background from now on
     return app
 
 

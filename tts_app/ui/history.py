@@ -138,5 +138,7 @@ def take_audio(history: list[dict[str, Any]] | None, row: int) -> tuple[str | No
         return None, ""
     take = takes[row]
     path = take.get("full_file") or next(iter(take.get("line_files") or []), None)
+    if path and not Path(path).is_file():
+        return None, f"Take {take['take']}: its audio was removed (the server keeps generated files for a limited time)"
     lines = take.get("lines", [])
     return path, f"Take {take['take']} · {take.get('kind', '')} · {take.get('voice', '')} · {len(lines)} line{'s' if len(lines) != 1 else ''}"
