@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -64,14 +65,14 @@ def artifacts_dir() -> Path:
     return ARTIFACTS
 
 
-@pytest.fixture(scope="session")
-def app_server(artifacts_dir: Path) -> Iterator[str]:
-    """``python app.py`` on 127.0.0.1 and a free port, started once per test session; yields its base URL."""
+@contextmanager
+def serve_app(log_path: Path, extra_env: dict[str, str] | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``python app.py`` on 127.0.0.1 and a free port until the block ends; yields its base URL and process."""
     port = _free_port()
     env = dict(os.environ)
     env.update({"GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"})
+    env.update(extra_env or {})
     env.pop("PORT", None)
-    log_path = artifacts_dir / "app_server.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         base = f"http://127.0.0.1:{port}"
@@ -88,7 +89,7 @@ def app_server(artifacts_dir: Path) -> Iterator[str]:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"app.py did not answer within {SERVER_START_TIMEOUT_S} s; see {log_path}")
                 time.sleep(0.25)
-            yield base
+            yield base, process
         finally:
             process.terminate()
             try:
@@ -96,3 +97,10 @@ def app_server(artifacts_dir: Path) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def app_server(artifacts_dir: Path) -> Iterator[str]:
+    """``python app.py`` on 127.0.0.1 and a free port, started once per test session; yields its base URL."""
+    with serve_app(artifacts_dir / "app_server.log") as (base, _process):
+        yield base

@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from tts_app.api.openai_speech import router as openai_router
 from tts_app.file_guard import FileDataGuard
+from tts_app.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, requests_seen
 from tts_app.output_store import output_store
 from tts_app.shared_engine import close_engine, get_engine
 from tts_app.ui.theme import APP_CSS, APP_HEAD, app_theme
@@ -60,6 +61,7 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     # turns Gradio's own check on; FileDataGuard checks again, before Gradio touches a file.
     demo.has_launched = True
     app.add_middleware(FileDataGuard)
+    app.add_middleware(RequestCounter)
     output_store()  # generated files: age and size caps, swept in the background from now on
     return app
 
@@ -74,8 +76,10 @@ def _warm_engine() -> None:
 def launch(demo: gr.Blocks) -> None:
     """Serve ``demo`` and the API on the environment's host and port until interrupted."""
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    limit_arenas()
     host, port = server_address()
     app = create_app(demo, host=host, port=port)
+    IdleTrimmer(requests_seen).start()  # RSS back down once no request has come for a few seconds
     # Load the model in the background so the page is up at once and the first visitor waits less.
     threading.Thread(target=_warm_engine, name="engine-warmup", daemon=True).start()
     logger.info("serving on http://%s:%d (OpenAI API at /v1/audio/speech)", host, port)

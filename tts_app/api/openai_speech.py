@@ -105,8 +105,10 @@ async def create_speech(request: Request) -> Response:
         )
     if not body.input.strip():
         return error_response(400, "input is empty", param="input", code="invalid_value")
+    from tts_app.voice.library import RESERVED_NAMES  # the voice package is heavy; imported on first request
+
     voice: str | None = None
-    if body.voice != DEFAULT_VOICE:
+    if body.voice.strip().lower() not in RESERVED_NAMES:  # "default", "none", "DEFAULT": the model's own voice, as in the library
         known = voice_names()
         if body.voice not in known:
             choices = ", ".join([DEFAULT_VOICE, *known])

@@ -34,7 +34,7 @@ def voices_dir() -> Path:
 
 
 def check_name(name: str) -> str:
-    if not isinstance(name, str) or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise VoiceError(
             f"invalid voice name {name!r}: use 1-64 letters, digits, '_' or '-', starting with a letter or digit"
         )
@@ -81,7 +81,7 @@ class VoiceLibrary:
         if name in builtin:
             return make_profile(builtin[name], name=name)
         path = self._saved_path(name)
-        if not _NAME_RE.match(name or "") or not path.is_file():
+        if not _NAME_RE.fullmatch(name or "") or not path.is_file():
             raise VoiceError(f"unknown voice {name!r}; available: {', '.join(self.names()) or 'none'}")
         return load_profile(path)
 

@@ -1,0 +1,97 @@
+"""Give freed heap memory back to the system when the server goes idle (glibc only).
+
+Decoding audio, copying arrays and serving files from many threads spreads small
+allocations over many glibc arenas; freed memory stays mapped in them, so RSS keeps the
+peak of the busiest moment. Two measures: fewer arenas (``mallopt(M_ARENA_MAX)``, set at
+start before the worker threads exist) and ``malloc_trim(0)`` once the engine has done no
+work for a few seconds.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import os
+import threading
+from collections.abc import Callable
+
+logger = logging.getLogger(__name__)
+
+ARENAS_ENV = "TTS_APP_MALLOC_ARENAS"
+DEFAULT_ARENAS = 4
+IDLE_S = 3.0  # no engine step for this long counts as idle
+_M_ARENA_MAX = -8  # glibc's mallopt parameter number
+
+
+def _libc() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
+    return libc if libc is not None and hasattr(libc, "malloc_trim") else None  # not glibc: nothing to do
+
+
+def limit_arenas() -> None:
+    """Cap glibc's malloc arenas ($TTS_APP_MALLOC_ARENAS, default 4; MALLOC_ARENA_MAX wins if set)."""
+    libc = _libc()
+    if libc is None or "MALLOC_ARENA_MAX" in os.environ:
+        return
+    arenas = int(os.environ.get(ARENAS_ENV, DEFAULT_ARENAS))
+    if arenas > 0 and libc.mallopt(_M_ARENA_MAX, arenas) != 1:
+        logger.warning("mallopt(M_ARENA_MAX, %d) failed", arenas)
+
+
+def trim() -> None:
+    """Return free heap pages of every arena to the system."""
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
+class IdleTrimmer:
+    """A daemon thread: after activity, once ``activity()`` has not changed for IDLE_S seconds, trim once."""
+
+    def __init__(self, activity: Callable[[], int], idle_s: float = IDLE_S) -> None:
+        self._activity = activity
+        self._idle_s = idle_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="idle-trimmer", daemon=True)
+
+    def start(self) -> "IdleTrimmer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        trimmed_at = last = self._activity()
+        while not self._stop.wait(self._idle_s):
+            now = self._activity()
+            if now == last and now != trimmed_at:
+                trim()
+                trimmed_at = now
+                logger.debug("idle: heap trimmed")
+            last = now
+
+
+_requests_seen = [0]  # module-level: Starlette builds the middleware instance itself
+
+
+def requests_seen() -> int:
+    """HTTP requests RequestCounter has seen in this process."""
+    return _requests_seen[0]
+
+
+class RequestCounter:
+    """ASGI middleware counting requests: the server's activity for IdleTrimmer."""
+
+    def __init__(self, app: Callable) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "http":
+            _requests_seen[0] += 1
+        await self.app(scope, receive, send)
