@@ -15,12 +15,14 @@ from tts_app.file_guard import FileDataGuard
 from tts_app.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, requests_seen
 from tts_app.output_store import output_store
 from tts_app.shared_engine import close_engine, get_engine
+from tts_app.shutdown import StoppingServer
 from tts_app.ui.theme import APP_CSS, APP_HEAD, app_theme
 from tts_app.voice.library import BUILTIN_VOICES_DIR
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_PORT = 7860
+SHUTDOWN_GRACE_S = 5  # open streams get this long to end after a stop signal
 
 
 def server_address() -> tuple[str, int]:
@@ -84,6 +86,7 @@ def launch(demo: gr.Blocks) -> None:
     threading.Thread(target=_warm_engine, name="engine-warmup", daemon=True).start()
     logger.info("serving on http://%s:%d (OpenAI API at /v1/audio/speech)", host, port)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+        StoppingServer(config).run()
     finally:
         close_engine()

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tts_app.api.disconnect import ClientGone, until_disconnect
 from tts_app.api.limits import BodyError, read_json_body
 from tts_app.shared_engine import get_engine
+from tts_app.shutdown import shutting_down
 from tts_app.voice_names import DEFAULT_VOICE, voice_names
 from tts_app.wav_io import streaming_wav_header, to_pcm16, wav_bytes
 
@@ -149,6 +150,8 @@ async def create_speech(request: Request) -> Response:
             if body.response_format == "wav":
                 yield streaming_wav_header(sample_rate)
             async for chunk in handle.astream():
+                if shutting_down():
+                    break  # end the body cleanly (complete chunked response) before uvicorn's grace runs out
                 if len(chunk):
                     yield to_pcm16(chunk)
         finally:

@@ -18,6 +18,7 @@ from tts_app.ui.history import Take, add_take
 from tts_app.ui.run_figures import RunFigures
 from tts_app.ui.session_files import new_file
 from tts_app.ui.text_lines import MAX_LINE_CHARS
+from tts_app.ui.user_error import UserError
 from tts_app.voice_names import DEFAULT_VOICE, builtin_voices, voice_names
 from tts_app.wav_io import write_wav
 
@@ -78,15 +79,15 @@ def _describe(settings: dict[str, Any]) -> str:
 
 def _side_settings(model: str, voice: str, strength: float, seed: float, speed: float) -> dict[str, Any]:
     if model != MODEL_ID:
-        raise gr.Error(f"Model {model!r} is not served here.")
+        raise UserError(f"Model {model!r} is not served here.")
     if voice != DEFAULT_VOICE and voice not in voice_names():
-        raise gr.Error(f"Unknown voice {voice!r}.")
+        raise UserError(f"Unknown voice {voice!r}.")
     try:
         values = {"model": model, "voice": voice, "strength": float(strength), "seed": int(seed), "speed": float(speed)}
     except (TypeError, ValueError) as exc:
-        raise gr.Error(f"Invalid setting: {exc}") from exc
+        raise UserError(f"Invalid setting: {exc}") from exc
     if not 0.25 <= values["speed"] <= 4.0:
-        raise gr.Error("Speed must be between 0.25 and 4.")
+        raise UserError("Speed must be between 0.25 and 4.")
     return values
 
 
@@ -104,11 +105,11 @@ def _submit_pair(text: str, sides: list[dict[str, Any]]) -> list[Any]:
     except EngineBusy as exc:
         for handle in handles:
             handle.cancel()
-        raise gr.Error("The server is busy (the engine queue is full). Try again in a moment.") from exc
+        raise UserError("The server is busy (the engine queue is full). Try again in a moment.") from exc
     except ValueError as exc:
         for handle in handles:
             handle.cancel()
-        raise gr.Error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     return handles
 
 
@@ -122,9 +123,9 @@ async def render_pair(
     """Render A and B in one engine batch; returns left player, right player, reveal text, A/B state, history."""
     utterance = " ".join(line.strip() for line in (text or "").splitlines() if line.strip())
     if not utterance:
-        raise gr.Error("Enter a sentence to compare.")
+        raise UserError("Enter a sentence to compare.")
     if len(utterance) > MAX_LINE_CHARS:
-        raise gr.Error(f"The text has {len(utterance):,} characters; the limit is {MAX_LINE_CHARS:,}.")
+        raise UserError(f"The text has {len(utterance):,} characters; the limit is {MAX_LINE_CHARS:,}.")
     sides = [_side_settings(*side_values[:5]), _side_settings(*side_values[5:10])]
     engine = await asyncio.to_thread(get_engine)
     handles = await asyncio.to_thread(_submit_pair, utterance, sides)
@@ -195,14 +196,14 @@ def _reveal_text(state: dict[str, Any], choice: str | None = None) -> str:
 def reveal(state: dict[str, Any] | None) -> str:
     """Show which sample was which."""
     if not state:
-        raise gr.Error("Render a pair first.")
+        raise UserError("Render a pair first.")
     return _reveal_text(state)
 
 
 def prefer(choice: str, state: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
     """Record a preference for the left (Sample 1) or right (Sample 2) player, then reveal."""
     if not state:
-        raise gr.Error("Render a pair first.")
+        raise UserError("Render a pair first.")
     new_state = dict(state)
     picked = state["order"][0] if choice == "Sample 1" else state["order"][1]
     new_state["votes"] = [*state.get("votes", []), picked]

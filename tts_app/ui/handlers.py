@@ -19,6 +19,7 @@ from tts_app.ui.run_figures import RunFigures, estimate_wait_s
 from tts_app.ui.session_files import new_file
 from tts_app.ui.stream_pacer import StreamPacer
 from tts_app.ui.text_lines import TextLimitError, parse_lines
+from tts_app.ui.user_error import UserError
 from tts_app.ui.voice_input import (
     MODE_UPLOAD,
     VoiceChoiceError,
@@ -102,7 +103,7 @@ def resolve_profile(voice: Any) -> Any:
     try:
         return resolve_voice(voice)
     except ValueError as exc:  # VoiceError: one line, ready for the page
-        raise gr.Error(f"This voice cannot be used: {exc}") from exc
+        raise UserError(f"This voice cannot be used: {exc}") from exc
 
 
 def _submit_all(lines: Sequence[str], voice: Any, seed: int, speed: float, strength: float) -> list[Any]:
@@ -117,10 +118,10 @@ def _submit_all(lines: Sequence[str], voice: Any, seed: int, speed: float, stren
             try:
                 handles.append(engine.submit(line, voice=profile, seed=seed, speed=speed, voice_strength=strength))
             except EngineBusy as exc:
-                raise gr.Error("The server is busy (the engine queue is full). Try again in a moment.") from exc
+                raise UserError("The server is busy (the engine queue is full). Try again in a moment.") from exc
             except ValueError as exc:
                 prefix = f"Line {number}: " if len(lines) > 1 else ""
-                raise gr.Error(f"{prefix}{exc}") from exc
+                raise UserError(f"{prefix}{exc}") from exc
     except gr.Error:
         for handle in handles:
             handle.cancel()
@@ -146,13 +147,13 @@ def _settings_values(speed: float | None, seed: float | None, strength: float | 
         seed_value = int(seed if seed is not None else 0)
         strength_value = float(strength if strength is not None else 1.0)
     except (TypeError, ValueError) as exc:
-        raise gr.Error(f"Invalid setting: {exc}") from exc
+        raise UserError(f"Invalid setting: {exc}") from exc
     if not 0.25 <= speed_value <= 4.0:
-        raise gr.Error("Speed must be between 0.25 and 4.")
+        raise UserError("Speed must be between 0.25 and 4.")
     if not 0.0 <= strength_value <= 1.0:
-        raise gr.Error("Voice-matching strength must be between 0 and 1.")
+        raise UserError("Voice-matching strength must be between 0 and 1.")
     if seed_value < 0:
-        raise gr.Error("Seed must be 0 or more.")
+        raise UserError("Seed must be 0 or more.")
     return speed_value, seed_value, strength_value
 
 
@@ -174,7 +175,7 @@ async def generate(
         lines = parse_lines(text)
         voice, voice_label = resolve_voice(voice_mode, builtin_voice, reference_clip)
     except (TextLimitError, VoiceChoiceError) as exc:
-        raise gr.Error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     speed_value, seed_value, strength_value = _settings_values(speed, seed, voice_strength)
     session = request.session_hash or "anonymous"
     started = time.perf_counter()
@@ -334,7 +335,7 @@ def builtin_preview(name: str | None) -> str | None:
     try:
         return str(builtin_voice_path(name))
     except ValueError as exc:
-        raise gr.Error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
 
 
 def on_upload(reference_clip: str | None) -> str:
