@@ -183,6 +183,7 @@ def test_files_outside_the_app_are_not_served(app_server: str) -> None:
         ("huge.flac", huge_flac(), "M samples"),
         ("many.flac", huge_flac(seconds=1, rate=48_000, channels=8), None),  # 8 channels are fine (but silent)
     ],
+    ids=["wav-2147483647-hz", "flac-599-s-192-khz-stereo", "flac-8-channels"],
 )
 def test_audio_headers_are_checked_before_decoding(app_server: str, name: str, data: bytes, message: str | None) -> None:
     path = _upload(app_server, name, data)
@@ -291,3 +292,20 @@ def test_deep_json_is_a_400(app_server: str, depth: int) -> None:
                        headers={"content-type": "application/json"}, timeout=TIMEOUT)
     assert reply.status_code == 400, reply.text
     assert _healthy(app_server)
+
+
+def test_gradio_own_upload_folder_check_runs_for_the_mounted_app() -> None:
+    """The second layer alone: the app without FileDataGuard still refuses (Gradio's check, switched on)."""
+    from fastapi.testclient import TestClient
+
+    from tts_app.file_guard import FileDataGuard
+    from tts_app.server import create_app
+    from tts_app.ui.layout import build_demo
+
+    app = create_app(build_demo())
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not FileDataGuard]
+    with TestClient(app) as client:
+        posted = client.post("/gradio_api/call/reference_report", json={"data": _report_data("/etc/passwd")})
+        assert posted.status_code == 200  # no guard: Gradio accepts the event...
+        text = client.get(f"/gradio_api/call/reference_report/{posted.json()['event_id']}").text
+    assert "event: error" in text and "not uploaded by a user" in text, text  # ...and its own check refuses the file
