@@ -98,7 +98,12 @@ async def list_voices() -> dict[str, Any]:
 
 @router.post("/v1/audio/speech", response_model=None)
 async def create_speech(request: Request) -> Response:
-    """Synthesize ``input`` and stream it back as WAV or raw PCM."""
+    """Synthesize ``input`` and stream it back as mp3 (default), opus, aac, flac, wav or pcm.
+
+    OpenAI voice names are aliases of voices here; ``instructions`` is accepted and
+    ignored (this model takes no style prompt); ``"stream": false`` returns a
+    complete file whose header states its length.
+    """
     try:
         payload = json.loads(await request.body())
     except (json.JSONDecodeError, UnicodeDecodeError):
