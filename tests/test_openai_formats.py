@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+import time
 import wave
 
 import httpx
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from tts_app.api.audio_formats import MAX_FFMPEG_ENCODERS
 from tts_app.api.voice_aliases import ALIASES_ENV, OPENAI_VOICES, resolve_voice, voice_aliases
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.ffmpeg_path import ffmpeg_exe
@@ -185,6 +187,25 @@ def test_speed_scales_clause_pauses_too(http: httpx.Client) -> None:
         return len(response.content) / 2 / int(response.headers["x-sample-rate"])
 
     assert seconds(2.0) / seconds(4.0) == pytest.approx(2.0, rel=0.05)
+
+
+def test_streams_hung_up_early_give_their_ffmpeg_back(http: httpx.Client) -> None:
+    """More hang-ups than ffmpeg slots: a leaked slot or process would turn the last request into a 503."""
+    body = {"input": SPEED_TEXT + " " + TEXT, "response_format": "aac"}
+
+    def post_until_served(read_all: bool) -> bytes:
+        deadline = time.monotonic() + 30
+        while True:
+            with http.stream("POST", "/v1/audio/speech", json=body) as response:
+                if response.status_code == 200:
+                    return response.read() if read_all else next(response.iter_bytes())
+                assert response.status_code == 503, response.read()
+            assert time.monotonic() < deadline, "ffmpeg slots were not given back"
+            time.sleep(0.2)
+
+    for _ in range(MAX_FFMPEG_ENCODERS + 2):
+        assert post_until_served(read_all=False)  # first bytes, then hang up
+    assert decoded_seconds(post_until_served(read_all=True)) > 3
 
 
 def test_instructions_are_accepted_and_ignored(http: httpx.Client) -> None:

@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
@@ -164,8 +165,9 @@ async def create_speech(request: Request) -> Response:
 
     async def body_chunks() -> AsyncIterator[bytes]:
         try:
-            async for data in encoder.stream(handle.astream()):
-                yield data
+            async with aclosing(encoder.stream(handle.astream())) as encoded:  # closed now, not at GC: ffmpeg stops
+                async for data in encoded:
+                    yield data
         finally:
             # Client gone or stream over: either way the engine request is finished with.
             handle.cancel()
