@@ -5,6 +5,7 @@ Over real HTTP (httpx) and with the official ``openai`` client pointed at the ap
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import subprocess
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from tts_app.api.audio_formats import MAX_FFMPEG_ENCODERS
+from tts_app.api.audio_formats import MAX_FFMPEG_ENCODERS, open_encoder
 from tts_app.api.voice_aliases import ALIASES_ENV, OPENAI_VOICES, resolve_voice, voice_aliases
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.ffmpeg_path import ffmpeg_exe
@@ -212,6 +213,17 @@ def test_instructions_are_accepted_and_ignored(http: httpx.Client) -> None:
     plain = speech(http, response_format="pcm").content
     instructed = speech(http, response_format="pcm", instructions="Speak like a pirate, slowly.").content
     assert instructed == plain
+
+
+def test_aac_and_opus_without_a_system_ffmpeg(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no ffmpeg on PATH the imageio-ffmpeg wheel's binary encodes (the README's two commands suffice)."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    exe = ffmpeg_exe()
+    assert exe is not None and "imageio_ffmpeg" in exe
+    tone_T = (0.3 * np.sin(np.arange(22050) * 2 * np.pi * 220 / 22050)).astype(np.float32)  # 1 s
+    for fmt in ("aac", "opus"):
+        data = asyncio.run(open_encoder(fmt, 22050).whole(tone_T))
+        assert 1.0 <= decoded_seconds(data) <= 1.0 + SLACK_S[fmt] + 0.005, fmt
 
 
 # --- the official openai client --------------------------------------------------------------
