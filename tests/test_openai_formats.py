@@ -174,6 +174,19 @@ def test_speed_scales_the_whole_length_pauses_included(http: httpx.Client) -> No
         assert seconds(speed) * speed / base == pytest.approx(1.0, abs=0.05), speed
 
 
+def test_frame_counts_divide_evenly_by_speed() -> None:
+    from tts_app.model.durations import phoneme_frames
+
+    w_N = np.exp(np.random.default_rng(0).normal(1.0, 0.9, size=300)).astype(np.float32)  # predicted frames per id
+    stock_N = np.ceil(w_N * 1.0).astype(np.int64)
+    assert np.array_equal(phoneme_frames(w_N, 1.0, 1.0), stock_N)  # speed 1 is stock Piper
+    for speed in (SPEED_MIN, 0.5, 2.0, SPEED_MAX):
+        frames_N = phoneme_frames(w_N, 1.0, speed)
+        assert frames_N.min() >= 0 and abs(frames_N.sum() - stock_N.sum() / speed) <= 0.5
+        # every id's share moves by less than one frame: the rhythm is kept, not just the total
+        assert np.abs(np.cumsum(frames_N) - np.cumsum(stock_N) / speed).max() <= 0.5
+
+
 def test_speed_scales_clause_pauses_too(http: httpx.Client) -> None:
     """A sentence too long for one text pass is cut at a clause mark with a clause pause."""
     from tts_app.text import chunk_sentences, normalize_text, phonemize

@@ -14,7 +14,7 @@ def phoneme_frames(w_N: np.ndarray, length_scale: float, speed: float = 1.0) -> 
     ``length_scale`` instead would ceil every id again, and that fixed half
     frame per id made 4x speech only about 2x shorter.
     """
-    frames_N = np.ceil(np.asarray(w_N, dtype=np.float64) * length_scale)
+    frames_N = np.ceil(w_N * length_scale)  # in w_N's dtype (float32), as stock Piper rounds
     if speed == 1.0:
         return frames_N.astype(np.int64)
     ends_N = np.round(np.cumsum(frames_N / speed))  # rounded running total: error never accumulates
