@@ -4,10 +4,11 @@ Request fields follow OpenAI's: ``model``, ``input``, ``voice`` (OpenAI's names 
 aliases, see voice_aliases.py), ``response_format`` (mp3 by default, opus, aac, flac,
 wav, pcm; see audio_formats.py), ``speed`` (config.SPEED_MIN to SPEED_MAX) and
 ``instructions`` (accepted and ignored: this model takes no style prompt). The body
-streams as the engine produces audio. ``pcm`` is raw signed 16-bit little-endian mono at the engine's sample rate, which
-the ``X-Sample-Rate`` header states (OpenAI's own pcm is 24 kHz; ours is the model's
-rate, 22,050 Hz for the default Piper voice, never resampled). Extensions: ``seed``,
-``voice_strength``, and ``stream`` (false returns a complete WAV with exact sizes).
+streams as the engine produces audio. ``pcm`` is raw signed 16-bit little-endian mono
+at the engine's sample rate, which the ``X-Sample-Rate`` header states (OpenAI's own
+pcm is 24 kHz; ours is the model's rate, 22,050 Hz for the default Piper voice, never
+resampled). Extensions: ``seed``, ``voice_strength``, and ``stream`` (false returns a
+complete file whose header states its length: WAV sizes, FLAC and MP3 totals).
 Every invalid request gets a 4xx with an OpenAI-shaped JSON error.
 """
 
