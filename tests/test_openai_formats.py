@@ -11,6 +11,7 @@ import json
 import subprocess
 import time
 import wave
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -207,19 +208,46 @@ def test_streams_hung_up_early_give_their_ffmpeg_back(http: httpx.Client) -> Non
     """More hang-ups than ffmpeg slots: a leaked slot or process would turn the last request into a 503."""
     body = {"input": SPEED_TEXT + " " + TEXT, "response_format": "aac"}
 
-    def post_until_served(read_all: bool) -> bytes:
+    def post_until_served(read_all: bool, seen_running: list[bool] | None = None) -> bytes:
         deadline = time.monotonic() + 30
         while True:
             with http.stream("POST", "/v1/audio/speech", json=body) as response:
                 if response.status_code == 200:
-                    return response.read() if read_all else next(response.iter_bytes())
+                    if read_all:
+                        return response.read()
+                    first = next(response.iter_bytes())
+                    if seen_running is not None:  # the check below can see an encoder at all
+                        seen_running.append(bool(_app_ffmpeg_encoders()))
+                    return first
                 assert response.status_code == 503, response.read()
             assert time.monotonic() < deadline, "ffmpeg slots were not given back"
             time.sleep(0.2)
 
+    seen_running: list[bool] = []
     for _ in range(MAX_FFMPEG_ENCODERS + 2):
-        assert post_until_served(read_all=False)  # first bytes, then hang up
+        assert post_until_served(read_all=False, seen_running=seen_running)  # first bytes, then hang up
+    assert any(seen_running), "no running encoder was found while streams were open"
     assert decoded_seconds(post_until_served(read_all=True)) > 3
+    deadline = time.monotonic() + 15
+    while _app_ffmpeg_encoders():
+        assert time.monotonic() < deadline, "ffmpeg encoders outlived their hung-up requests"
+        time.sleep(0.2)
+
+
+def _app_ffmpeg_encoders() -> list[int]:
+    """Pids of AAC ffmpeg encoders whose parent is this checkout's app.py (the test server)."""
+    repo = Path(__file__).resolve().parents[1]
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or b"adts" not in (proc / "cmdline").read_bytes():
+                continue
+            parent = Path("/proc") / (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            if b"app.py" in (parent / "cmdline").read_bytes() and (parent / "cwd").resolve() == repo:
+                found.append(int(proc.name))
+        except OSError:  # the process ended while we looked
+            continue
+    return found
 
 
 def test_instructions_are_accepted_and_ignored(http: httpx.Client) -> None:
