@@ -25,7 +25,7 @@ def http(app_server: str):
 
 
 def test_wav_body_is_a_playable_wav(http: httpx.Client) -> None:
-    response = http.post("/v1/audio/speech", json={"model": "tts-1", "input": "Hello there.", "voice": "default"})
+    response = http.post("/v1/audio/speech", json={"model": "tts-1", "input": "Hello there.", "voice": "default", "response_format": "wav"})
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("audio/wav")
     audio, rate = sf.read(io.BytesIO(response.content), dtype="float32")
@@ -64,7 +64,7 @@ def test_streamed_wav_header_declares_unknown_length(http: httpx.Client) -> None
 
 
 def test_non_streamed_wav_has_exact_sizes(http: httpx.Client) -> None:
-    response = http.post("/v1/audio/speech", json={"input": "Exact sizes.", "stream": False})
+    response = http.post("/v1/audio/speech", json={"input": "Exact sizes.", "stream": False, "response_format": "wav"})
     assert response.status_code == 200
     data = response.content
     assert struct.unpack("<I", data[40:44])[0] == len(data) - 44
@@ -73,7 +73,7 @@ def test_non_streamed_wav_has_exact_sizes(http: httpx.Client) -> None:
 def test_a_builtin_voice_by_name(http: httpx.Client) -> None:
     voices = http.get("/v1/audio/voices").json()["voices"]
     assert "default" in voices and "lj_female_us" in voices
-    response = http.post("/v1/audio/speech", json={"input": "A built-in voice.", "voice": "lj_female_us"})
+    response = http.post("/v1/audio/speech", json={"input": "A built-in voice.", "voice": "lj_female_us", "response_format": "wav"})
     assert response.status_code == 200, response.text
     audio, _ = sf.read(io.BytesIO(response.content), dtype="float32")
     assert len(audio) > 5000
@@ -101,8 +101,9 @@ def test_models_list(http: httpx.Client) -> None:
         ({"input": ""}, "input", "input"),
         ({"input": "   "}, "input", "empty"),
         ({"input": "x" * 4097}, "input", "4096"),
-        ({"input": "Hi.", "response_format": "mp3"}, "response_format", "wav"),
-        ({"input": "Hi.", "voice": "alloy"}, "voice", "unknown voice"),
+        ({"input": "Hi.", "response_format": "ogg"}, "response_format", "mp3, opus, aac, flac, wav, pcm"),
+        ({"input": "Hi.", "voice": "nonesuch"}, "voice", "unknown voice"),
+        ({"input": "Hi.", "stream_format": "sse"}, "stream_format", "audio"),
         ({"input": "Hi.", "speed": 9}, "speed", "speed"),
         ({"input": "Hi.", "model": "no-such-model"}, "model", "not served"),
         ({"input": "Hi.", "voice_strength": 2}, "voice_strength", "voice_strength"),

@@ -7,6 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# One speaking-rate range for the page, the API and the CLI: OpenAI's own, so a
+# client written for OpenAI never gets a 400 for a speed OpenAI accepts.
+SPEED_MIN = 0.25
+SPEED_MAX = 4.0
+
 
 @dataclass(frozen=True)
 class VoiceModelConfig:
@@ -57,8 +62,8 @@ class SynthesisSettings:
     clause_pause_s: float = 0.12
 
     def __post_init__(self) -> None:
-        if not 0.25 <= self.speed <= 4.0:
-            raise ValueError(f"speed must be between 0.25 and 4, got {self.speed}")
+        if not SPEED_MIN <= self.speed <= SPEED_MAX:
+            raise ValueError(f"speed must be between {SPEED_MIN:g} and {SPEED_MAX:g}, got {self.speed}")
         for name in ("noise_scale", "noise_w"):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 2.0:

@@ -1,11 +1,14 @@
 """An OpenAI-compatible ``POST /v1/audio/speech`` served by the app's one engine.
 
-Request fields follow OpenAI's: ``model``, ``input``, ``voice``, ``response_format``
-(``wav`` or ``pcm`` here), ``speed``. The body streams as the engine produces audio.
-``pcm`` is raw signed 16-bit little-endian mono at the engine's sample rate, which
-the ``X-Sample-Rate`` header states (OpenAI's own pcm is 24 kHz; ours is the model's
-rate, 22,050 Hz for the default Piper voice, never resampled). Extensions: ``seed``,
-``voice_strength``, and ``stream`` (false returns a complete WAV with exact sizes).
+Request fields follow OpenAI's: ``model``, ``input``, ``voice`` (OpenAI's names are
+aliases, see voice_aliases.py), ``response_format`` (mp3 by default, opus, aac, flac,
+wav, pcm; see audio_formats.py), ``speed`` (config.SPEED_MIN to SPEED_MAX) and
+``instructions`` (accepted and ignored: this model takes no style prompt). The body
+streams as the engine produces audio. ``pcm`` is raw signed 16-bit little-endian mono
+at the engine's sample rate, which the ``X-Sample-Rate`` header states (OpenAI's own
+pcm is 24 kHz; ours is the model's rate, 22,050 Hz for the default Piper voice, never
+resampled). Extensions: ``seed``, ``voice_strength``, and ``stream`` (false returns a
+complete file whose header states its length: WAV sizes, FLAC and MP3 totals).
 Every invalid request gets a 4xx with an OpenAI-shaped JSON error.
 """
 
@@ -14,18 +17,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tts_app.api.audio_formats import DEFAULT_FORMAT, FORMATS, EncoderBusy, EncoderUnavailable, open_encoder
 from tts_app.api.disconnect import ClientGone, until_disconnect
 from tts_app.api.limits import BodyError, read_json_body
+from tts_app.api.voice_aliases import VoiceAliasError, api_voice_names, resolve_voice
+from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.shared_engine import get_engine
 from tts_app.shutdown import shutting_down
-from tts_app.voice_names import DEFAULT_VOICE, voice_names
-from tts_app.wav_io import streaming_wav_header, to_pcm16, wav_bytes
+from tts_app.voice_names import DEFAULT_VOICE
 
 logger = logging.getLogger(__name__)
 
@@ -45,11 +51,22 @@ class SpeechRequest(BaseModel):
     model: str = MODEL_ID
     input: str = Field(min_length=1, max_length=MAX_INPUT_CHARS)
     voice: str = DEFAULT_VOICE
-    response_format: Literal["wav", "pcm"] = "wav"
-    speed: float = Field(default=1.0, ge=0.25, le=4.0)
+    response_format: Literal["mp3", "opus", "aac", "flac", "wav", "pcm"] = DEFAULT_FORMAT
+    speed: float = Field(default=1.0, ge=SPEED_MIN, le=SPEED_MAX)
+    instructions: str | None = Field(default=None, max_length=MAX_INPUT_CHARS)  # accepted, ignored (no style prompt)
+    stream_format: Literal["audio"] = "audio"  # OpenAI's "sse" is not offered
     stream: bool = True
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     voice_strength: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+async def _until_shutdown(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``chunks`` until the server starts shutting down: the body then ends cleanly (a complete
+    chunked response, the encoder flushed) before uvicorn's grace period runs out."""
+    async for chunk in chunks:
+        if shutting_down():
+            break
+        yield chunk
 
 
 def error_response(
@@ -66,7 +83,9 @@ def _validation_error(exc: ValidationError) -> JSONResponse:
     param = ".".join(str(part) for part in first.get("loc", ())) or None
     message = first.get("msg", "invalid request")
     if first.get("type") == "literal_error" and param == "response_format":
-        message = "response_format must be 'wav' or 'pcm' (mp3, opus, aac and flac are not supported)"
+        message = f"response_format must be one of: {', '.join(FORMATS)}"
+    elif first.get("type") == "literal_error" and param == "stream_format":
+        message = "stream_format must be 'audio' (server-sent events are not offered)"
     elif first.get("type") == "missing":
         message = f"'{param}' is required"
     else:
@@ -82,13 +101,22 @@ async def list_models() -> dict[str, Any]:
 
 @router.get("/v1/audio/voices")
 async def list_voices() -> dict[str, Any]:
-    """Voice names ``/v1/audio/speech`` accepts (``default`` is the model's own voice)."""
-    return {"voices": [DEFAULT_VOICE, *voice_names()]}
+    """Voice names ``/v1/audio/speech`` accepts (``default`` is the model's own voice, then OpenAI's names)."""
+    try:
+        return {"voices": api_voice_names()}
+    except VoiceAliasError as exc:
+        logger.error("%s", exc)
+        return {"voices": [DEFAULT_VOICE], "error": "the voice alias file is invalid; see the server log"}
 
 
 @router.post("/v1/audio/speech", response_model=None)
 async def create_speech(request: Request) -> Response:
-    """Synthesize ``input`` and stream it back as WAV or raw PCM."""
+    """Synthesize ``input`` and stream it back as mp3 (default), opus, aac, flac, wav or pcm.
+
+    OpenAI voice names are aliases of voices here; ``instructions`` is accepted and
+    ignored (this model takes no style prompt); ``"stream": false`` returns a
+    complete file whose header states its length.
+    """
     try:
         payload = await read_json_body(request)
     except BodyError as exc:
@@ -106,17 +134,13 @@ async def create_speech(request: Request) -> Response:
         )
     if not body.input.strip():
         return error_response(400, "input is empty", param="input", code="invalid_value")
-    from tts_app.voice.library import RESERVED_NAMES  # the voice package is heavy; imported on first request
-
-    voice: str | None = None
-    if body.voice.strip().lower() not in RESERVED_NAMES:  # "default", "none", "DEFAULT": the model's own voice, as in the library
-        known = voice_names()
-        if body.voice not in known:
-            choices = ", ".join([DEFAULT_VOICE, *known])
-            return error_response(
-                400, f"unknown voice {body.voice!r}; choose one of: {choices}", param="voice", code="voice_not_found"
-            )
-        voice = body.voice
+    try:
+        voice = resolve_voice(body.voice)
+    except VoiceAliasError as exc:
+        logger.error("%s", exc)
+        return error_response(500, "the server's voice alias file is invalid", code="voice_aliases_invalid", error_type="server_error")
+    except ValueError as exc:
+        return error_response(400, str(exc), param="voice", code="voice_not_found")
 
     from tts_app.engine import EngineBusy  # the engine package is heavy; imported on first request
 
@@ -132,30 +156,36 @@ async def create_speech(request: Request) -> Response:
 
     sample_rate = int(engine.sample_rate)
     headers = {"X-Sample-Rate": str(sample_rate), "Cache-Control": "no-store"}
-    media_type = "audio/wav" if body.response_format == "wav" else "audio/pcm"
+    media_type = FORMATS[body.response_format].media_type
+    try:
+        encoder = open_encoder(body.response_format, sample_rate)
+    except EncoderBusy as exc:
+        handle.cancel()
+        return error_response(503, str(exc), code="encoder_busy", error_type="server_error")
+    except EncoderUnavailable as exc:
+        handle.cancel()
+        return error_response(400, str(exc), param="response_format", code="unsupported_format")
 
     if not body.stream:
         try:
             audio = await until_disconnect(request, handle.aresult())
+            data = await encoder.whole(audio)
         except ClientGone:
             logger.info("client gone: cancelled request %d", handle.id)
             return Response(status_code=499)  # nobody reads it; nginx's "client closed request"
         finally:
             handle.cancel()  # a no-op once done; frees the request if the client left or this coroutine was cancelled
-        data = wav_bytes(audio, sample_rate) if body.response_format == "wav" else to_pcm16(audio)
+            encoder.release()
         return Response(content=data, media_type=media_type, headers=headers)
 
     async def body_chunks() -> AsyncIterator[bytes]:
         try:
-            if body.response_format == "wav":
-                yield streaming_wav_header(sample_rate)
-            async for chunk in handle.astream():
-                if shutting_down():
-                    break  # end the body cleanly (complete chunked response) before uvicorn's grace runs out
-                if len(chunk):
-                    yield to_pcm16(chunk)
+            async with aclosing(encoder.stream(_until_shutdown(handle.astream()))) as encoded:  # closed now, not at GC: ffmpeg stops
+                async for data in encoded:
+                    yield data
         finally:
             # Client gone or stream over: either way the engine request is finished with.
             handle.cancel()
+            encoder.release()
 
     return StreamingResponse(body_chunks(), media_type=media_type, headers=headers)

@@ -97,7 +97,8 @@ class PiperBackend(Backend):
             LatentRequest(
                 ids=s.parsed.chunk_ids[s.next_chunk],
                 rng=s.rng,
-                length_scale=cfg.length_scale / s.settings.speed,
+                length_scale=cfg.length_scale,
+                speed=s.settings.speed,
                 noise_scale=cfg.noise_scale if s.settings.noise_scale is None else s.settings.noise_scale,
                 noise_w=cfg.noise_w if s.settings.noise_w is None else s.settings.noise_w,
             )
@@ -108,7 +109,7 @@ class PiperBackend(Backend):
             s.decoder = self.model.new_decoder_stream()
             s.plan = plan_windows(z_CxT.shape[1], self.window_frames, self.first_window_frames)
             s.next_window = 0
-            s.pause_s = s.parsed.pauses_s[s.next_chunk]
+            s.pause_s = s.parsed.pauses_s[s.next_chunk] / s.settings.speed  # pauses scale like speech
             s.next_chunk += 1
 
     def step(self, states: Sequence[PiperRow]) -> list[StepOutput]:

@@ -9,6 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from ..config import VoiceModelConfig
+from .durations import phoneme_frames
 from .graph_split import DP_NOISE, FLOW_INPUTS, StageGraphs, split_piper_graph
 from .runtime import StageSession, open_session, pick_device
 from .stream_decoder import DecoderStage, DecoderStream, StageBuffer, append_input, ready_rows, stage_input, take_output
@@ -33,6 +34,7 @@ class LatentRequest:
     length_scale: float = 1.0
     noise_scale: float = 0.667
     noise_w: float = 0.8
+    speed: float = 1.0  # divides the frame counts evenly (see durations.py)
 
 
 class PiperVits:
@@ -111,7 +113,7 @@ class PiperVits:
         priors = []
         for b, r in enumerate(rows):
             n = n_ids[b]
-            durations = np.ceil(np.exp(logw_Bx1xN[b, 0, :n]) * r.length_scale).astype(np.int64)
+            durations = phoneme_frames(np.exp(logw_Bx1xN[b, 0, :n]), r.length_scale, r.speed)
             m_CxT = np.repeat(m_BxCxN[b, :, :n], durations, axis=1)
             logs_CxT = np.repeat(logs_BxCxN[b, :, :n], durations, axis=1)
             if m_CxT.shape[1] == 0:  # the model's own clamp: at least one frame

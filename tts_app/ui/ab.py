@@ -12,6 +12,7 @@ import gradio as gr
 import numpy as np
 
 from tts_app.api.openai_speech import MODEL_ID
+from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.shared_engine import get_engine
 from tts_app.ui.handlers import resolve_profile
 from tts_app.ui.history import Take, add_take
@@ -86,8 +87,8 @@ def _side_settings(model: str, voice: str, strength: float, seed: float, speed: 
         values = {"model": model, "voice": voice, "strength": float(strength), "seed": int(seed), "speed": float(speed)}
     except (TypeError, ValueError) as exc:
         raise UserError(f"Invalid setting: {exc}") from exc
-    if not 0.25 <= values["speed"] <= 4.0:
-        raise UserError("Speed must be between 0.25 and 4.")
+    if not SPEED_MIN <= values["speed"] <= SPEED_MAX:
+        raise UserError(f"Speed must be between {SPEED_MIN:g} and {SPEED_MAX:g}.")
     return values
 
 
@@ -219,7 +220,7 @@ def _side_controls(label: str) -> SideControls:
         strength = gr.Slider(0.0, 1.0, value=1.0, step=0.05, label="Voice-matching strength")
         with gr.Row():
             seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
-            speed = gr.Slider(0.5, 2.0, value=1.0, step=0.05, label="Speed")
+            speed = gr.Slider(SPEED_MIN, SPEED_MAX, value=1.0, step=0.05, label="Speed")
     return SideControls(model, voice, strength, seed, speed)
 
 

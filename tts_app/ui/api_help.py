@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tts_app.api.openai_speech import MODEL_ID
+from tts_app.config import SPEED_MAX, SPEED_MIN
 
 
 def api_help_markdown() -> str:
@@ -17,10 +18,11 @@ both batch together). The body streams as audio is produced.
 |---|---|
 | `model` | `{MODEL_ID}` (OpenAI names such as `tts-1` are accepted as aliases) |
 | `input` | the text, up to 4,096 characters |
-| `voice` | a built-in or saved voice name; `default` is the model's own voice (`GET /v1/audio/voices` lists them) |
-| `response_format` | `wav` (default) or `pcm` (16-bit little-endian mono at the rate in the `X-Sample-Rate` header) |
-| `speed` | 0.25 to 4.0 |
-| `seed`, `voice_strength`, `stream` | extensions: sampling seed, voice-matching strength 0 to 1, `false` for a complete WAV |
+| `voice` | a built-in or saved voice name, `default` (the model's own voice), or an OpenAI name (`alloy`, `nova`, ...: aliases, see the README) (`GET /v1/audio/voices` lists them) |
+| `response_format` | `mp3` (default), `opus`, `aac`, `flac`, `wav` or `pcm` (16-bit little-endian mono at the rate in the `X-Sample-Rate` header) |
+| `speed` | {SPEED_MIN:g} to {SPEED_MAX:g}; the length scales as 1/speed |
+| `instructions` | accepted and ignored (this model takes no style prompt) |
+| `seed`, `voice_strength`, `stream` | extensions: sampling seed, voice-matching strength 0 to 1, `false` for a complete file whose header states its length |
 
 ```bash
 curl -s http://HOST/v1/audio/speech -H 'Content-Type: application/json' \\

@@ -12,6 +12,7 @@ from typing import Any
 import gradio as gr
 import numpy as np
 
+from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.shared_engine import engine_loaded, get_engine
 from tts_app.ui.active_runs import ACTIVE_RUNS
 from tts_app.ui.history import Take, add_take
@@ -148,8 +149,8 @@ def _settings_values(speed: float | None, seed: float | None, strength: float | 
         strength_value = float(strength if strength is not None else 1.0)
     except (TypeError, ValueError) as exc:
         raise UserError(f"Invalid setting: {exc}") from exc
-    if not 0.25 <= speed_value <= 4.0:
-        raise UserError("Speed must be between 0.25 and 4.")
+    if not SPEED_MIN <= speed_value <= SPEED_MAX:
+        raise UserError(f"Speed must be between {SPEED_MIN:g} and {SPEED_MAX:g}.")
     if not 0.0 <= strength_value <= 1.0:
         raise UserError("Voice-matching strength must be between 0 and 1.")
     if seed_value < 0:

@@ -7,6 +7,7 @@ from typing import Any
 
 import gradio as gr
 
+from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.ui import handlers
 from tts_app.ui.ab import build_ab_tab
 from tts_app.ui.api_help import api_help_markdown
@@ -134,7 +135,7 @@ def build_demo() -> gr.Blocks:
 
                         gr.Markdown("### 3 · Settings", elem_classes=["step-title"])
                         with gr.Row(equal_height=True):
-                            speed = gr.Slider(0.5, 2.0, value=1.0, step=0.05, label="Speed", scale=3)
+                            speed = gr.Slider(SPEED_MIN, SPEED_MAX, value=1.0, step=0.05, label="Speed", scale=3)
                             seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", scale=1)
                             streaming = gr.Checkbox(value=True, label="Stream", scale=1, elem_id="streaming-toggle")
                         with gr.Row():
