@@ -69,8 +69,10 @@ def _fixture_key() -> str:
 
 
 def _run(cmd: list[str], timeout: int) -> subprocess.CompletedProcess:
+    # PYTHON: the interpreter qwen_tts.sh makes the venv from (a venv's python makes one from its base).
+    env = {**os.environ, "PYTHON": os.environ.get("PYTHON", sys.executable)}
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO, stdin=subprocess.DEVNULL)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO, stdin=subprocess.DEVNULL, env=env)
     except subprocess.TimeoutExpired:
         _unavailable(f"{cmd[0]} ran past {timeout} s")
         raise  # unreachable: _unavailable raises
