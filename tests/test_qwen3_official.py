@@ -159,6 +159,19 @@ def test_checkpoint_loads_unchanged(official, ours):
     assert ours.config.talker_config.head_dim == 8 and ours.config.talker_config.rope_theta == 1_000_000
 
 
+def test_absent_config_keys_mean_official_defaults(official):
+    """The fixture's talker head_dim and code-predictor rope_theta equal what the official classes assume when
+    they are absent (hidden // heads; 10000), so dropping them from config.json must not change our config."""
+    import json
+
+    from tts_app.qwen3.config import Qwen3TTSConfig
+
+    data = json.loads((official["ckpt"] / "config.json").read_text())
+    full = Qwen3TTSConfig.from_dict(data)
+    del data["talker_config"]["head_dim"], data["talker_config"]["code_predictor_config"]["rope_theta"]
+    assert Qwen3TTSConfig.from_dict(data) == full
+
+
 def test_text_tokens_equal_official(official, ours):
     ref = official["ref"]
     for text, ids in zip(ref["texts"], ref["input_ids"]):
