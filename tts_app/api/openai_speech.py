@@ -99,9 +99,10 @@ async def create_speech(request: Request) -> Response:
         return _validation_error(exc)
 
     if body.model not in MODEL_ALIASES:
-        return error_response(
-            400, f"model {body.model!r} is not served here; use {MODEL_ID!r}", param="model", code="model_not_found"
-        )
+        from tts_app.models_available import unknown_model_message  # says how to get a known model
+
+        message = await asyncio.to_thread(unknown_model_message, body.model, MODEL_ID)
+        return error_response(400, message, param="model", code="model_not_found")
     if not body.input.strip():
         return error_response(400, "input is empty", param="input", code="invalid_value")
     voice: str | None = None
