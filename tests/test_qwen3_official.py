@@ -261,5 +261,30 @@ def test_streamed_waveform_equals_official_chunked_decode(official, ours):
     _close(torch.from_numpy(np.concatenate(parts)), ref["long_wav_chunked_4_25"], "streamed waveform")
 
 
+def test_backend_clone_request_equals_official(official):
+    """A clone request through our engine-facing backend (loaded by path, the clip as the voice, audio
+    streamed 4 frames per step with 25 frames of codec context) against the official greedy codes decoded
+    by the official ``chunked_decode(codes, 4, 25)``."""
+    from types import SimpleNamespace
+
+    from tts_app.backends.base import RowInput
+    from tts_app.backends.qwen3 import Qwen3Backend
+
+    ref = official["ref"]
+    backend = Qwen3Backend.from_pretrained(str(official["ckpt"]), device="cpu", sampling=_greedy(ref), max_batch=2,
+                                           max_seq_len=128, frames_per_step=4, codec_left_context=25)
+    voice = SimpleNamespace(reference_audio=ref["clip"].numpy(), reference_sample_rate=24000)
+    (state,) = backend.prepare([RowInput(1, ref["texts"][0], seed=5, voice=voice)])
+    parts = []
+    while True:
+        (out,) = backend.step([state])
+        parts.append(out.audio)
+        if out.done:
+            backend.release(state)
+            break
+    assert torch.equal(torch.cat(state.codes), ref["xvec_0_codes"])
+    _close(torch.from_numpy(np.concatenate(parts)), ref["xvec_0_wav_chunked_4_25"], "backend clone audio")
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))

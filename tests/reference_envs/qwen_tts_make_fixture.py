@@ -230,6 +230,7 @@ def compute_reference(ckpt: Path) -> dict:
         out["long_wav"] = st.decode(long_codes[None]).audio_values[0]
         # Streaming as the app does it: 4 new frames at a time, each with up to 25 frames of left context.
         out["long_wav_chunked_4_25"] = st.decoder.chunked_decode(long_codes.T[None], 4, 25)[0, 0]
+        out["xvec_0_wav_chunked_4_25"] = st.decoder.chunked_decode(out["xvec_0_codes"].T[None], 4, 25)[0, 0]
         icl_all = torch.cat([ref_code, out["icl_0_codes"]])
         out["icl_0_wav"] = st.decode(icl_all[None]).audio_values[0]
     return out
