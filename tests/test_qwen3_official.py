@@ -288,3 +288,52 @@ def test_backend_clone_request_equals_official(official):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_app_serves_the_official_checkpoint_over_http(official, tmp_path):
+    """``python app.py`` with TTS_APP_QWEN3_PATH = the official tiny checkpoint: /v1/models lists it,
+    /v1/audio/speech speaks with it (24 kHz), and an absent size gets a 400 saying how to get it."""
+    import socket
+    import time
+
+    import httpx
+    import soundfile as sf
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
+           "GRADIO_ANALYTICS_ENABLED": "False", "TTS_APP_QWEN3_PATH": str(official["ckpt"]),
+           "TTS_APP_QWEN3_MAX_SECONDS": "1", "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    env.pop("PORT", None)
+    base = f"http://127.0.0.1:{port}"
+    with open(tmp_path / "app.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 300
+            while True:
+                assert proc.poll() is None, (tmp_path / "app.log").read_text()[-2000:]
+                try:
+                    if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, "app.py did not start"
+                time.sleep(0.5)
+            with httpx.Client(base_url=base, timeout=300) as http:
+                ids = {m["id"]: m for m in http.get("/v1/models").json()["data"]}
+                assert ids["qwen3-local"]["loaded"] is False and "qwen3-0.6b" not in ids
+                r = http.post("/v1/audio/speech", json={"model": "qwen3-local", "input": "Hello there.", "stream": False})
+                assert r.status_code == 200, r.text
+                audio, rate = sf.read(__import__("io").BytesIO(r.content), dtype="float32")
+                assert rate == 24000 and 0 < len(audio) <= 13 * 1920 and np.isfinite(audio).all()
+                assert http.get("/v1/models").json()["data"][1]["loaded"] is True
+                r = http.post("/v1/audio/speech", json={"model": "qwen3-1.7b", "input": "Hi."})
+                assert r.status_code == 400 and "fetch qwen3-1.7b" in r.json()["error"]["message"]
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)

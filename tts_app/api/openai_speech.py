@@ -21,7 +21,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tts_app.shared_engine import get_engine
 from tts_app.voice_names import DEFAULT_VOICE, voice_names
 from tts_app.wav_io import streaming_wav_header, to_pcm16, wav_bytes
 
@@ -75,7 +74,9 @@ def _validation_error(exc: ValidationError) -> JSONResponse:
 @router.get("/v1/models")
 async def list_models() -> dict[str, Any]:
     """The models this server speaks with (OpenAI's list shape)."""
-    return {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "owned_by": "tts_app"}]}
+    from tts_app.model_engines import served_models  # the embedded voice + Qwen3-TTS checkpoints found here
+
+    return {"object": "list", "data": await asyncio.to_thread(served_models)}
 
 
 @router.get("/v1/audio/voices")
@@ -98,11 +99,6 @@ async def create_speech(request: Request) -> Response:
     except ValidationError as exc:
         return _validation_error(exc)
 
-    if body.model not in MODEL_ALIASES:
-        from tts_app.models_available import unknown_model_message  # says how to get a known model
-
-        message = await asyncio.to_thread(unknown_model_message, body.model, MODEL_ID)
-        return error_response(400, message, param="model", code="model_not_found")
     if not body.input.strip():
         return error_response(400, "input is empty", param="input", code="invalid_value")
     voice: str | None = None
@@ -116,8 +112,12 @@ async def create_speech(request: Request) -> Response:
         voice = body.voice
 
     from tts_app.engine import EngineBusy  # the engine package is heavy; imported on first request
+    from tts_app.model_engines import ModelUnavailable, engine_for  # one engine per model, created on first use
 
-    engine = await asyncio.to_thread(get_engine)
+    try:
+        engine = await asyncio.to_thread(engine_for, MODEL_ID if body.model in MODEL_ALIASES else body.model)
+    except ModelUnavailable as exc:  # the message says how to get the model
+        return error_response(400, str(exc), param="model", code="model_not_found")
     try:
         handle = await asyncio.to_thread(
             engine.submit, body.input, voice=voice, seed=body.seed, speed=body.speed, voice_strength=body.voice_strength
