@@ -133,13 +133,13 @@ def _greedy(ref):
     return SamplingParams.greedy(repetition_penalty=ref["repetition_penalty"], max_new_tokens=ref["max_new_tokens"] - 1)
 
 
-def _generate(ours, ref, requests: list[tuple[str, int]], frames_per_step: int) -> list[torch.Tensor]:
+def _generate(ours, ref, requests: list[tuple[str, int]], frames_per_step: int, language_id=None) -> list[torch.Tensor]:
     from tts_app.qwen3.generator import BatchedGenerator
     from tts_app.qwen3.tiny import run_to_end
 
     gen = BatchedGenerator(ours.talker, ours.config.tts_pad_token_id, max_batch=len(requests), max_seq_len=128,
                            frames_per_step=frames_per_step)
-    prompts = [_prompt(ours, ref, mode, i) for mode, i in requests]
+    prompts = [_prompt(ours, ref, mode, i, language_id) for mode, i in requests]
     states = gen.prefill([p for p, _ in prompts], [t for _, t in prompts], [_greedy(ref)] * len(requests),
                          list(range(len(requests))))
     run_to_end(gen, states)
@@ -226,6 +226,13 @@ def test_greedy_codes_equal_official(official, ours, mode):
         expected = ref[f"{mode}_{i}_codes"]
         assert codes.shape == expected.shape, f"{mode} {i}: {tuple(codes.shape)} vs official {tuple(expected.shape)}"
         assert torch.equal(codes, expected), f"{mode} {i}: first differing frame {(codes != expected).any(1).nonzero()[0].item()}"
+
+
+def test_greedy_codes_with_language_equal_official(official, ours):
+    ref = official["ref"]
+    lang = ours.config.talker_config.codec_language_id["english"]
+    (codes,) = _generate(ours, ref, [("xvec", 0)], frames_per_step=4, language_id=lang)
+    assert torch.equal(codes, ref["xvec_en_0_codes"])
 
 
 def test_batched_mixed_lengths_equal_official_solo(official, ours):
