@@ -83,7 +83,7 @@ def run(cfg, talker, codec, batch: int, frames: int, graphs: bool, compaction: b
     live.clear()
     queue = list(enumerate(lengths))
     sync()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     while queue or live:
         admit()
         new = gen.decode(live)
@@ -98,11 +98,11 @@ def run(cfg, talker, codec, batch: int, frames: int, graphs: bool, compaction: b
                 gen.release(s)
             live.clear()
     sync()
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     audio_s = total_frames * codec.samples_per_frame / codec.cfg.output_sample_rate
     return dict(batch=batch, cuda_graphs=graphs and gen.graphs is not None, compaction=compaction,
                 frames=total_frames, seconds=round(wall, 3), frames_per_s=round(total_frames / wall, 1),
-                rtf=round(wall / audio_s, 4))
+                rtf=round(wall / audio_s, 4), cpu_s=round(cpu, 3), cpu_s_per_audio_s=round(cpu / audio_s, 4))
 
 
 def main() -> None:
@@ -117,6 +117,7 @@ def main() -> None:
     ap.add_argument("--left-context", type=int, default=25)
     ap.add_argument("--text-tokens", type=int, default=40)
     ap.add_argument("--max-seq-len", type=int, default=1024)
+    ap.add_argument("--compaction", choices=("both", "on", "off"), default="both")
     ap.add_argument("--json", help="also write the rows to this file")
     args = ap.parse_args()
     if args.tiny:
@@ -129,14 +130,14 @@ def main() -> None:
     cfg, talker, codec = build(args)
     graph_modes = [False, True] if args.device.startswith("cuda") and torch.cuda.is_available() else [False]
     rows = []
-    print(f"{'batch':>5} {'graphs':>6} {'compact':>7} {'frames':>6} {'s':>7} {'frames/s':>9} {'RTF':>7}")
+    print(f"{'batch':>5} {'graphs':>6} {'compact':>7} {'frames':>6} {'s':>7} {'frames/s':>9} {'RTF':>7} {'CPU s/audio s':>13}")
     for b in [int(x) for x in args.batch_sizes.split(",")]:
         for graphs in graph_modes:
-            for compaction in (True, False):
+            for compaction in {"both": (True, False), "on": (True,), "off": (False,)}[args.compaction]:
                 r = run(cfg, talker, codec, b, args.frames, graphs, compaction, args)
                 rows.append(r)
                 print(f"{r['batch']:>5} {str(r['cuda_graphs']):>6} {str(r['compaction']):>7} {r['frames']:>6} "
-                      f"{r['seconds']:>7} {r['frames_per_s']:>9} {r['rtf']:>7}")
+                      f"{r['seconds']:>7} {r['frames_per_s']:>9} {r['rtf']:>7} {r['cpu_s_per_audio_s']:>13}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"args": vars(args), "rows": rows}, f, indent=2)

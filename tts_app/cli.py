@@ -34,6 +34,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--voice", help="reference clip or saved/built-in voice name to match")
     s.add_argument("--voice-strength", type=float, default=1.0, help="0 keeps the model's voice, 1 matches fully")
     s.add_argument("-v", "--verbose", action="store_true", help="log engine progress to stderr")
+    f = sub.add_parser("fetch", help="download a Qwen3-TTS checkpoint from the Hugging Face hub (opt-in)")
+    f.add_argument("model", help="qwen3-0.6b or qwen3-1.7b")
+    f.add_argument("--dir", help="folder to download into (default: the Hugging Face cache)")
+    f.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     return p
 
 
@@ -110,7 +114,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        print(json.dumps(synth(args)))
+        if args.command == "fetch":
+            from .models_available import fetch
+
+            print(json.dumps({"model": args.model, "path": str(fetch(args.model, args.dir))}))
+        else:
+            print(json.dumps(synth(args)))
     except CliError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -29,7 +29,6 @@ from tts_app.api.disconnect import ClientGone, until_disconnect
 from tts_app.api.limits import BodyError, read_json_body
 from tts_app.api.voice_aliases import VoiceAliasError, api_voice_names, resolve_voice
 from tts_app.config import SPEED_MAX, SPEED_MIN
-from tts_app.shared_engine import get_engine
 from tts_app.shutdown import shutting_down
 from tts_app.voice_names import DEFAULT_VOICE
 
@@ -96,7 +95,9 @@ def _validation_error(exc: ValidationError) -> JSONResponse:
 @router.get("/v1/models")
 async def list_models() -> dict[str, Any]:
     """The models this server speaks with (OpenAI's list shape)."""
-    return {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "owned_by": "tts_app"}]}
+    from tts_app.model_engines import served_models  # the embedded voice + Qwen3-TTS checkpoints found here
+
+    return {"object": "list", "data": await asyncio.to_thread(served_models)}
 
 
 @router.get("/v1/audio/voices")
@@ -128,10 +129,6 @@ async def create_speech(request: Request) -> Response:
     except ValidationError as exc:
         return _validation_error(exc)
 
-    if body.model not in MODEL_ALIASES:
-        return error_response(
-            400, f"model {body.model!r} is not served here; use {MODEL_ID!r}", param="model", code="model_not_found"
-        )
     if not body.input.strip():
         return error_response(400, "input is empty", param="input", code="invalid_value")
     try:
@@ -143,8 +140,12 @@ async def create_speech(request: Request) -> Response:
         return error_response(400, str(exc), param="voice", code="voice_not_found")
 
     from tts_app.engine import EngineBusy  # the engine package is heavy; imported on first request
+    from tts_app.model_engines import ModelUnavailable, engine_for  # one engine per model, created on first use
 
-    engine = await asyncio.to_thread(get_engine)
+    try:
+        engine = await asyncio.to_thread(engine_for, MODEL_ID if body.model in MODEL_ALIASES else body.model)
+    except ModelUnavailable as exc:  # the message says how to get the model
+        return error_response(400, str(exc), param="model", code="model_not_found")
     try:
         handle = await asyncio.to_thread(
             engine.submit, body.input, voice=voice, seed=body.seed, speed=body.speed, voice_strength=body.voice_strength

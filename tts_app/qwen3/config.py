@@ -31,6 +31,25 @@ def _from_dict(cls: type[T], data: dict[str, Any]) -> T:
     return cls(**known)
 
 
+# Defaults of the official config classes (qwen-tts 0.1.1) where they differ from ours: a key absent from a
+# checkpoint's JSON means the official default, not ours. The talker and the codec decoder have no
+# head_dim argument there: the official attention falls back to hidden_size // num_attention_heads.
+_OFFICIAL_TALKER = dict(
+    vocab_size=3072, hidden_size=1024, intermediate_size=2048, num_hidden_layers=20, num_attention_heads=16,
+    num_key_value_heads=2, rope_theta=10000.0, num_code_groups=32, codec_eos_token_id=4198, codec_think_id=4202,
+    codec_nothink_id=4203, codec_think_bos_id=4204, codec_think_eos_id=4205, codec_pad_id=4196, codec_bos_id=4197,
+)
+_OFFICIAL_CODE_PREDICTOR = dict(rope_theta=10000.0, num_code_groups=32)
+_OFFICIAL_CODEC = dict(hidden_size=1024, intermediate_size=3072, num_attention_heads=16)
+
+
+def _with_official_defaults(data: dict[str, Any], defaults: dict[str, Any], derive_head_dim: bool) -> dict[str, Any]:
+    data = {**defaults, **data}
+    if derive_head_dim and "head_dim" not in data:
+        data["head_dim"] = data["hidden_size"] // data["num_attention_heads"]
+    return data
+
+
 class _JsonConfig:
     """``from_json``: ``from_dict`` over a JSON file."""
 
@@ -85,10 +104,10 @@ class TalkerConfig(_BackboneConfig):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TalkerConfig":
-        data = dict(data)
-        cp = CodePredictorConfig() if data.get("code_predictor_config") is None else _from_dict(
-            CodePredictorConfig, data["code_predictor_config"]
-        )
+        data = _with_official_defaults(data, _OFFICIAL_TALKER, derive_head_dim=True)
+        cp = _from_dict(CodePredictorConfig, _with_official_defaults(
+            data.get("code_predictor_config") or {}, _OFFICIAL_CODE_PREDICTOR, derive_head_dim=False
+        ))
         data["code_predictor_config"] = cp
         # The language and speaker tables may be null in the checkpoint.
         data["codec_language_id"] = data.get("codec_language_id") or {}
@@ -171,7 +190,7 @@ class CodecConfig(_JsonConfig):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CodecConfig":
-        dec = dict(data.get("decoder_config", data))
+        dec = _with_official_defaults(dict(data.get("decoder_config", data)), _OFFICIAL_CODEC, derive_head_dim=True)
         if "output_sample_rate" in data:
             dec["output_sample_rate"] = data["output_sample_rate"]
         return _from_dict(cls, dec)

@@ -49,3 +49,7 @@ class TextTokenizer:
         # Tokenise the whole chat string, then slice, so BPE merges at the edges match training.
         ids = self._encode(f"<|im_start|>assistant\n{text}<|im_end|>\n<|im_start|>assistant\n")
         return PromptTokens(role_ids=ids[:3], text_ids=ids[3:-5])
+
+    def reference_ids(self, transcript: str) -> list[int]:
+        """Tokens of a reference clip's transcript for in-context cloning (the official ``ref_ids[3:-2]``)."""
+        return self._encode(f"<|im_start|>assistant\n{transcript}<|im_end|>\n")[3:-2]

@@ -1,0 +1,70 @@
+"""Finding Qwen3-TTS checkpoints (path, env var, Hugging Face cache), the how-to line, and the opt-in fetch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tts_app.models_available import EMBEDDED_ID, ENV_VAR, LOCAL_ID, find_models, unknown_model_message
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _checkpoint(path: Path, hidden: int) -> Path:
+    """The files that make a folder a checkpoint (contents are not read by the finder beyond config.json)."""
+    (path / "speech_tokenizer").mkdir(parents=True)
+    (path / "config.json").write_text(json.dumps({"talker_config": {"hidden_size": hidden}}))
+    (path / "speech_tokenizer" / "config.json").write_text("{}")
+    (path / "model.safetensors").write_bytes(b"")
+    return path
+
+
+def _by_id(choices):
+    return {c.id: c for c in choices}
+
+
+def test_nothing_found_lists_every_size_with_how_to_get(tmp_path):
+    choices = find_models(None, env={"HF_HUB_CACHE": str(tmp_path)})
+    assert [c.id for c in choices] == [EMBEDDED_ID, "qwen3-0.6b", "qwen3-1.7b"]
+    assert choices[0].available and not choices[1].available
+    line = choices[1].how_to_get
+    assert "python -m tts_app fetch qwen3-0.6b" in line and ENV_VAR in line and "\n" not in line
+
+
+def test_model_path_env_and_hf_cache(tmp_path):
+    small = _checkpoint(tmp_path / "small", 1024)
+    tiny = _checkpoint(tmp_path / "tiny", 32)
+    snap = _checkpoint(tmp_path / "hub" / "models--Qwen--Qwen3-TTS-12Hz-1.7B-Base" / "snapshots" / "abc", 2048)
+    found = _by_id(find_models(str(small), env={ENV_VAR: str(tiny), "HF_HUB_CACHE": str(tmp_path / "hub")}))
+    assert found["qwen3-0.6b"].path == small
+    assert found["qwen3-1.7b"].path == snap
+    assert found[LOCAL_ID].path == tiny and found[LOCAL_ID].available
+
+
+def test_incomplete_folder_is_not_a_checkpoint(tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text("{}")
+    found = _by_id(find_models(str(bad), env={"HF_HUB_CACHE": str(tmp_path)}))
+    assert not found["qwen3-0.6b"].available and LOCAL_ID not in found
+
+
+def test_unknown_model_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    assert "fetch qwen3-1.7b" in unknown_model_message("qwen3-1.7b", EMBEDDED_ID)
+    msg = unknown_model_message("no-such-model", EMBEDDED_ID)
+    assert "not served" in msg and "qwen3-0.6b" in msg
+
+
+def test_fetch_without_hub_exits_2_with_one_line(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(REPO)}
+    for args in (["qwen3-0.6b", "--dir", str(tmp_path / "d")], ["qwen3-9b"]):
+        r = subprocess.run([sys.executable, "-m", "tts_app", "fetch", *args], capture_output=True, text=True,
+                           env=env, timeout=120, stdin=subprocess.DEVNULL)
+        assert r.returncode == 2, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr

@@ -1,0 +1,80 @@
+"""One engine per served model: the embedded voice's shared engine, plus a Qwen3-TTS engine per checkpoint
+found on this machine (``tts_app.models_available``), created on its first request and kept."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tts_app.models_available import EMBEDDED_ID, find_models, unknown_model_message
+from tts_app.shared_engine import _lower_priority, engine_loaded, get_engine
+
+if TYPE_CHECKING:
+    from tts_app.engine import Engine
+
+logger = logging.getLogger(__name__)
+
+# Longest audio one request may produce (a public server must bound a generation that never says EOS).
+MAX_SECONDS_ENV = "TTS_APP_QWEN3_MAX_SECONDS"
+DEFAULT_MAX_SECONDS = 60.0
+FRAMES_PER_SECOND = 12.5  # the 12 Hz codec: 24 kHz / 1,920 samples per frame
+
+_lock = threading.Lock()
+_engines: dict[str, "Engine"] = {}
+
+
+class ModelUnavailable(ValueError):
+    """The requested model is not on this machine; the message says how to get it (one line)."""
+
+
+def _create(path: Path) -> "Engine":
+    from tts_app.backends.qwen3 import Qwen3Backend  # torch: imported only when a Qwen3 model is requested
+    from tts_app.engine import Engine
+    from tts_app.qwen3.sampling import SamplingParams
+
+    try:
+        max_s = float(os.environ.get(MAX_SECONDS_ENV, DEFAULT_MAX_SECONDS))
+    except ValueError:
+        logger.warning("%s is not a number; using %g s", MAX_SECONDS_ENV, DEFAULT_MAX_SECONDS)
+        max_s = DEFAULT_MAX_SECONDS
+    sampling = SamplingParams(max_new_tokens=max(2, math.ceil(max_s * FRAMES_PER_SECOND)))
+
+    # Same priority rule as the embedded engine (see shared_engine): created on a lowered thread.
+    with ThreadPoolExecutor(1, thread_name_prefix="qwen3-engine-create", initializer=_lower_priority) as pool:
+        return pool.submit(lambda: Engine(backend=Qwen3Backend.from_pretrained(str(path), sampling=sampling))).result()
+
+
+def engine_for(model_id: str) -> "Engine":
+    """The engine serving ``model_id``; raises ``ModelUnavailable`` for a model not found here."""
+    if model_id == EMBEDDED_ID:
+        return get_engine()
+    with _lock:
+        if model_id not in _engines:
+            choice = next((c for c in find_models() if c.id == model_id and c.id != EMBEDDED_ID), None)
+            if choice is None or choice.path is None:
+                raise ModelUnavailable(unknown_model_message(model_id, EMBEDDED_ID))
+            logger.info("loading %s from %s", choice.label, choice.path)
+            _engines[model_id] = _create(choice.path)
+        return _engines[model_id]
+
+
+def served_models() -> list[dict[str, Any]]:
+    """OpenAI's model-list entries: the embedded voice and each Qwen3-TTS checkpoint found, with ``loaded``."""
+    rows = [{"id": EMBEDDED_ID, "object": "model", "owned_by": "tts_app", "loaded": engine_loaded()}]
+    for c in find_models():
+        if c.id != EMBEDDED_ID and c.path is not None:
+            rows.append({"id": c.id, "object": "model", "owned_by": "tts_app", "loaded": c.id in _engines})
+    return rows
+
+
+def close_model_engines() -> None:
+    """Close the Qwen3-TTS engines (server shutdown; the embedded one has ``close_engine``)."""
+    with _lock:
+        for engine in _engines.values():
+            engine.close()
+        _engines.clear()

@@ -1,0 +1,145 @@
+"""Which speech models this machine can serve: the embedded voice, plus Qwen3-TTS checkpoints found on disk.
+
+Search order for Qwen3-TTS: ``--model-path`` (or the ``model_path`` argument), $TTS_APP_QWEN3_PATH, then
+the Hugging Face cache (file-system lookup only). Nothing here downloads except ``fetch``, the explicit
+opt-in behind ``python -m tts_app fetch qwen3-0.6b [--dir DIR]``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional
+
+logger = logging.getLogger(__name__)
+
+EMBEDDED_ID = "piper-joe-medium"
+ENV_VAR = "TTS_APP_QWEN3_PATH"
+
+
+@dataclass(frozen=True)
+class Qwen3Spec:
+    id: str
+    label: str
+    repo: str
+    download_gb: float
+    talker_hidden: int  # tells the sizes apart in a local folder's config.json
+
+
+QWEN3_MODELS: dict[str, Qwen3Spec] = {
+    s.id: s
+    for s in (
+        Qwen3Spec("qwen3-0.6b", "Qwen3-TTS 0.6B Base", "Qwen/Qwen3-TTS-12Hz-0.6B-Base", 2.5, 1024),
+        Qwen3Spec("qwen3-1.7b", "Qwen3-TTS 1.7B Base", "Qwen/Qwen3-TTS-12Hz-1.7B-Base", 4.5, 2048),
+    )
+}
+LOCAL_ID = "qwen3-local"  # a checkpoint of another size (e.g. a test's tiny one) given by path
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """One selectable model; ``path`` is None when it is not on this machine."""
+
+    id: str
+    label: str
+    path: Optional[Path] = None
+
+    @property
+    def available(self) -> bool:
+        return self.id == EMBEDDED_ID or self.path is not None
+
+    @property
+    def how_to_get(self) -> str:
+        """One line telling a user how to make this model available."""
+        spec = QWEN3_MODELS.get(self.id)
+        if self.available or spec is None:
+            return ""
+        return (
+            f"{self.label} is not on this machine: run `python -m tts_app fetch {self.id} --dir DIR` "
+            f"(about {spec.download_gb:g} GB, needs the Hugging Face hub) and start the app with --model-path DIR "
+            f"or {ENV_VAR}=DIR"
+        )
+
+
+def is_checkpoint(path: Path) -> bool:
+    return (
+        (path / "config.json").is_file()
+        and (path / "speech_tokenizer" / "config.json").is_file()
+        and any(path.glob("*.safetensors"))
+    )
+
+
+def _model_id(path: Path) -> str:
+    """Which known size a checkpoint folder holds, by its talker width; LOCAL_ID otherwise."""
+    try:
+        hidden = json.loads((path / "config.json").read_text(encoding="utf-8"))["talker_config"]["hidden_size"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return LOCAL_ID
+    return next((s.id for s in QWEN3_MODELS.values() if s.talker_hidden == hidden), LOCAL_ID)
+
+
+def hf_cache_snapshot(repo: str, env: Mapping[str, str]) -> Optional[Path]:
+    """The newest complete snapshot of ``repo`` in the local Hugging Face cache, if any."""
+    hub = env.get("HF_HUB_CACHE") or os.path.join(env.get("HF_HOME", os.path.join(Path.home(), ".cache", "huggingface")), "hub")
+    snaps = Path(hub) / ("models--" + repo.replace("/", "--")) / "snapshots"
+    if not snaps.is_dir():
+        return None
+    for snap in sorted(snaps.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
+        if is_checkpoint(snap):
+            return snap
+    return None
+
+
+def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> list[ModelChoice]:
+    """The embedded voice first, then every Qwen3-TTS size (with ``path`` None where none was found)."""
+    env = os.environ if env is None else env
+    found: dict[str, Path] = {}
+    for given in (model_path, env.get(ENV_VAR)):
+        if not given:
+            continue
+        path = Path(given).expanduser()
+        if is_checkpoint(path):
+            found.setdefault(_model_id(path), path)
+        else:
+            logger.warning("%s is not a Qwen3-TTS checkpoint (needs config.json, *.safetensors, speech_tokenizer/)", path)
+    for spec in QWEN3_MODELS.values():
+        if spec.id not in found and (snap := hf_cache_snapshot(spec.repo, env)) is not None:
+            found[spec.id] = snap
+    choices = [ModelChoice(EMBEDDED_ID, "Embedded voice (Piper joe, CPU)")]
+    choices += [ModelChoice(s.id, s.label, found.get(s.id)) for s in QWEN3_MODELS.values()]
+    if LOCAL_ID in found:
+        choices.append(ModelChoice(LOCAL_ID, f"Qwen3-TTS ({found[LOCAL_ID].name})", found[LOCAL_ID]))
+    return choices
+
+
+def fetch(model_id: str, directory: Optional[str] = None) -> Path:
+    """Download a Qwen3-TTS checkpoint (the one explicit network use); returns its folder.
+
+    Raises ``ValueError`` with a one-line reason (unknown model, hub unreachable, incomplete download).
+    """
+    spec = QWEN3_MODELS.get(model_id)
+    if spec is None:
+        raise ValueError(f"unknown model {model_id!r}; choose one of: {', '.join(QWEN3_MODELS)}")
+    from huggingface_hub import snapshot_download  # installed with gradio
+
+    try:
+        path = Path(snapshot_download(spec.repo, local_dir=directory))
+    except Exception as e:  # network, auth and disk errors all come back as one line
+        raise ValueError(f"could not download {spec.repo}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+    if not is_checkpoint(path):
+        raise ValueError(f"{path} is not a complete Qwen3-TTS checkpoint after the download")
+    return path
+
+
+def unknown_model_message(model: str, served: str, model_path: Optional[str] = None) -> str:
+    """The 400 message for a request naming a model this server does not serve: how to get it, if we know it."""
+    choice = next((c for c in find_models(model_path) if c.id == model), None)
+    if choice is None:
+        known = ", ".join([served, *QWEN3_MODELS])
+        return f"model {model!r} is not served here; use {served!r} (known models: {known})"
+    if not choice.available:
+        return choice.how_to_get
+    return f"{choice.label} was found at {choice.path} but this server does not serve it; use {served!r}"
