@@ -13,8 +13,8 @@ from fastapi import FastAPI
 from tts_app.api.openai_speech import router as openai_router
 from tts_app.file_guard import FileDataGuard
 from tts_app.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, requests_seen
-from tts_app.output_store import output_store
 from tts_app.model_engines import close_model_engines
+from tts_app.output_store import output_store
 from tts_app.shared_engine import close_engine, get_engine
 from tts_app.shutdown import StoppingServer
 from tts_app.ui.theme import APP_CSS, APP_HEAD, app_theme
