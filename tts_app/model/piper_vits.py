@@ -15,7 +15,8 @@ from .model_cache import ShapeLog, model_cache_dir
 from .precision import check_precision, decoder_kind
 from .quantize import calibration_ids, int8_path, load_int8, quantize_stage
 from .runtime import SessionOptions, StageSession, open_session, uses_openvino, pick_device
-from .stream_decoder import SHAPE_STEP_FRAMES, DecoderStage, DecoderStream, StageBuffer, append_input, ready_rows, stage_input, take_output
+from .calibrate import cached_choice, choice_key, measure_choice, save_choice
+from .stream_decoder import SHAPE_STEP_FRAMES, stream_input_lengths, DecoderStage, DecoderStream, StageBuffer, append_input, ready_rows, stage_input, take_output
 from .warm_up import warm_model
 from .windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, plan_windows
 
@@ -104,7 +105,8 @@ class PiperVits:
             self.decoder_stages = self._open_decoder(graphs.decoder, "bf16")
         elif self.decoder_kind == "int8":
             self.decoder_stages = self._int8_decoder(graphs.decoder)
-        _LOGGER.info("loaded Piper VITS on %s with %d thread(s), decoder in %s", self.device, self.threads, self.decoder_kind)
+        self.decoder_runtimes = [type(st.session).__name__.strip("_").replace("Session", "") for st in self.decoder_stages]
+        _LOGGER.info("loaded Piper VITS on %s with %d thread(s), decoder in %s on %s", self.device, self.threads, self.decoder_kind, self.decoder_runtimes)
 
     def _options(self, name: str, float_precision: str = "f32") -> SessionOptions:
         return SessionOptions(self.threads, float_precision, self.cache_dir, name, self.shape_log)
@@ -115,7 +117,28 @@ class PiperVits:
             session = open_session(g.model, self.device, self._options(f"dec{k}", float_precision))
             stages.append(DecoderStage(session, g.input_name, g.channels, g.up, g.left, g.right, SHAPE_STEP_FRAMES * rate))
             rate *= g.up
+        if float_precision == "f32" and uses_openvino(self.device):
+            stages = self._measured_runtimes(graphs, stages)
         return stages
+
+    def _measured_runtimes(self, graphs: Sequence[DecoderStageGraph], stages: list[DecoderStage]) -> list[DecoderStage]:
+        """Each float32 stage on the runtime that is faster on this CPU (calibrate.py)."""
+
+        def ort(k: int) -> StageSession:
+            return open_session(graphs[k].model, self.device, replace(self._options(f"dec{k}"), runtime="onnxruntime"))
+
+        key = choice_key(self.threads)
+        picks = cached_choice(self.cache_dir, key, len(stages))
+        if picks is None:
+            # The steady-state window: the longest input a stage meets while streaming.
+            lengths = stream_input_lengths(stages, [(w.end - w.start, w.last) for w in plan_windows(FIRST_WINDOW_FRAMES + 3 * WINDOW_FRAMES)])
+            rng = np.random.default_rng(0)
+            feeds = [{st.input_name: rng.standard_normal((1, st.channels, max(n))).astype(np.float32)} for st, n in zip(stages, lengths)]
+            openers = [{"openvino": lambda st=st: st.session, "onnxruntime": lambda k=k: ort(k)} for k, st in enumerate(stages)]
+            picks, medians, sessions = measure_choice(openers, feeds)
+            save_choice(self.cache_dir, key, picks, medians)
+            return [replace(st, session=s) for st, s in zip(stages, sessions)]
+        return [st if pick == "openvino" else replace(st, session=ort(k)) for k, (st, pick) in enumerate(zip(stages, picks))]
 
     def _int8_decoder(self, graphs: Sequence[DecoderStageGraph]) -> list[DecoderStage]:
         """The float32 stages, quantized (or loaded from the cache); see quantize.py."""

@@ -37,6 +37,7 @@ class SessionOptions:
     cache_dir: Path | None = None  # OpenVINO's compiled-model cache (model_cache.py)
     name: str = ""  # the stage's name in the shape log
     shape_log: Any = None  # model_cache.ShapeLog: new input shapes are recorded for the next load's warm-up
+    runtime: str = "auto"  # CPU: "auto" (OpenVINO if installed), or "onnxruntime" (calibrate.py's pick)
 
 
 class _OpenVinoSession:
@@ -118,8 +119,10 @@ def open_session(model: "bytes | Any", device: str, options: SessionOptions, bat
     threads = options.threads
     if device == "cuda":
         return _OrtSession(model, ["CUDAExecutionProvider", "CPUExecutionProvider"], threads, optimize=not batch_invariant)
-    if _has_openvino():
+    if _has_openvino() and options.runtime != "onnxruntime":
         return _OpenVinoSession(model, options)
+    if options.runtime == "onnxruntime":
+        return _OrtSession(model, ["CPUExecutionProvider"], threads, optimize=not batch_invariant)
     _LOGGER.warning("openvino is not installed; running on onnxruntime's CPU provider (slower)")
     return _OrtSession(model, ["CPUExecutionProvider"], 1 if batch_invariant else threads, optimize=not batch_invariant)
 
