@@ -105,3 +105,14 @@ def test_fast_output_stays_close_to_exact(fast_backend, piper_backend, sentences
     snr_db = 10 * np.log10(np.sum(exact**2) / np.sum((fast - exact) ** 2))
     assert fast_backend.model.decoder_kind in ("int8", "bf16")
     assert snr_db > 5.0
+
+
+def test_cli_rejects_an_unknown_precision(tmp_path, capsys):
+    from tts_app.cli import main
+
+    lines = tmp_path / "in.txt"
+    lines.write_text("Hello.\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["synth", "-i", str(lines), "-o", str(tmp_path / "out"), "--precision", "half"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'half'" in capsys.readouterr().err
