@@ -2,9 +2,13 @@
 
 Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (or PORT), default 0.0.0.0:7860,
 as Hugging Face Spaces expects. The model loads once per process, on first use.
+`--precision fast` (or TTS_APP_PRECISION=fast) runs the voice's decoder in int8/bfloat16.
 """
 
 from __future__ import annotations
+
+import argparse
+import os
 
 from tts_app.server import launch
 from tts_app.ui.layout import build_demo
@@ -12,4 +16,10 @@ from tts_app.ui.layout import build_demo
 demo = build_demo()
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="Serve the TTS app.")
+    parser.add_argument("--precision", default=os.environ.get("TTS_APP_PRECISION", "exact"), help="exact (float32, default) or fast")
+    args = parser.parse_args()
+    if args.precision not in ("exact", "fast"):
+        parser.error(f"--precision must be exact or fast, got {args.precision!r}")
+    os.environ["TTS_APP_PRECISION"] = args.precision  # read by tts_app/shared_engine.py
     launch(demo)

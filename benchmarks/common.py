@@ -126,12 +126,12 @@ def summarize_sequential(results: Sequence[Timed]) -> dict[str, float]:
 
 
 # -- this model, driven without the engine --------------------------------------
-def load_backend(threads: int) -> Any:
-    """``PiperBackend`` over the embedded voice with ``threads`` CPU threads (cached per count)."""
+def load_backend(threads: int, precision: str = "exact") -> Any:
+    """``PiperBackend`` over the embedded voice with ``threads`` CPU threads (cached per count and precision)."""
     from tts_app.backends.piper import PiperBackend
     from tts_app.model.loader import load_default_voice
 
-    return PiperBackend(load_default_voice(threads=threads))
+    return PiperBackend(load_default_voice(threads=threads, precision=precision))
 
 
 @dataclass(frozen=True)
@@ -197,21 +197,50 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     return "\n".join(lines)
 
 
+def _lscpu_field(lscpu: str, name: str) -> str:
+    return next((ln.split(":", 1)[1].strip() for ln in lscpu.splitlines() if ln.startswith(name)), "")
+
+
 def machine_info() -> dict[str, Any]:
-    """Where and when the run happened, and how busy the machine was."""
+    """Where and when the run happened, the CPU and its ISA flags, and how busy the machine was."""
+    from tts_app.model.cpu import isa_summary
+
     try:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-        model = next((ln.split(":", 1)[1].strip() for ln in lscpu.splitlines() if ln.startswith("Model name")), "")
     except OSError:
-        model = ""
+        lscpu = ""
+    model = _lscpu_field(lscpu, "Model name")
+    family, cpu_model_no = _lscpu_field(lscpu, "CPU family"), _lscpu_field(lscpu, "Model:")
     return {
-        "cpu_model": model or platform.processor(),
+        "cpu_model": (model or platform.processor()) + (f" (family {family} model {cpu_model_no})" if family else ""),
+        "isa": isa_summary(),
+        "lscpu_flags": _lscpu_field(lscpu, "Flags"),
+        "runtime_versions": _runtime_versions(),
         "cpu_count": os.cpu_count(),
         "loadavg_1_5_15": list(os.getloadavg()),
         "python": platform.python_version(),
         "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": "python " + " ".join([os.path.relpath(sys.argv[0], REPO_ROOT)] + sys.argv[1:]),
     }
+
+
+def _runtime_versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("openvino", "onnxruntime", "nncf"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "-"
+    return out
+
+
+def print_machine(info: dict[str, Any]) -> None:
+    """The header every benchmark prints first: CPU, decisive ISA flags, load, runtimes."""
+    print(f"CPU: {info['cpu_model']}, {info['cpu_count']} CPUs; ISA: {info['isa']}; load average {info['loadavg_1_5_15']}", flush=True)
+    print(f"lscpu flags: {info['lscpu_flags']}", flush=True)
+    print(f"runtimes: {info['runtime_versions']}; {info['utc']}", flush=True)
 
 
 def write_results(name: str, data: dict[str, Any]) -> Path:

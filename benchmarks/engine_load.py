@@ -42,6 +42,7 @@ def _extra_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep-threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--sweep-passes", type=int, default=2)
     parser.add_argument("--single-repeats", type=int, default=10)
+    parser.add_argument("--precision", choices=["exact", "fast"], default="exact", help="the engine's precision (tts_app/model/precision.py)")
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,11 @@ def engine_server(engine: Any) -> Serve:
     return serve
 
 
+PRECISION = ["exact"]  # set from --precision in main(); every engine of the run uses it
+
+
 def make_engine(threads: int, max_batch_size: int, max_wait_ms: float) -> Any:
-    engine = Engine(common.load_backend(threads), max_batch_size=max_batch_size, max_wait_ms=max_wait_ms)
+    engine = Engine(common.load_backend(threads, PRECISION[0]), max_batch_size=max_batch_size, max_wait_ms=max_wait_ms)
     engine.submit("Warm up.", seed=0).result()
     return engine
 
@@ -182,8 +186,10 @@ def config_sweep(voices: dict[str, Serve], sentences: Sequence[str], args: argpa
     and after the last; each configuration's figures are medians over passes.
     """
     per = requests_per_client(GOAL_CLIENTS, args.min_requests, args.min_per_client)
-    configs = [(DEFAULT_THREADS, b, w) for b in args.sweep_batch for w in args.sweep_wait_ms]
-    configs += [(w, DEFAULT_BATCH, DEFAULT_WAIT_MS) for w in args.sweep_threads]
+    grid_configs = [(DEFAULT_THREADS, b, w) for b in args.sweep_batch for w in args.sweep_wait_ms]
+    thread_configs = [(w, DEFAULT_BATCH, DEFAULT_WAIT_MS) for w in args.sweep_threads]
+    # A configuration in both lists (the defaults) runs once and is reported in both.
+    configs = list(dict.fromkeys(grid_configs + thread_configs))
     stock_runs: dict[str, list[dict[str, Any]]] = {key: [] for key in voices}
     runs: dict[tuple, list[dict[str, Any]]] = {c: [] for c in configs}
     for i in range(args.sweep_passes):
@@ -194,13 +200,15 @@ def config_sweep(voices: dict[str, Serve], sentences: Sequence[str], args: argpa
     for key, serve in voices.items():
         stock_runs[key].append(run_load(serve, sentences, GOAL_CLIENTS, per))
     stock_tp = {key: common.median([r["throughput"] for r in rs]) for key, rs in stock_runs.items()}
-    merged = [_median_run(rs) | {"ratio": common.median([r["throughput"] for r in rs]) / stock_tp["stock"]} for rs in runs.values()]
-    grid, threads = merged[: -len(args.sweep_threads)], merged[-len(args.sweep_threads) :]
+    merged = {c: _median_run(rs) | {"ratio": common.median([r["throughput"] for r in rs]) / stock_tp["stock"]} for c, rs in runs.items()}
+    grid, threads = [merged[c] for c in grid_configs], [merged[c] for c in thread_configs]
     return {"per_client": per, "stock": stock_runs, "stock_throughput": stock_tp, "grid": grid, "threads": threads, "best": best_config(grid), "passes": [rs for rs in runs.values()]}
 
 
 def best_config(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Highest throughput among runs meeting the p95 TTFA goal; else the lowest p95 TTFA."""
+    if not runs:
+        raise ValueError("the sweep ran no configuration")
     ok = [r for r in runs if r["ttfa_p95_s"] <= GOAL_P95_TTFA_S]
     return max(ok, key=lambda r: r["throughput"]) if ok else min(runs, key=lambda r: r["ttfa_p95_s"])
 
@@ -263,7 +271,9 @@ def goals_table(rows: Sequence[dict[str, Any]], single: dict[str, Any]) -> tuple
 
 def main() -> None:
     args = common.parse_args(__doc__.splitlines()[0], _extra_args)
+    PRECISION[0] = args.precision
     info_before = common.machine_info()
+    common.print_machine(info_before)
     sentences = common.load_sentences(args.shared)
     voice = common.load_stock_piper()
     voice_1thread = common.load_stock_piper(intra_op_threads=1)  # reference point, not the baseline
@@ -286,7 +296,7 @@ def main() -> None:
     t_sweep = sweep_table(sweep["grid"] + sweep["threads"])
     best = sweep["best"]
     best_line = f"best at {GOAL_CLIENTS} clients: max_batch_size={best['max_batch_size']}, max_wait_ms={best['max_wait_ms']:g} ({best['throughput']:.2f} audio s/s, p95 TTFA {best['ttfa_p95_s']:.3f} s)"
-    common.report("Goals", t_goals)
+    common.report(f"Goals (engine precision {args.precision}; {info_before['cpu_model']}, ISA {info_before['isa']})", t_goals)
     common.report(f"Clients (engine defaults: max_batch_size={DEFAULT_BATCH}, max_wait_ms={DEFAULT_WAIT_MS:g}, threads={DEFAULT_THREADS})", t_clients)
     tp = sweep["stock_throughput"]
     common.report(f"Sweep at {GOAL_CLIENTS} clients ({sweep['per_client']} requests each; stock {tp['stock']:.2f} audio s/s, stock with 1 intra-op thread {tp['stock_1thread']:.2f})", t_sweep)

@@ -32,6 +32,7 @@ def _extra_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-requests", type=int, default=32, help="requests per batched run (multiple of 16)")
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 4, 8, 16])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--precision", choices=["exact", "fast"], default="exact", help="the model's precision (tts_app/model/precision.py)")
 
 
 def whole_synthesize(backend: Any, text: str) -> Timed:
@@ -127,10 +128,11 @@ def warm_up(stocks: dict[str, Any], backends: dict[int, Any], sentences: Sequenc
 def main() -> None:
     args = common.parse_args(__doc__.splitlines()[0], _extra_args)
     info_before = common.machine_info()
+    common.print_machine(info_before)
     sentences = common.load_sentences(args.shared)
     texts = common.cycle_texts(sentences, args.batch_requests)
     stocks = {"stock": common.load_stock_piper(), "stock_1thread": common.load_stock_piper(intra_op_threads=1)}
-    backends = {w: common.load_backend(w) for w in args.threads}
+    backends = {w: common.load_backend(w, args.precision) for w in args.threads}
     warm_up(stocks, backends, sentences, max(args.batches))
     singles, batched = [], []
     cpu_shares = []
@@ -143,8 +145,9 @@ def main() -> None:
         print(f"pass {i + 1}/{args.passes} done; this process used {cpu_shares[-1]:.2f} of 2 cores", flush=True)
     t_single, s_single = single_table(singles, args.threads)
     t_batched, s_batched = batched_table(batched, args.threads, args.batches)
-    common.report(f"Single utterance ({len(sentences)} sentences, median of {args.passes} passes)", t_single)
-    common.report(f"Batched throughput ({len(texts)} requests, median of {args.passes} passes)", t_batched)
+    where = f"precision {args.precision}; {info_before['cpu_model']}, ISA {info_before['isa']}"
+    common.report(f"Single utterance ({len(sentences)} sentences, median of {args.passes} passes; {where})", t_single)
+    common.report(f"Batched throughput ({len(texts)} requests, median of {args.passes} passes; {where})", t_batched)
     path = common.write_results(
         NAME,
         {

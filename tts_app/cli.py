@@ -33,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--stream", action="store_true", help="write audio window by window as it decodes")
     s.add_argument("--voice", help="reference clip or saved/built-in voice name to match")
     s.add_argument("--voice-strength", type=float, default=1.0, help="0 keeps the model's voice, 1 matches fully")
+    s.add_argument("--precision", choices=["exact", "fast"], default="exact", help="exact: float32 (default); fast: int8/bfloat16 decoder")
     s.add_argument("-v", "--verbose", action="store_true", help="log engine progress to stderr")
     f = sub.add_parser("fetch", help="download a Qwen3-TTS checkpoint from the Hugging Face hub (opt-in)")
     f.add_argument("model", help="qwen3-0.6b or qwen3-1.7b")
@@ -76,7 +77,7 @@ def synth(args: argparse.Namespace) -> dict:
     except OSError as e:
         raise CliError(f"cannot create {outdir}: {e.strerror or e}") from None
     t0 = time.perf_counter()
-    engine = Engine()
+    engine = Engine(precision=args.precision)
     load_s = time.perf_counter() - t0
     try:
         t1 = time.perf_counter()
@@ -107,6 +108,7 @@ def synth(args: argparse.Namespace) -> dict:
         "median_time_to_first_audio_s": round(float(np.median(ttfa)), 4),
         "max_batch": max(max(m.batch_sizes, default=0) for m in metrics),
         "stream": bool(args.stream),
+        "precision": args.precision,
     }
 
 

@@ -32,9 +32,11 @@ def _create_engine() -> "Engine":
     """Create the engine on a thread of its own, at lower priority: the engine's worker and
     the model's compute threads are started from it and inherit that priority (Linux)."""
     from tts_app.engine import Engine  # heavy (model runtime and graphs): imported on first use
+    from tts_app.model.precision import precision_from_env
 
+    precision = precision_from_env()  # $TTS_APP_PRECISION, set by `python app.py --precision fast`
     with ThreadPoolExecutor(1, thread_name_prefix="engine-create", initializer=_lower_priority) as pool:
-        return pool.submit(Engine).result()
+        return pool.submit(Engine, precision=precision).result()
 
 
 def get_engine() -> "Engine":

@@ -24,11 +24,11 @@ class EngineClosed(RuntimeError):
     """The engine was closed before the request finished."""
 
 
-def _default_backend() -> Backend:
+def _default_backend(precision: str) -> Backend:
     from ..backends.piper import PiperBackend
     from ..model.loader import load_default_voice
 
-    return PiperBackend(load_default_voice())
+    return PiperBackend(load_default_voice(precision=precision))
 
 
 def _isolated(fn: Callable[[list], list], items: list) -> list:
@@ -64,8 +64,11 @@ class Engine:
         max_wait_ms: float = 0.0,  # benchmarks/engine_load.py sweep: 0 and 5 ms give the same throughput, 0 the lower p95 TTFA
         max_queue: int = 256,
         first_audio_first: bool = True,
+        precision: str = "exact",  # the embedded voice's: "exact" (float32) or "fast" (tts_app/model/precision.py)
     ) -> None:
-        self.backend = backend if backend is not None else _default_backend()
+        if backend is not None and precision != "exact":
+            raise ValueError("precision applies to the embedded voice; pass it to that backend's model instead")
+        self.backend = backend if backend is not None else _default_backend(precision)
         self.sample_rate = self.backend.sample_rate
         self.max_wait_s = max_wait_ms / 1000.0
         self.first_audio_first = first_audio_first

@@ -3,26 +3,69 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from ..config import VoiceModelConfig
+from .calibrate import cached_choice, choice_key, measure_choice, save_choice
 from .durations import phoneme_frames
-from .graph_split import DP_NOISE, FLOW_INPUTS, StageGraphs, split_piper_graph
-from .runtime import StageSession, open_session, pick_device
-from .stream_decoder import DecoderStage, DecoderStream, StageBuffer, append_input, ready_rows, stage_input, take_output
+from .graph_split import DP_NOISE, FLOW_INPUTS, DecoderStageGraph, StageGraphs, split_piper_graph
+from .model_cache import ShapeLog, model_cache_dir
+from .precision import check_precision, decoder_kind
+from .quantize import calibration_ids, int8_path, load_int8, quantize_stage
+from .runtime import SessionOptions, StageSession, open_session, pick_device, uses_openvino
+from .stream_decoder import (
+    SHAPE_STEP_FRAMES,
+    DecoderStage,
+    DecoderStream,
+    StageBuffer,
+    append_input,
+    ready_rows,
+    stage_input,
+    stream_input_lengths,
+    take_output,
+)
+from .warm_up import warm_model
 from .windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, plan_windows
 
 _LOGGER = logging.getLogger(__name__)
 LATENT_CHANNELS = 192
 ID_BUCKET = 16  # phoneme-id rows are padded to a multiple of this (see text_to_latents)
 FRAME_BUCKET = 32  # the flow's frame axis is padded to a multiple of this
+SHAPE_LOG_NAME = "shapes.jsonl"
 
 
 def _round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
+
+
+def _power_of_two_parts(items: list[int]) -> list[list[int]]:
+    """Split into runs of 16, 8, 4, 2, 1 (13 -> 8 + 4 + 1).
+
+    OpenVINO prepares kernels per input shape (about 0.1 s for the encoder or flow on
+    2 cores); batch sizes in {1, 2, 4, 8, 16} keep the shapes few enough to warm at load.
+    Rows never depend on their batch mates, so the split changes no output.
+    """
+    parts, i = [], 0
+    for size in (16, 8, 4, 2, 1):
+        while len(items) - i >= size:
+            parts.append(items[i : i + size])
+            i += size
+    return parts
+
+
+class _Recorder:
+    """A stage session that keeps a copy of every input it runs (int8 calibration)."""
+
+    def __init__(self, session: StageSession, store: list[np.ndarray]) -> None:
+        self.session, self.store = session, store
+
+    def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        self.store.extend(np.array(x) for x in feed.values())
+        return self.session.run(feed)
 
 
 @dataclass
@@ -45,37 +88,122 @@ class PiperVits:
     from the caller's thread; every call already keeps every core busy.
     """
 
-    def __init__(self, graphs: StageGraphs, config: VoiceModelConfig, threads: int = 2, cpu_decode_rows: int = 1) -> None:
+    def __init__(
+        self,
+        graphs: StageGraphs,
+        config: VoiceModelConfig,
+        threads: int = 2,
+        cpu_decode_rows: int = 1,
+        precision: str = "exact",
+        cache_dir: Path | None = None,
+    ) -> None:
         self.config = config
         self.cpu_decode_rows = max(1, cpu_decode_rows)
         self.hop = config.hop_length
         self.threads = max(1, threads)
         self.device = pick_device()
+        self.precision = check_precision(precision)
+        self.cache_dir = cache_dir
+        self.shape_log = ShapeLog(cache_dir / SHAPE_LOG_NAME if cache_dir is not None else None)
         # The encoder's rounding must not depend on the batch: a 1e-5 change can flip
         # a ceil()'d duration and change the row's length.
-        self._encoder = open_session(graphs.encoder, self.device, self.threads, batch_invariant=True)
-        self._flow = open_session(graphs.flow, self.device, self.threads)
-        self.decoder_stages = [
-            DecoderStage(open_session(g.model, self.device, self.threads), g.input_name, g.channels, g.up, g.left, g.right) for g in graphs.decoder
-        ]
-        _LOGGER.info("loaded Piper VITS on %s with %d thread(s)", self.device, self.threads)
+        self._encoder = open_session(graphs.encoder, self.device, self._options("encoder"), batch_invariant=True)
+        self._flow = open_session(graphs.flow, self.device, self._options("flow"))
+        self.decoder_stages = self._open_decoder(graphs.decoder, "f32")
+        self.decoder_kind = decoder_kind(self.precision) if uses_openvino(self.device) else "f32"
+        if self.precision == "fast" and self.decoder_kind == "f32":
+            _LOGGER.warning("precision 'fast' needs OpenVINO on CPU; running float32")
+        if self.decoder_kind == "bf16":
+            self.decoder_stages = self._open_decoder(graphs.decoder, "bf16")
+        elif self.decoder_kind == "int8":
+            self.decoder_stages = self._int8_decoder(graphs.decoder)
+        self.decoder_runtimes = [type(st.session).__name__.strip("_").replace("Session", "") for st in self.decoder_stages]
+        _LOGGER.info("loaded Piper VITS on %s with %d thread(s), decoder in %s on %s", self.device, self.threads, self.decoder_kind, self.decoder_runtimes)
+
+    def _options(self, name: str, float_precision: str = "f32") -> SessionOptions:
+        return SessionOptions(self.threads, float_precision, self.cache_dir, name, self.shape_log)
+
+    def _open_decoder(self, graphs: Sequence[DecoderStageGraph], float_precision: str) -> list[DecoderStage]:
+        stages, rate = [], 1  # rate: stage-input samples per latent frame
+        for k, g in enumerate(graphs):
+            session = open_session(g.model, self.device, self._options(f"dec{k}", float_precision))
+            stages.append(DecoderStage(session, g.input_name, g.channels, g.up, g.left, g.right, SHAPE_STEP_FRAMES * rate))
+            rate *= g.up
+        if float_precision == "f32" and uses_openvino(self.device):
+            stages = self._measured_runtimes(graphs, stages)
+        return stages
+
+    def _measured_runtimes(self, graphs: Sequence[DecoderStageGraph], stages: list[DecoderStage]) -> list[DecoderStage]:
+        """Each float32 stage on the runtime that is faster on this CPU (calibrate.py)."""
+
+        def ort(k: int) -> StageSession:
+            return open_session(graphs[k].model, self.device, replace(self._options(f"dec{k}"), runtime="onnxruntime"))
+
+        key = choice_key(self.threads)
+        picks = cached_choice(self.cache_dir, key, len(stages))
+        if picks is None:
+            # The steady-state window: the longest input a stage meets while streaming.
+            lengths = stream_input_lengths(stages, [(w.end - w.start, w.last) for w in plan_windows(FIRST_WINDOW_FRAMES + 3 * WINDOW_FRAMES)])
+            rng = np.random.default_rng(0)
+            feeds = [{st.input_name: rng.standard_normal((1, st.channels, max(n))).astype(np.float32)} for st, n in zip(stages, lengths)]
+            openers = [{"openvino": lambda st=st: st.session, "onnxruntime": lambda k=k: ort(k)} for k, st in enumerate(stages)]
+            picks, medians, sessions = measure_choice(openers, feeds)
+            save_choice(self.cache_dir, key, picks, medians)
+            return [replace(st, session=s) for st, s in zip(stages, sessions)]
+        return [st if pick == "openvino" else replace(st, session=ort(k)) for k, (st, pick) in enumerate(zip(stages, picks))]
+
+    def _int8_decoder(self, graphs: Sequence[DecoderStageGraph]) -> list[DecoderStage]:
+        """The float32 stages, quantized (or loaded from the cache); see quantize.py."""
+        paths = [int8_path(self.cache_dir, k) for k in range(len(graphs))]
+        models = [load_int8(path) for path in paths]
+        if any(m is None for m in models):
+            _LOGGER.info("quantizing the decoder to int8 (once; cached in %s)", self.cache_dir)
+            samples = self._calibration_inputs()
+            models = [m if m is not None else quantize_stage(g.model, samples[k], paths[k]) for k, (g, m) in enumerate(zip(graphs, models))]
+        return [replace(stage, session=open_session(m, self.device, self._options(f"dec{k}"))) for k, (stage, m) in enumerate(zip(self.decoder_stages, models))]
+
+    def _calibration_inputs(self) -> list[list[np.ndarray]]:
+        """Each decoder stage's inputs [1, C, n] while the float32 decoder streams the calibration rows."""
+        recorded: list[list[np.ndarray]] = [[] for _ in self.decoder_stages]
+        float_stages = self.decoder_stages
+        self.decoder_stages = [replace(st, session=_Recorder(st.session, recorded[k])) for k, st in enumerate(float_stages)]
+        try:
+            for k, ids in enumerate(calibration_ids()):
+                (z_CxT,) = self.text_to_latents([LatentRequest(ids=ids, rng=np.random.default_rng(k))])
+                stream = self.new_decoder_stream()
+                for w in plan_windows(z_CxT.shape[1]):
+                    self.decode_stream([stream], [z_CxT[:, w.start : w.end]], [w.last])
+        finally:
+            self.decoder_stages = float_stages
+        return recorded
 
     def warm_up(self) -> None:
-        """Run every stage once at the shapes of a typical utterance's steady state.
-
-        OpenVINO prepares kernels per input shape on first use (20 to 40 ms
-        each); doing it here keeps that cost off the first visitor's request.
-        """
+        """Prepare kernels for the shapes the engine will meet (warm_up.py), after one
+        typical utterance through every stage."""
         rng = np.random.default_rng(0)
         self.text_to_latents([LatentRequest(ids=list(range(1, 100)), rng=rng)])
         z_CxT = rng.standard_normal((LATENT_CHANNELS, FIRST_WINDOW_FRAMES + 2 * WINDOW_FRAMES)).astype(np.float32)
         stream = self.new_decoder_stream()
         for w in plan_windows(z_CxT.shape[1]):
             self.decode_stream([stream], [z_CxT[:, w.start : w.end]], [w.last])
+        warm_model(self)
+
+    # The stage sessions and input names, for warm-up's stand-in calls.
+    dp_noise_name = DP_NOISE
+    flow_input_names = FLOW_INPUTS
+
+    @property
+    def encoder_session(self) -> StageSession:
+        return self._encoder
+
+    @property
+    def flow_session(self) -> StageSession:
+        return self._flow
 
     @classmethod
-    def load(cls, model_path: str, config_path: str, threads: int = 2) -> "PiperVits":
-        return cls(split_piper_graph(model_path), VoiceModelConfig.from_file(config_path), threads)
+    def load(cls, model_path: str, config_path: str, threads: int = 2, precision: str = "exact", use_cache: bool = True) -> "PiperVits":
+        cache_dir = model_cache_dir(model_path) if use_cache else None
+        return cls(split_piper_graph(model_path), VoiceModelConfig.from_file(config_path), threads, precision=precision, cache_dir=cache_dir)
 
     # -- text stage -----------------------------------------------------------
     def text_to_latents(self, rows: Sequence[LatentRequest]) -> list[np.ndarray]:
@@ -92,9 +220,10 @@ class PiperVits:
         for i, r in enumerate(rows):
             groups.setdefault(_round_up(len(r.ids), ID_BUCKET), []).append(i)
         out: list[np.ndarray] = [np.empty(0)] * len(rows)
-        for n, idx in groups.items():
-            for i, z_CxT in zip(idx, self._text_group([rows[i] for i in idx], [dp_noise[i] for i in idx], n)):
-                out[i] = z_CxT
+        for n, group in groups.items():
+            for idx in _power_of_two_parts(group):
+                for i, z_CxT in zip(idx, self._text_group([rows[i] for i in idx], [dp_noise[i] for i in idx], n)):
+                    out[i] = z_CxT
         return out
 
     def _text_group(self, rows: Sequence[LatentRequest], dp_noise: Sequence[np.ndarray], N: int) -> list[np.ndarray]:
@@ -150,7 +279,7 @@ class PiperVits:
             for buf, x_CxN in zip(bufs, pending):
                 append_input(buf, x_CxN)
             ready = ready_rows(stage, bufs, list(finals))
-            inputs = [stage_input(bufs[i], finals[i]) for i in ready]  # (x [C, n'], left padding)
+            inputs = [stage_input(bufs[i], finals[i], stage.step) for i in ready]  # (x [C, n'], left padding)
             outputs = self._run_rows(stage.session, stage.input_name, [x for x, _ in inputs])
             pending = [np.zeros((1, 0), np.float32)] * len(streams)
             for i, (_, pad_left), y_CxM in zip(ready, inputs, outputs):

@@ -12,7 +12,9 @@ from __future__ import annotations
 import io
 import logging
 import threading
-from typing import Protocol
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -25,25 +27,46 @@ class StageSession(Protocol):
     def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]: ...
 
 
+@dataclass(frozen=True)
+class SessionOptions:
+    """How one stage is compiled. ``float_precision``: "f32", or "bf16" on CPUs that have it
+    (the fast precision); an int8 graph (quantize.py) keeps "f32" for its unquantized ops."""
+
+    threads: int = 2
+    float_precision: str = "f32"
+    cache_dir: Path | None = None  # OpenVINO's compiled-model cache (model_cache.py)
+    name: str = ""  # the stage's name in the shape log
+    shape_log: Any = None  # model_cache.ShapeLog: new input shapes are recorded for the next load's warm-up
+    runtime: str = "auto"  # CPU: "auto" (OpenVINO if installed), or "onnxruntime" (calibrate.py's pick)
+
+
 class _OpenVinoSession:
-    def __init__(self, model: bytes, threads: int) -> None:
+    def __init__(self, model: "bytes | Any", options: SessionOptions) -> None:
         import openvino as ov
 
         core = ov.Core()
+        if options.cache_dir is not None:
+            # Keeps the compiled graphs between runs (load time); per-shape kernels are still
+            # made on first use, which is what warm-up (piper_vits.py) is for.
+            core.set_property({"CACHE_DIR": str(options.cache_dir)})
         config = {
             # CPUs with AVX512-BF16 would otherwise run in bfloat16 and lose the 1e-3 fidelity.
-            "INFERENCE_PRECISION_HINT": "f32",
-            "INFERENCE_NUM_THREADS": threads,
+            "INFERENCE_PRECISION_HINT": options.float_precision,
+            "INFERENCE_NUM_THREADS": options.threads,
             "NUM_STREAMS": 1,
             "PERFORMANCE_HINT": "LATENCY",
             # Pinned threads would fight the Python threads (engine worker, web server) for cores.
             "ENABLE_CPU_PINNING": False,
         }
-        self._compiled = core.compile_model(core.read_model(io.BytesIO(model)), "CPU", config)
+        graph = core.read_model(io.BytesIO(model)) if isinstance(model, bytes) else model
+        self._compiled = core.compile_model(graph, "CPU", config)
         self._request = self._compiled.create_infer_request()
         self._lock = threading.Lock()  # one infer request; it already uses every thread given
+        self._name, self._shape_log = options.name, options.shape_log
 
     def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        if self._shape_log is not None:
+            self._shape_log.record(self._name, [v.shape for v in feed.values()])
         with self._lock:
             # Inputs are read in place (the call is synchronous); outputs are copied out.
             result = self._request.infer(feed, share_inputs=True)
@@ -83,17 +106,27 @@ def _has_openvino() -> bool:
     return True
 
 
-def open_session(model: bytes, device: str, threads: int, batch_invariant: bool = False) -> StageSession:
-    """A session for one stage graph on ``device`` with ``threads`` CPU threads.
+def open_session(model: "bytes | Any", device: str, options: SessionOptions, batch_invariant: bool = False) -> StageSession:
+    """A session for one stage graph on ``device`` with ``options.threads`` CPU threads.
+
+    ``model``: ONNX bytes, or an OpenVINO model (the int8 decoder, OpenVINO only).
 
     ``batch_invariant`` asks for a row's floats not to depend on its batch: on
     onnxruntime that needs one thread and no graph fusions (they change the
     rounding with the batch shape); OpenVINO is batch-invariant as it is
     (tested in tests/test_model.py).
     """
+    threads = options.threads
     if device == "cuda":
         return _OrtSession(model, ["CUDAExecutionProvider", "CPUExecutionProvider"], threads, optimize=not batch_invariant)
-    if _has_openvino():
-        return _OpenVinoSession(model, threads)
+    if _has_openvino() and options.runtime != "onnxruntime":
+        return _OpenVinoSession(model, options)
+    if options.runtime == "onnxruntime":
+        return _OrtSession(model, ["CPUExecutionProvider"], threads, optimize=not batch_invariant)
     _LOGGER.warning("openvino is not installed; running on onnxruntime's CPU provider (slower)")
     return _OrtSession(model, ["CPUExecutionProvider"], 1 if batch_invariant else threads, optimize=not batch_invariant)
+
+
+def uses_openvino(device: str) -> bool:
+    """Whether ``open_session`` runs stages on OpenVINO for ``device``."""
+    return device == "cpu" and _has_openvino()

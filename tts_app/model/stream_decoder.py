@@ -16,11 +16,13 @@ that ate the gain of finer cuts (measured).
 A stage's context is read off its graph (``stage_reach``): every convolution
 widens it by its padding, divided by the stage's rate at that point.
 
-OpenVINO prepares its kernels per input shape (20 to 40 ms each, measured), so
-inputs are padded to a multiple of ``SHAPE_STEP`` samples wherever padding
-cannot reach a kept output: on the right unless this is the row's last call,
-on the left unless the buffer starts at the row's first sample. Only a chunk
-decoded in a single call (64 frames or fewer) runs at its exact length.
+OpenVINO prepares its kernels per input shape (20 to 150 ms each, measured), so
+inputs are padded to a multiple of ``SHAPE_STEP_FRAMES`` latent frames (``DecoderStage.step``
+samples at the stage's rate) wherever padding cannot reach a kept output: on the right
+unless this is the row's last call, on the left unless the buffer starts at the row's
+first sample. Only a chunk decoded in a single call (64 frames or fewer) runs at its
+exact length. A step of whole frames, not samples, keeps the second stage's shapes as few
+as the first's (its last calls used to meet a new shape every 2 frames).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from onnx import helper
 
 from .runtime import StageSession
 
-SHAPE_STEP = 16  # stage inputs are padded to a multiple of this many samples where safe
+SHAPE_STEP_FRAMES = 16  # stage inputs are padded to a multiple of this many latent frames where safe
 
 
 def stage_reach(model: onnx.ModelProto) -> tuple[int, int, int]:
@@ -89,6 +91,7 @@ class DecoderStage:
     up: int
     left: int  # input samples of context an output sample needs on its left
     right: int  # ... and on its right
+    step: int = SHAPE_STEP_FRAMES  # inputs are padded to a multiple of this many samples: SHAPE_STEP_FRAMES at this stage's rate
 
 
 @dataclass
@@ -125,11 +128,11 @@ def ready_rows(stage: DecoderStage, bufs: list[StageBuffer], finals: list[bool])
     return [i for i, (buf, final) in enumerate(zip(bufs, finals)) if _exact_end(stage, buf, final) > buf.emitted]
 
 
-def stage_input(buf: StageBuffer, final: bool) -> tuple[np.ndarray, int]:
-    """The buffer as the stage's input [C, n'], zero-padded to a multiple of SHAPE_STEP
+def stage_input(buf: StageBuffer, final: bool, step: int) -> tuple[np.ndarray, int]:
+    """The buffer as the stage's input [C, n'], zero-padded to a multiple of ``step``
     where no kept output can see the padding; and the number of samples padded on the left."""
     n = buf.x_CxN.shape[1]
-    pad = -n % SHAPE_STEP
+    pad = -n % step
     if pad == 0 or (final and buf.start == 0):
         return buf.x_CxN, 0
     # Outputs are kept only at least `right` samples from a non-final end and at least
@@ -151,3 +154,21 @@ def take_output(stage: DecoderStage, buf: StageBuffer, y_CxM: np.ndarray, pad_le
     buf.x_CxN = buf.x_CxN[:, keep_from - buf.start :]
     buf.start = keep_from
     return fresh_CxM
+
+
+def stream_input_lengths(stages: list[DecoderStage], finals_plan: list[tuple[int, bool]]) -> list[set[int]]:
+    """The input lengths each stage is called with while streaming one row through windows
+    ``finals_plan`` = [(frames, last), ...]: arithmetic only (1-channel stand-ins), for warm-up."""
+    lengths: list[set[int]] = [set() for _ in stages]
+    bufs = [StageBuffer() for _ in stages]
+    for frames, final in finals_plan:
+        x = np.zeros((1, frames), np.float32)
+        for k, stage in enumerate(stages):
+            append_input(bufs[k], x)
+            if not ready_rows(stage, [bufs[k]], [final]):
+                x = np.zeros((1, 0), np.float32)
+                continue
+            x_in, pad_left = stage_input(bufs[k], final, stage.step)
+            lengths[k].add(x_in.shape[1])
+            x = take_output(stage, bufs[k], np.zeros((1, x_in.shape[1] * stage.up), np.float32), pad_left, final)
+    return lengths

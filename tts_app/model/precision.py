@@ -1,0 +1,34 @@
+"""The two precisions: "exact" (float32, equal to stock piper within 1e-3) and "fast".
+
+"fast" changes only the decoder, where 94% of the arithmetic is: bfloat16 on CPUs with
+bf16 instructions (AVX512-BF16 or AMX), else int8 convolutions (quantize.py). The text stage
+stays float32 in both, so durations (rounded up from floats) are those of the exact mode.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .cpu import cpu_flags
+
+PRECISIONS = ("exact", "fast")
+BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+PRECISION_ENV = "TTS_APP_PRECISION"  # read by tts_app/shared_engine.py for `python app.py`
+
+
+def check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    return precision
+
+
+def decoder_kind(precision: str, flags: frozenset[str] | None = None) -> str:
+    """"f32" for exact; for fast, "bf16" where the CPU has bf16 instructions, else "int8"."""
+    if check_precision(precision) == "exact":
+        return "f32"
+    return "bf16" if BF16_FLAGS & (cpu_flags() if flags is None else flags) else "int8"
+
+
+def precision_from_env(default: str = "exact") -> str:
+    """``$TTS_APP_PRECISION`` ("exact" or "fast"), else ``default``."""
+    return check_precision(os.environ.get(PRECISION_ENV, default).strip().lower() or default)
