@@ -28,6 +28,6 @@ def test_sigterm_ends_open_streams_cleanly(artifacts_dir: Path) -> None:
                 ended_after_s = time.monotonic() - signalled
         assert ended_after_s < 5.0, ended_after_s
         assert received % 2 == 0 and received > 0  # whole 16-bit samples
-        assert process.wait(timeout=15) == 0
+        assert process.wait(timeout=15) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once shut down
     log = log_path.read_text(errors="replace")
     assert "Traceback" not in log, log[-3000:]
