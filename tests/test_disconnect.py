@@ -14,7 +14,8 @@ LONG_TEXT = " ".join(["This sentence is long so the request takes a while to dec
 def _stats(base: str) -> dict:
     event_id = httpx.post(f"{base}/gradio_api/call/engine_stats", json={"data": []}, timeout=120).json()["event_id"]
     text = httpx.get(f"{base}/gradio_api/call/engine_stats/{event_id}", timeout=120).text
-    return json.loads(text.split("data: ", 1)[1].strip())[0]
+    # The event stream may hold heartbeats first; the result follows "event: complete".
+    return json.loads(text.split("event: complete\ndata: ", 1)[1].split("\n", 1)[0])[0]
 
 
 def _wait_idle(base: str, timeout_s: float = 60.0) -> dict:

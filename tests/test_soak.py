@@ -106,8 +106,9 @@ def test_300_calls_keep_the_output_store_under_its_cap(fresh_server: tuple[str, 
     # Between two sweeps (1 s or 32 files) the store may pass its cap by what was written meanwhile.
     assert max(samples) <= 2 * STORE_CAP_BYTES, max(samples)
     assert max(samples) > STORE_CAP_BYTES // 2, "the calls should have written enough to need sweeping"
-    # Outputs are served from the store itself: no second copy elsewhere in Gradio's folder.
-    copies = [p for p in gradio_dir.rglob("*.wav") if store not in p.parents]
+    # Outputs are served from the store itself: no second copy elsewhere in Gradio's folder
+    # (the built-in voice's preview clip is copied there once, and is not an output).
+    copies = [p for p in gradio_dir.rglob("*.wav") if store not in p.parents and p.name.startswith(("line-", "all-lines"))]
     assert not copies, copies[:5]
 
 
