@@ -15,8 +15,9 @@ from tts_app.file_guard import FileDataGuard
 from tts_app.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, requests_seen
 from tts_app.model_engines import close_model_engines
 from tts_app.output_store import output_store
+from tts_app.session_sweeper import HeartbeatTracker, start_session_sweeper
 from tts_app.shared_engine import close_engine, get_engine
-from tts_app.shutdown import StoppingServer
+from tts_app.shutdown import StoppingServer, on_stop
 from tts_app.ui.theme import APP_CSS, APP_HEAD, app_theme
 from tts_app.voice.library import BUILTIN_VOICES_DIR
 
@@ -65,6 +66,13 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     demo.has_launched = True
     app.add_middleware(FileDataGuard)
     app.add_middleware(RequestCounter)
+    app.add_middleware(HeartbeatTracker)
+    for route in app.routes:
+        stop_event = getattr(getattr(route, "app", None), "stop_event", None)
+        if stop_event is not None:
+            # Gradio ends its heartbeat streams on this event, which a mounted app only gets after
+            # uvicorn's grace has run out: set it at the stop signal so pages disconnect at once.
+            on_stop(stop_event.set)
     output_store()  # generated files: age and size caps, swept in the background from now on
     return app
 
@@ -82,6 +90,7 @@ def launch(demo: gr.Blocks) -> None:
     limit_arenas()
     host, port = server_address()
     app = create_app(demo, host=host, port=port)
+    start_session_sweeper(demo)  # Gradio keeps every session's state otherwise (API calls: one session each)
     IdleTrimmer(requests_seen).start()  # RSS back down once no request has come for a few seconds
     # Load the model in the background so the page is up at once and the first visitor waits less.
     threading.Thread(target=_warm_engine, name="engine-warmup", daemon=True).start()

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import Callable
 
 import uvicorn
 
 _stopping = threading.Event()
+_on_stop: list[Callable[[], None]] = []
+
+
+def on_stop(callback: Callable[[], None]) -> None:
+    """Run ``callback`` on the server's event loop as soon as a stop signal arrives."""
+    _on_stop.append(callback)
 
 
 def shutting_down() -> bool:
@@ -24,4 +32,11 @@ class StoppingServer(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: object) -> None:
         _stopping.set()
+        try:
+            loop = asyncio.get_running_loop()  # the signal interrupts the loop's own thread
+        except RuntimeError:
+            loop = None
+        for callback in _on_stop:
+            if loop is not None:
+                loop.call_soon_threadsafe(callback)  # not inside a signal handler: on the loop's next turn
         super().handle_exit(sig, frame)

@@ -1,0 +1,97 @@
+"""Drop Gradio's per-session state once a session is over.
+
+Gradio keeps a SessionState (component copies, gr.render output, streamed media) for every
+session hash it has seen, up to 10,000, and frees it only on eviction: every
+``/gradio_api/call`` makes a new session, so API callers grow the server without bound.
+A session is over when no page holds its heartbeat connection, no event of it is queued
+or running, and it has not been used for ``TTS_APP_IDLE_SESSION_S`` seconds (default 300).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from tts_app.memory_trim import trim
+
+logger = logging.getLogger(__name__)
+
+IDLE_SESSION_ENV = "TTS_APP_IDLE_SESSION_S"
+HEARTBEAT_PREFIX = "/gradio_api/heartbeat/"
+_open_heartbeats: Counter[str] = Counter()  # session hash -> open heartbeat connections (pages)
+_server_loop: list[asyncio.AbstractEventLoop] = []  # the loop Gradio's state lives on (sweeps run there)
+
+
+class HeartbeatTracker:
+    """ASGI middleware: which sessions have a page connected (Gradio's heartbeat stream is open)."""
+
+    def __init__(self, app: Callable) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if not _server_loop:
+            _server_loop.append(asyncio.get_running_loop())
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if not path.startswith(HEARTBEAT_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        session = path[len(HEARTBEAT_PREFIX):]
+        _open_heartbeats[session] += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _open_heartbeats[session] -= 1
+            if _open_heartbeats[session] <= 0:
+                del _open_heartbeats[session]
+
+
+def sweep_sessions(blocks: Any, idle_s: float) -> int:
+    """Forget every session that is over (see the module doc); returns how many."""
+    holder = blocks.state_holder
+    queue = blocks._queue
+    cutoff = datetime.datetime.now() - datetime.timedelta(seconds=idle_s)
+    busy = {session for session, events in queue.pending_event_ids_session.items() if events}
+    dropped = 0
+    for session in list(holder.session_data):
+        last = holder.time_last_used.get(session)
+        if session in _open_heartbeats or session in busy or (last is not None and last > cutoff):
+            continue
+        with holder.lock:  # Gradio's StateHolder.update takes it (from worker threads too)
+            holder.session_data.pop(session, None)
+            holder.time_last_used.pop(session, None)
+        for run in blocks.pending_streams.pop(session, {}).values():
+            for stream in run.values():
+                stream.end_stream()
+        blocks.pending_diff_streams.pop(session, None)
+        queue.pending_messages_per_session.pop(session, None)  # the session's message queue (no client reads it)
+        queue.pending_event_ids_session.pop(session, None)  # empty: the session is not busy
+        dropped += 1
+    return dropped
+
+
+def start_session_sweeper(blocks: Any, every_s: float = 5.0) -> threading.Thread:
+    """Every ``every_s`` seconds, sweep ``blocks``' sessions on the server's event loop (where Gradio
+    changes them, so no lock is needed) from a daemon thread that only schedules the sweep."""
+    idle_s = float(os.environ.get(IDLE_SESSION_ENV, "300"))
+
+    def sweep_and_log() -> None:
+        dropped = sweep_sessions(blocks, idle_s)
+        if dropped:
+            trim()  # what the sessions held goes back to the system, not just to malloc's free lists
+            logger.info("forgot %d finished sessions", dropped)
+
+    def run() -> None:
+        tick = threading.Event()
+        while not tick.wait(every_s):
+            if _server_loop and not _server_loop[0].is_closed():
+                _server_loop[0].call_soon_threadsafe(sweep_and_log)
+
+    thread = threading.Thread(target=run, name="session-sweeper", daemon=True)
+    thread.start()
+    return thread
