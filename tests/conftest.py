@@ -5,6 +5,7 @@ Keep this file small; add fixtures other test files need here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -64,14 +65,17 @@ def artifacts_dir() -> Path:
     return ARTIFACTS
 
 
-@pytest.fixture(scope="session")
-def app_server(artifacts_dir: Path) -> Iterator[str]:
-    """``python app.py`` on 127.0.0.1 and a free port, started once per test session; yields its base URL."""
+@contextlib.contextmanager
+def serve_app(log_path: Path, env_extra: dict[str, str] | None = None) -> Iterator[str]:
+    """``python app.py`` on 127.0.0.1 and a free port until the block ends; yields its base URL.
+
+    ``env_extra`` overrides the server's environment (e.g. a PATH without ffmpeg).
+    """
     port = _free_port()
     env = dict(os.environ)
     env.update({"GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"})
     env.pop("PORT", None)
-    log_path = artifacts_dir / "app_server.log"
+    env.update(env_extra or {})
     with open(log_path, "wb") as log:
         process = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         base = f"http://127.0.0.1:{port}"
@@ -96,3 +100,10 @@ def app_server(artifacts_dir: Path) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def app_server(artifacts_dir: Path) -> Iterator[str]:
+    """``python app.py`` on 127.0.0.1 and a free port, started once per test session; yields its base URL."""
+    with serve_app(artifacts_dir / "app_server.log") as base:
+        yield base

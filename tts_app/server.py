@@ -11,6 +11,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from tts_app.api.openai_speech import router as openai_router
+from tts_app.ffmpeg_path import ensure_ffmpeg_on_path
 from tts_app.shared_engine import close_engine, get_engine
 from tts_app.ui.theme import APP_CSS, APP_HEAD, app_theme
 
@@ -61,6 +62,7 @@ def _warm_engine() -> None:
 def launch(demo: gr.Blocks) -> None:
     """Serve ``demo`` and the API on the environment's host and port until interrupted."""
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    ensure_ffmpeg_on_path()  # streamed audio needs ffmpeg: the system's, else the wheel's
     host, port = server_address()
     app = create_app(demo, host=host, port=port)
     # Load the model in the background so the page is up at once and the first visitor waits less.

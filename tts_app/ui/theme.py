@@ -41,6 +41,10 @@ APP_CSS = """
 .ab-side { border-radius: var(--radius-lg); }
 #ab-reveal { min-height: 2rem; }
 footer { opacity: 0.75; }
+#voice-library-status p { margin: 0; font-size: 0.86rem; }
+/* Tables keep one line per cell and scroll sideways inside their own box, never the page (phones). */
+#run-figures, #history-table { max-width: 100%; min-width: 0; overflow-x: auto; }
+#run-figures th, #run-figures td { white-space: nowrap; }
 """
 
 APP_HEAD = '<meta name="description" content="Streaming text to speech with voice matching, A/B listening and an OpenAI-compatible API.">'

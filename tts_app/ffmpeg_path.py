@@ -1,0 +1,63 @@
+"""Where ffmpeg is: the system's, else the one the imageio-ffmpeg wheel ships (so `pip install` is enough).
+
+Gradio's streamed audio runs ``ffmpeg`` by name from PATH, so ``ensure_ffmpeg_on_path`` links the
+wheel's binary as ``ffmpeg`` in a private directory and puts that directory at the end of PATH.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+_linked_dir: Path | None = None  # this process's directory holding the ``ffmpeg`` link
+
+
+def _system_ffmpeg() -> str | None:
+    return shutil.which("ffmpeg")
+
+
+def _wheel_ffmpeg() -> str | None:
+    try:
+        import imageio_ffmpeg
+    except ImportError:
+        return None
+    try:
+        exe = imageio_ffmpeg.get_ffmpeg_exe()
+    except RuntimeError:  # the wheel has no binary for this platform
+        return None
+    return exe if exe and Path(exe).is_file() else None
+
+
+def ffmpeg_exe() -> str | None:
+    """The ffmpeg to run: the system's first, then the imageio-ffmpeg wheel's; None when neither exists."""
+    return _system_ffmpeg() or _wheel_ffmpeg()
+
+
+def ensure_ffmpeg_on_path() -> str | None:
+    """Make ``ffmpeg`` on PATH resolve (Gradio looks it up by name); warn once when there is none at all.
+
+    Returns the binary that ``ffmpeg`` now names, or None.
+    """
+    system = _system_ffmpeg()
+    if system:
+        return system
+    wheel = _wheel_ffmpeg()
+    if wheel is None:
+        logger.warning(
+            "no ffmpeg found (neither on PATH nor from the imageio-ffmpeg wheel): streamed audio in the page "
+            "will fail; pip install -r requirements.txt, or apt-get install ffmpeg"
+        )
+        return None
+    global _linked_dir
+    if _linked_dir is None:
+        # A fresh private directory (mode 0700): a shared, predictable one could be planted by another user.
+        _linked_dir = Path(tempfile.mkdtemp(prefix="tts_app-ffmpeg-"))
+        (_linked_dir / ("ffmpeg.exe" if os.name == "nt" else "ffmpeg")).symlink_to(wheel)
+    os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), str(_linked_dir)]).lstrip(os.pathsep)
+    logger.info("using ffmpeg from the imageio-ffmpeg wheel: %s", wheel)
+    return wheel
