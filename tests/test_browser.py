@@ -171,7 +171,7 @@ def _open(browser: Any, base: str, viewport: dict[str, int], errors: list[str] |
     page = browser.new_page(viewport=viewport)
     page.add_init_script(TAP_SCRIPT)
     if errors is not None:
-        page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+        page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc} {getattr(exc, 'stack', '')}"))
         page.on("console", lambda msg: errors.append(f"console: {msg.text}") if msg.type == "error" else None)
     page.goto(base + "/", wait_until="domcontentloaded")
     page.wait_for_selector("#generate-btn", timeout=60_000)
@@ -268,6 +268,10 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
     played_rate = page.evaluate("() => window.__probe.rate")
     pcm = base64.b64decode(page.evaluate("() => window.__probe.capturedPcm16()"))
     events = page.evaluate("() => window.__probe.events")
+    fetches = page.evaluate(  # when the player fetched its playlist and segments, in the page's clock
+        "() => performance.getEntriesByType('resource').filter(e => e.name.includes('/stream/'))"
+        ".slice(0, 6).map(e => [e.name.split('/').pop().split('?')[0], e.startTime, e.responseEnd])"
+    )
     played = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32767
     page.close()
 
@@ -287,7 +291,8 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
         "played_seconds": round(len(played) / played_rate, 2),
         "statuses": statuses,
         "console_errors": errors,
-        "events": events,
+        "first_fetches_ms": [[name, round(a - clicked_at, 1), round(b - clicked_at, 1)] for name, a, b in fetches],
+        "events": [[name, round(at - clicked_at, 1), position] for name, at, position in events],
     }
     (artifacts_dir / "stream_gaps.json").write_text(json.dumps(result, indent=2))
     assert not [e for e in errors if "is not a function" in e], errors

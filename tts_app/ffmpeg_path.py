@@ -2,6 +2,10 @@
 
 Gradio's streamed audio runs ``ffmpeg`` by name from PATH, so ``ensure_ffmpeg_on_path`` links the
 wheel's binary as ``ffmpeg`` in a private directory and puts that directory at the end of PATH.
+The wheel has no ffprobe, yet Gradio probes every audio file it serves with ``ffprobe`` once it sees
+an ``ffmpeg`` (and a missing ffprobe is then an exception); where none exists, the directory also gets
+an ``ffprobe`` that fails at once, which Gradio reads as "unknown codec, serve the file as it is"
+(the app's own files are all WAV).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
+_FFPROBE_STUB = "#!/bin/sh\necho 'ffprobe: not installed (tts_app uses the imageio-ffmpeg wheel, which has none)' >&2\nexit 1\n"
 _linked_dir: Path | None = None  # this process's directory holding the ``ffmpeg`` link
 
 
@@ -58,6 +63,10 @@ def ensure_ffmpeg_on_path() -> str | None:
         # A fresh private directory (mode 0700): a shared, predictable one could be planted by another user.
         _linked_dir = Path(tempfile.mkdtemp(prefix="tts_app-ffmpeg-"))
         (_linked_dir / ("ffmpeg.exe" if os.name == "nt" else "ffmpeg")).symlink_to(wheel)
+        if shutil.which("ffprobe") is None and os.name != "nt":
+            stub = _linked_dir / "ffprobe"
+            stub.write_text(_FFPROBE_STUB)
+            stub.chmod(0o700)
     os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), str(_linked_dir)]).lstrip(os.pathsep)
     logger.info("using ffmpeg from the imageio-ffmpeg wheel: %s", wheel)
     return wheel

@@ -98,7 +98,7 @@ def build_demo() -> gr.Blocks:
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=5, min_width=300):
                         gr.Markdown("### 1 · Voice", elem_classes=["step-title"])
-                        voice_mode = gr.Radio(VOICE_MODES, value=MODE_BUILTIN, show_label=False, elem_id="voice-mode")
+                        voice_mode = gr.Radio(VOICE_MODES, value=MODE_BUILTIN, label="Voice source", show_label=False, elem_id="voice-mode")
                         with gr.Row(equal_height=True, elem_id="voice-pick-row") as pick_row:
                             with gr.Column(scale=2, min_width=160):
                                 builtin = gr.Dropdown(
