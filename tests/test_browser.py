@@ -61,6 +61,7 @@ LINES = [
     "These days a chicken leg is a rare dish.",
     LONG_LINE,
 ]
+ARTIFACTS_REFUSED = REPO / "tests" / "artifacts" / "browser_refused.png"
 PHONE = {"width": 390, "height": 844}
 TABS = ["Speak", "A/B listening", "History", "API"]
 
@@ -189,8 +190,10 @@ def _wait_status(page: Any, text: str, timeout_ms: int = 180_000) -> None:
 
 
 # Gradio's per-component status pills; the toast (which has its own "Error" title) is not one of them.
-ERROR_PILLS_JS = """() => [...document.querySelectorAll('[data-testid="status-tracker"] span.error')]
-  .filter(e => e.offsetParent !== null).length"""
+ERROR_PILLS_JS = """() => [...document.querySelectorAll('[data-testid="status-tracker"]')]
+  .filter(t => t.querySelector('span.error') && !t.classList.contains('hide') && getComputedStyle(t).opacity !== '0'
+    && t.offsetParent !== null)
+  .map(t => (t.closest('[id]')?.id || '?') + ': ' + t.className)"""
 
 
 def _upload_reference(page: Any, clip: Path, wait_for: str) -> None:
@@ -313,7 +316,8 @@ def _expect_refusal(page: Any, message: str, full_href: str | None) -> None:
     status = _status(page)
     assert "Not spoken" in status and message in status, status
     time.sleep(0.5)  # the error event's status update lands after the last yield
-    assert page.evaluate(ERROR_PILLS_JS) == 0
+    page.screenshot(path=str(ARTIFACTS_REFUSED), full_page=True)
+    assert page.evaluate(ERROR_PILLS_JS) == []
     assert page.eval_on_selector("#full-player a[download]", "e => e.href") == full_href
     page.evaluate("() => document.querySelectorAll('[data-testid=toast-close]').forEach(b => b.click())")
 
@@ -337,7 +341,6 @@ def test_refused_runs_leave_the_page_readable(server: str, browser: Any, artifac
     _upload_reference(page, not_audio, "cannot be used")
     page.locator("#text-input textarea").fill(LINES[0])
     _expect_refusal(page, "cannot be used", full_href)
-    page.screenshot(path=str(artifacts_dir / "browser_refused.png"), full_page=True)
     page.close()
 
 

@@ -14,7 +14,7 @@ from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, HISTORY_WIDTHS, h
 from tts_app.ui.run_figures import FIGURE_HEADERS, FIGURE_TYPES
 from tts_app.ui.session_files import remove_session
 from tts_app.ui.text_lines import MAX_LINE_CHARS, MAX_LINES
-from tts_app.ui.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin
+from tts_app.ui.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin, is_saved_voice
 from tts_app.ui.voice_library import delete_voice, refresh_choices, save_voice, voice_choices
 from tts_app.voice_names import builtin_voice_path
 
@@ -104,7 +104,10 @@ def build_demo() -> gr.Blocks:
                                 builtin = gr.Dropdown(
                                     voice_choices(), value=first_voice, label="Voice (built-in and saved)", elem_id="builtin-voice"
                                 )
-                                delete_btn = gr.Button("Delete this saved voice", size="sm", variant="secondary", elem_id="delete-voice-btn")
+                                delete_btn = gr.Button(
+                                    "Delete this saved voice", size="sm", variant="secondary",
+                                    visible=is_saved_voice(first_voice), elem_id="delete-voice-btn",
+                                )
                             preview = gr.Audio(
                                 value=str(builtin_voice_path(first_voice)) if first_voice else None,
                                 label="Preview",
@@ -226,6 +229,7 @@ def build_demo() -> gr.Blocks:
         voice_inputs = [voice_mode, builtin, upload]
         voice_mode.change(_mode_visibility, voice_mode, [pick_row, preview, upload, save_row], queue=False, api_visibility="private")
         voice_mode.change(handlers.voice_report, voice_inputs, report, api_name="reference_report")
+        builtin.change(lambda name: gr.update(visible=is_saved_voice(name)), builtin, delete_btn, queue=False, api_visibility="private")
         builtin.change(handlers.builtin_preview, builtin, preview, api_visibility="private").then(
             handlers.voice_report, voice_inputs, report, api_visibility="private"
         )

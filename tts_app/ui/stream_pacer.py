@@ -1,19 +1,20 @@
 """Cut the live stream into segments an HLS player can keep up with.
 
-Gradio turns each streamed yield into one HLS segment, and the browser's player reloads
-the live playlist about once per target duration (the longest segment, rounded up to
-whole seconds). Two things keep it from running dry between reloads: a first yield that
-waits for a little runway of audio, and segments that stay under one second, so the
-target duration stays 1 s and the player looks for new audio every second.
+Gradio turns each streamed yield into one HLS segment. The browser's player (hls.js) reloads
+a live playlist after the duration of its newest segment when the playlist grew, and after
+half the target duration (0.5 s: the longest segment rounded up to whole seconds) when it
+did not. So short segments keep the player looking for new audio every few tenths of a
+second, and the first yield need only hold the engine's first window (64 frames, 0.74 s at
+22,050 Hz): waiting for more costs a whole engine step before the first sound.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-PREBUFFER_S = 1.5  # audio held back before the player starts, so it never catches up with the decoder
-MAX_SEGMENT_S = 0.8  # under 1 s even after the AAC encoder's frame rounding
-MIN_SEGMENT_S = 0.4  # no tiny segments while more audio is coming
+PREBUFFER_S = 0.7  # audio held back before the player starts: just under the engine's first window
+MAX_SEGMENT_S = 0.4  # short segments: the player reloads the playlist after the newest one's duration
+MIN_SEGMENT_S = 0.2  # no tiny segments while more audio is coming
 
 
 class StreamPacer:
