@@ -4,15 +4,16 @@ Gradio turns each streamed yield into one HLS segment. The browser's player (hls
 a live playlist after the duration of its newest segment when the playlist grew, and after
 half the target duration (0.5 s: the longest segment rounded up to whole seconds) when it
 did not. So short segments keep the player looking for new audio every few tenths of a
-second, and the first yield need only hold the engine's first window (64 frames, 0.74 s at
-22,050 Hz): waiting for more costs a whole engine step before the first sound.
+second, and the first yield need only hold the engine's first window (64 latent frames, up to
+0.74 s at 22,050 Hz, less the decoder's right context): waiting for more costs a whole engine
+step before the first sound.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-PREBUFFER_S = 0.7  # audio held back before the player starts: just under the engine's first window
+PREBUFFER_S = 0.3  # audio held back before the player starts: less than any first window gives
 MAX_SEGMENT_S = 0.4  # short segments: the player reloads the playlist after the newest one's duration
 MIN_SEGMENT_S = 0.2  # no tiny segments while more audio is coming
 

@@ -42,9 +42,11 @@ APP_CSS = """
 #ab-reveal { min-height: 2rem; }
 footer { opacity: 0.75; }
 #voice-library-status p { margin: 0; font-size: 0.86rem; }
-/* Tables keep one line per cell and scroll sideways inside their own box, never the page (phones). */
-#run-figures, #history-table { max-width: 100%; min-width: 0; overflow-x: auto; }
+/* Tables scroll sideways inside their own box, never the page (phones): their content must not set
+   the column's width (contain: inline-size), and they never squeeze a column to a letter per line. */
+#run-figures, #history-table { contain: inline-size; max-width: 100%; }
 #run-figures th, #run-figures td { white-space: nowrap; }
+#history-table table { min-width: 860px; }
 """
 
 APP_HEAD = '<meta name="description" content="Streaming text to speech with voice matching, A/B listening and an OpenAI-compatible API.">'
