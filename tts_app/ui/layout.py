@@ -71,8 +71,9 @@ def _mode_visibility(mode: str) -> tuple[Any, ...]:
 
 
 def _render_line_players(items: list[dict[str, str]] | None) -> None:
+    # Players only, never a placeholder component: an unkeyed Markdown here was handed the first
+    # line player's file by the page when the render swapped it out ("e.trim is not a function").
     if not items:
-        gr.Markdown("Each line gets its own player and download here as soon as it is done.", elem_classes=["muted"])
         return
     for item in items:
         text = item["text"] if len(item["text"]) <= 70 else item["text"][:67] + "…"
@@ -163,6 +164,10 @@ def build_demo() -> gr.Blocks:
                             autoplay=True,
                             interactive=False,
                             elem_id="stream-player",
+                        )
+                        gr.Markdown(
+                            "Each line gets its own player and download below as soon as it is done.",
+                            elem_classes=["muted"], elem_id="line-players-hint",
                         )
                         with gr.Column(elem_id="line-players"):
                             gr.render(inputs=[line_items])(_render_line_players)
