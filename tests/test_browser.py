@@ -369,11 +369,13 @@ def _voice_choices(page: Any, elem_id: str) -> list[str]:
 def _open_tab(page: Any, name: str) -> None:
     """Click a tab; on a phone the later tabs sit in the tab bar's "More tabs" menu."""
     tab = page.get_by_role("tab", name=name)
-    if not tab.is_visible():
-        page.click("[aria-label='More tabs']")
-        page.locator("button", has_text=name).last.click()
+    if tab.count() and tab.first.is_visible():
+        tab.first.click()
         return
-    tab.click()
+    page.click("[aria-label='More tabs']")
+    visible_button = "n => [...document.querySelectorAll('button')].find(b => b.innerText.trim() === n && b.offsetParent !== null)"
+    page.wait_for_function(f"n => !!({visible_button})(n)", arg=name, timeout=10_000)
+    page.evaluate(f"n => ({visible_button})(n).click()", name)
 
 
 def test_save_list_and_delete_a_voice(server: str, browser: Any) -> None:
