@@ -49,4 +49,34 @@ footer { opacity: 0.75; }
 #history-table table { min-width: 860px; }
 """
 
-APP_HEAD = '<meta name="description" content="Streaming text to speech with voice matching, A/B listening and an OpenAI-compatible API.">'
+# The live player (hls.js) gets a first buffered range that starts a few milliseconds after 0
+# (AAC framing), and waits at currentTime 0 until its stall handling jumps the hole, measured at
+# ~3.4 s in the browser test. While the stream player waits before its first buffered range,
+# start it at that range (holes of up to 0.25 s, at the start only: later holes stay audible).
+START_GAP_SCRIPT = """<script>
+(() => {
+  const MAX_START_GAP_S = 0.25;
+  const jump = (media) => {
+    const b = media.buffered;
+    if (!b.length) return false;
+    const gap = b.start(0) - media.currentTime;
+    if (gap > 0 && gap <= MAX_START_GAP_S) { media.currentTime = b.start(0); return true; }
+    return media.currentTime >= b.start(0);
+  };
+  const onWait = (event) => {
+    const media = event.target;
+    if (!(media instanceof HTMLMediaElement) || !media.closest || !media.closest('#stream-player')) return;
+    if (media.currentTime > MAX_START_GAP_S || media.__startGapPoll) return;
+    let tries = 0;
+    media.__startGapPoll = setInterval(() => {  // until the first segment lands, for at most 10 s
+      if (jump(media) || ++tries > 400) { clearInterval(media.__startGapPoll); media.__startGapPoll = null; }
+    }, 25);
+  };
+  document.addEventListener('waiting', onWait, true);  // media events do not bubble: listen while capturing
+})();
+</script>"""
+
+APP_HEAD = (
+    '<meta name="description" content="Streaming text to speech with voice matching, A/B listening and an OpenAI-compatible API.">'
+    + START_GAP_SCRIPT
+)
