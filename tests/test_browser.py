@@ -366,16 +366,18 @@ def _voice_choices(page: Any, elem_id: str) -> list[str]:
     return options
 
 
+TAB_CONTENT = {"Speak": "#generate-btn", "A/B listening": "#ab-render", "History": "#history-table", "API": "#api-help"}
+
+
 def _open_tab(page: Any, name: str) -> None:
-    """Click a tab; on a phone the later tabs sit in the tab bar's "More tabs" menu."""
+    """Open a tab and wait for its content; on a phone the later tabs sit in the "More tabs" menu."""
     tab = page.get_by_role("tab", name=name)
     if tab.count() and tab.first.is_visible():
         tab.first.click()
-        return
-    page.click("[aria-label='More tabs']")
-    visible_button = "n => [...document.querySelectorAll('button')].find(b => b.innerText.trim() === n && b.offsetParent !== null)"
-    page.wait_for_function(f"n => !!({visible_button})(n)", arg=name, timeout=10_000)
-    page.evaluate(f"n => ({visible_button})(n).click()", name)
+    else:
+        page.click("[aria-label='More tabs']")
+        page.locator(".overflow-dropdown button", has_text=name).first.click()
+    page.wait_for_selector(TAB_CONTENT[name], state="visible", timeout=10_000)
 
 
 def test_save_list_and_delete_a_voice(server: str, browser: Any) -> None:

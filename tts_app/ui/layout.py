@@ -209,7 +209,7 @@ def build_demo() -> gr.Blocks:
                     )
 
             with gr.Tab("API", id="api"):
-                gr.Markdown(api_help_markdown())
+                gr.Markdown(api_help_markdown(), elem_id="api-help")
 
         outputs = handlers.SpeakOutputs(stream, full, files, status, figures, line_items, history)
 
