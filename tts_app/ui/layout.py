@@ -13,6 +13,7 @@ from tts_app.ui.api_help import api_help_markdown
 from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, HISTORY_WIDTHS, history_table, history_zip, take_audio
 from tts_app.ui.run_figures import FIGURE_HEADERS, FIGURE_TYPES
 from tts_app.ui.session_files import remove_session
+from tts_app.ui.stream_pacer import allow_slow_encoder_start
 from tts_app.ui.text_lines import MAX_LINE_CHARS, MAX_LINES
 from tts_app.ui.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin, is_saved_voice
 from tts_app.ui.voice_library import delete_voice, refresh_choices, save_voice, voice_choices
@@ -89,6 +90,7 @@ def _render_line_players(items: list[dict[str, str]] | None) -> None:
 
 def build_demo() -> gr.Blocks:
     """Build the whole app (no model is loaded here: the engine is created on first use)."""
+    allow_slow_encoder_start()
     first_voice = default_builtin()
     with gr.Blocks(title="tts_app · streaming text to speech", delete_cache=(1800, 3600)) as demo:
         history = gr.State([])

@@ -11,11 +11,32 @@ step before the first sound.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
+
+logger = logging.getLogger(__name__)
 
 PREBUFFER_S = 0.3  # audio held back before the player starts: less than any first window gives
 MAX_SEGMENT_S = 0.4  # short segments: the player reloads the playlist after the newest one's duration
 MIN_SEGMENT_S = 0.2  # no tiny segments while more audio is coming
+ENCODER_START_WAIT_S = 3.0  # how long the first segment may wait for Gradio's ffmpeg to start
+
+
+def allow_slow_encoder_start(wait_s: float = ENCODER_START_WAIT_S) -> None:
+    """Let the stream's first segment wait for the AAC encoder (one ffmpeg process per stream) to start.
+
+    Gradio waits 0.1 s for its first frames; on a busy machine ffmpeg takes longer, the first
+    segment comes out empty, and the browser's player, handed a playlist with no segment, fails
+    and retries with a back-off (10 s to first sound in the browser test). The wait ends as soon
+    as frames arrive, so a quick start costs nothing.
+    """
+    from gradio import audio_stream_encoder
+
+    if isinstance(getattr(audio_stream_encoder, "STARTUP_WAIT", None), (int, float)):
+        audio_stream_encoder.STARTUP_WAIT = max(float(audio_stream_encoder.STARTUP_WAIT), wait_s)
+    else:  # a Gradio without this constant: nothing to tune, say so once
+        logger.warning("gradio.audio_stream_encoder.STARTUP_WAIT not found; the first stream segment may be empty")
 
 
 class StreamPacer:

@@ -47,6 +47,8 @@ footer { opacity: 0.75; }
 #run-figures, #history-table { contain: inline-size; max-width: 100%; }
 #run-figures th, #run-figures td { white-space: nowrap; }
 #history-table table { min-width: 860px; }
+#api-help { contain: inline-size; overflow-wrap: anywhere; }
+#api-help pre, #api-help table { display: block; max-width: 100%; overflow-x: auto; }
 """
 
 # The live player (hls.js) gets a first buffered range that starts a few milliseconds after 0
