@@ -61,10 +61,13 @@ def test_pacer_holds_a_runway_then_sends_short_segments_in_order() -> None:
 
 
 def test_pacer_flushes_a_short_run() -> None:
+    from tts_app.ui.stream_pacer import PREBUFFER_S
+
+    short = int(PREBUFFER_S * 1000) - 50  # under the pre-buffer: held until the run ends
     pacer = StreamPacer(1000)
-    pacer.push(np.ones(300, np.float32))
+    pacer.push(np.ones(short, np.float32))
     assert pacer.take() == []
-    assert [len(p) for p in pacer.take(final=True)] == [300]
+    assert [len(p) for p in pacer.take(final=True)] == [short]
 
 
 def test_figures_table_and_summary() -> None:
