@@ -200,7 +200,7 @@ def build_demo() -> gr.Blocks:
                     datatype=HISTORY_TYPES,
                     column_widths=HISTORY_WIDTHS,
                     interactive=False,
-                    wrap=True,
+                    wrap=False,  # one line per cell: a phone scrolls the table inside its box
                     elem_id="history-table",
                     elem_classes=["wide-table"],
                 )
