@@ -10,7 +10,7 @@ import gradio as gr
 from tts_app.ui import handlers
 from tts_app.ui.ab import build_ab_tab
 from tts_app.ui.api_help import api_help_markdown
-from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, HISTORY_WIDTHS, history_table, history_zip, take_audio
+from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, history_table, history_zip, take_audio
 from tts_app.ui.run_figures import FIGURE_HEADERS, FIGURE_TYPES
 from tts_app.ui.session_files import remove_session
 from tts_app.ui.stream_pacer import allow_slow_encoder_start
@@ -198,7 +198,6 @@ def build_demo() -> gr.Blocks:
                 history_df = gr.Dataframe(
                     headers=HISTORY_HEADERS,
                     datatype=HISTORY_TYPES,
-                    column_widths=HISTORY_WIDTHS,
                     interactive=False,
                     wrap=False,  # one line per cell: a phone scrolls the table inside its box
                     elem_id="history-table",
