@@ -5,6 +5,7 @@ Keep this file small; add fixtures other test files need here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -67,7 +68,10 @@ def artifacts_dir() -> Path:
 
 @contextmanager
 def serve_app(log_path: Path, extra_env: dict[str, str] | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
-    """``python app.py`` on 127.0.0.1 and a free port until the block ends; yields its base URL and process."""
+    """``python app.py`` on 127.0.0.1 and a free port until the block ends; yields its base URL and process.
+
+    ``extra_env`` overrides the server's environment (e.g. a PATH without ffmpeg).
+    """
     port = _free_port()
     env = dict(os.environ)
     env.update({"GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"})

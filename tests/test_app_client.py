@@ -150,3 +150,14 @@ def test_engine_stats_endpoint(client: Client) -> None:
     stats = client.predict(api_name="/engine_stats")
     for key in ("max_batch_seen", "mean_step_s", "queued", "active"):
         assert key in stats
+
+
+def test_generate_reads_well_in_gradio_client(client: Client) -> None:
+    """The /generate view: only the text is required, and every output has a readable name."""
+    endpoint = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/generate"]
+    params = {p["parameter_name"]: p for p in endpoint["parameters"]}
+    assert params["reference_clip"]["parameter_has_default"], params["reference_clip"]
+    assert all(p["parameter_has_default"] for name, p in params.items() if name != "text"), params
+    labels = [r["label"] for r in endpoint["returns"]]
+    assert labels and not [label for label in labels if not label or label.startswith("value_")], labels
+    assert "Status" in labels, labels

@@ -1,8 +1,11 @@
-"""A real browser (Debian's chromium, driven by Playwright): upload, three lines, streaming, line players.
+"""A real browser (Debian's chromium, driven by Playwright): upload, five lines, streaming, line players;
+error states, the phone layout and saved voices.
 
-While the page plays the live stream, a Web Audio tap records exactly what the player renders, and
-the test aligns that against the joined file the server wrote, to measure any silence the streaming
-path inserted at chunk boundaries (tests/artifacts/stream_gaps.json).
+The server runs with a PATH that has no ffmpeg, so streaming works only through the imageio-ffmpeg
+wheel's binary (tts_app/ffmpeg_path.py). While the page plays the live stream, a Web Audio tap records
+exactly what the player renders, and the test aligns that against the joined file the server wrote, to
+measure any silence the streaming path inserted at chunk boundaries, and the time from the click to the
+player's first sound (tests/artifacts/stream_gaps.json; figures go to BENCHMARKS.md, not asserts).
 """
 
 from __future__ import annotations
@@ -11,15 +14,18 @@ import base64
 import io
 import json
 import os
+import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
 import pytest
 import soundfile as sf
 
-from conftest import REPO
+from conftest import REPO, serve_app
 from stream_gaps import measure_gaps
 
 CHROMIUM = "/usr/bin/chromium"
@@ -33,28 +39,29 @@ CHROMIUM_ARGS = [
 ]
 REFERENCE = REPO / "assets" / "voices" / "f5_ref_en.wav"
 LONG_LINE = (
-    "The third line is much longer than the others, so that it is still being decoded "
+    "The last line is much longer than the others, so that it is still being decoded "
     "while the first line is already playing: the small boy put the worm on the hook, "
     "the box was thrown beside the parked truck, four hours of steady work faced us, "
     "a large size in stockings is hard to sell, the salt breeze came across from the sea, "
-    "and the girl at the booth sold fifty bonds before the long day was over. "
-    "Then the wide road shimmered in the hot sun, the rope will bind the seven books at once, "
-    "the frosty air passed through the coat, the crooked maze failed to fool the mouse, "
-    "adding fast leads to wrong sums, and the show was a flop from the very start. "
-    "A pot of tea helps to pass the evening, smoky fires lack flame and heat, the soft cushion "
-    "broke the man's fall, the salt breeze came across from the sea, the girl at the booth sold "
-    "fifty bonds, the small pup gnawed a hole in the sock, the fish twisted and turned on the bent "
-    "hook, press the pants and sew a button on the vest, the swan dive was far short of perfect, "
-    "and the beauty of the view stunned the young boy on the hill."
+    "and the girl at the booth sold fifty bonds before the long day was over."
 )
-LISTEN_AT_MOST_S = 25  # how much of the live stream the gap measurement listens to
-LINES = ["The birch canoe slid on the smooth planks.", "Glue the sheet to the dark blue background.", LONG_LINE]
+LISTEN_AT_MOST_S = 40  # how much of the live stream the gap measurement listens to (all of it: ~32 s)
+LINES = [
+    "The birch canoe slid on the smooth planks.",
+    "Glue the sheet to the dark blue background.",
+    "It's easy to tell the depth of a well.",
+    "These days a chicken leg is a rare dish.",
+    LONG_LINE,
+]
+ARTIFACTS_REFUSED = REPO / "tests" / "artifacts" / "browser_refused.png"
+PHONE = {"width": 390, "height": 844}
+TABS = ["Speak", "A/B listening", "History", "API"]
 
 # Runs before the page's own scripts: taps the live player into Web Audio to record what it
 # plays, and notes when it starts playing and when each line player appears.
 TAP_SCRIPT = r"""
 (() => {
-  const probe = { rate: 0, chunks: [], events: [], firstPlayingAt: null, linesAt: {} };
+  const probe = { rate: 0, chunks: [], events: [], firstPlayingAt: null, firstSoundAt: null, linesAt: {} };
   window.__probe = probe;
   const originalPlay = HTMLMediaElement.prototype.play;
   HTMLMediaElement.prototype.play = function () {
@@ -71,6 +78,10 @@ TAP_SCRIPT = r"""
         source.connect(tap);
         tap.connect(ctx.destination);
         ctx.resume();
+        const media = this;
+        const poll = setInterval(() => {  // first sound: the clock of the player moves
+          if (media.currentTime > 0) { probe.firstSoundAt = performance.now(); clearInterval(poll); }
+        }, 5);
         for (const name of ['playing', 'waiting', 'stalled', 'ended']) {
           this.addEventListener(name, () => {
             probe.events.push([name, performance.now(), this.currentTime]);
@@ -109,80 +120,155 @@ def _require_browser() -> None:
     pytest.skip(f"{CHROMIUM} is not installed")
 
 
-def test_streaming_page_end_to_end(app_server: str, artifacts_dir: Path) -> None:
+@pytest.fixture(scope="module")
+def path_without_ffmpeg(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A PATH of one directory linking every program on the current PATH except ffmpeg and ffprobe."""
+    bin_dir = tmp_path_factory.mktemp("bin-without-ffmpeg")
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        if not os.path.isdir(directory):
+            continue
+        for entry in os.scandir(directory):
+            target = bin_dir / entry.name
+            if entry.name in ("ffmpeg", "ffprobe") or target.exists() or target.is_symlink():
+                continue
+            if entry.is_file() and os.access(entry.path, os.X_OK):
+                target.symlink_to(entry.path)
+    assert shutil.which("ffmpeg", path=str(bin_dir)) is None
+    return str(bin_dir)
+
+
+@pytest.fixture(scope="module")
+def server(artifacts_dir: Path, path_without_ffmpeg: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app with no system ffmpeg on its PATH and a fresh saved-voices directory."""
+    voices = tmp_path_factory.mktemp("saved-voices")
+    log = artifacts_dir / "app_server_browser.log"
+    with serve_app(log, {"PATH": path_without_ffmpeg, "TTS_APP_VOICES_DIR": str(voices)}) as (base, _process):
+        yield base
+    assert "ffmpeg from the imageio-ffmpeg wheel" in log.read_text(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
     _require_browser()
     from playwright.sync_api import sync_playwright
 
-    segment_requests: list[str] = []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1360, "height": 900})
-            page.add_init_script(TAP_SCRIPT)
-            page.on("request", lambda r: segment_requests.append(r.url) if "/stream/" in r.url else None)
-            page.goto(app_server + "/", wait_until="domcontentloaded")
-            page.wait_for_selector("#generate-btn", timeout=60_000)
-
-            # Voice: upload a reference clip; the page switches to it and shows its report.
-            page.get_by_label("Upload or record").check()
-            page.locator("#reference-upload input[type=file]").set_input_files(str(REFERENCE))
-            page.wait_for_function(
-                "() => document.querySelector('#reference-report')?.innerText.includes('f5_ref_en.wav')", timeout=60_000
-            )
-
-            # Text: three lines; streaming on; Generate.
-            page.locator("#text-input textarea").fill("\n".join(LINES))
-            toggle = page.locator("#streaming-toggle input[type=checkbox]")
-            if not toggle.is_checked():
-                toggle.check()
-            clicked_at = page.evaluate("() => performance.now()")
-            page.click("#generate-btn")
-
-            # The live player has audio before the last line has finished.
-            page.wait_for_function("() => window.__probe.firstPlayingAt !== null", timeout=60_000)
-            probe = page.evaluate("() => ({playing: window.__probe.firstPlayingAt, lines: window.__probe.linesAt})")
-            third_line_at = probe["lines"].get("3")
-            assert third_line_at is None or probe["playing"] < third_line_at, probe
-
-            # At the end, three line players hold audio.
-            page.wait_for_function(
-                "() => document.querySelector('#run-status')?.innerText.includes('Done')", timeout=180_000
-            )
-            page.wait_for_function(
-                "() => document.querySelectorAll('#line-players .line-player a[download]').length === 3", timeout=30_000
-            )
-            page.wait_for_function(  # each player has loaded its audio and shows its length
-                "() => { const d = [...document.querySelectorAll('#line-players .line-player time#duration')];"
-                " return d.length === 3 && d.every(e => e.textContent && e.textContent !== '0:00'); }",
-                timeout=30_000,
-            )
-            hrefs = page.eval_on_selector_all("#line-players .line-player a[download]", "els => els.map(e => e.href)")
-            durations = page.eval_on_selector_all("#line-players .line-player time#duration", "els => els.map(e => e.textContent)")
-            assert len(hrefs) == 3 and all(h.endswith(".wav") for h in hrefs), hrefs
-            assert all(d and d != "0:00" for d in durations), durations
-            line_seconds = []
-            for href in hrefs:
-                audio, rate = sf.read(io.BytesIO(httpx.get(href, timeout=30).content), dtype="float32")
-                assert len(audio) > rate // 2 and np.abs(audio).max() > 0.01
-                line_seconds.append(len(audio) / rate)
-            full_href = page.eval_on_selector("#full-player a[download]", "e => e.href")
-            sent, sent_rate = sf.read(io.BytesIO(httpx.get(full_href, timeout=30).content), dtype="float32")
-
-            page.screenshot(path=str(artifacts_dir / "browser_streaming.png"), full_page=True)
-
-            # Listen to the live player until it ends or for LISTEN_AT_MOST_S, then measure what it inserted.
-            page.wait_for_function(
-                f"() => window.__probe.events.some(e => e[0] === 'ended') "
-                f"|| performance.now() - window.__probe.firstPlayingAt > {LISTEN_AT_MOST_S * 1000}",
-                timeout=(LISTEN_AT_MOST_S + 60) * 1000,
-            )
-            time.sleep(0.3)
-            played_rate = page.evaluate("() => window.__probe.rate")
-            pcm = base64.b64decode(page.evaluate("() => window.__probe.capturedPcm16()"))
-            events = page.evaluate("() => window.__probe.events")
-            played = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32767
+            yield chromium
         finally:
-            browser.close()
+            chromium.close()
+
+
+def _open(browser: Any, base: str, viewport: dict[str, int], errors: list[str] | None = None) -> Any:
+    page = browser.new_page(viewport=viewport)
+    page.add_init_script(TAP_SCRIPT)
+    if errors is not None:
+        page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc} {getattr(exc, 'stack', '')}"))
+        page.on("console", lambda msg: errors.append(f"console: {msg.text}") if msg.type == "error" else None)
+    page.goto(base + "/", wait_until="domcontentloaded")
+    page.wait_for_selector("#generate-btn", timeout=60_000)
+    return page
+
+
+def _status(page: Any) -> str:
+    return page.inner_text("#run-status")
+
+
+def _wait_status(page: Any, text: str, timeout_ms: int = 180_000) -> None:
+    page.wait_for_function(
+        "t => document.querySelector('#run-status')?.innerText.includes(t)", arg=text, timeout=timeout_ms
+    )
+
+
+# Gradio's per-component status pills; the toast (which has its own "Error" title) is not one of them.
+ERROR_PILLS_JS = """() => [...document.querySelectorAll('[data-testid="status-tracker"]')]
+  .filter(t => t.querySelector('span.error') && !t.classList.contains('hide') && getComputedStyle(t).opacity !== '0'
+    && t.offsetParent !== null)
+  .map(t => (t.closest('[id]')?.id || '?') + ': ' + t.className)"""
+
+
+def _upload_reference(page: Any, clip: Path, wait_for: str) -> None:
+    page.get_by_label("Upload or record").check()
+    page.locator("#reference-upload input[type=file]").set_input_files(str(clip))
+    page.wait_for_function(
+        "t => document.querySelector('#reference-report')?.innerText.includes(t)", arg=wait_for, timeout=60_000
+    )
+
+
+def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Path) -> None:
+    segment_requests: list[str] = []
+    errors: list[str] = []
+    page = _open(browser, server, {"width": 1360, "height": 900}, errors)
+    page.on("request", lambda r: segment_requests.append(r.url) if "/stream/" in r.url else None)
+    page.evaluate(
+        "() => { window.__statuses = []; new MutationObserver(() => {"
+        " const t = document.querySelector('#run-status')?.innerText;"
+        " if (t && window.__statuses[window.__statuses.length - 1] !== t) window.__statuses.push(t); })"
+        ".observe(document.body, {childList: true, subtree: true, characterData: true}); }"
+    )
+
+    # Voice: upload a reference clip; the page switches to it and shows its report.
+    _upload_reference(page, REFERENCE, "f5_ref_en.wav")
+
+    # Text: five lines; streaming on; Generate.
+    page.locator("#text-input textarea").fill("\n".join(LINES))
+    toggle = page.locator("#streaming-toggle input[type=checkbox]")
+    if not toggle.is_checked():
+        toggle.check()
+    clicked_at = page.evaluate("() => performance.now()")
+    page.click("#generate-btn")
+
+    # The live player sounds before the last line has finished.
+    page.wait_for_function("() => window.__probe.firstSoundAt !== null", timeout=120_000)
+    probe = page.evaluate(
+        "() => ({playing: window.__probe.firstPlayingAt, sound: window.__probe.firstSoundAt, lines: window.__probe.linesAt})"
+    )
+    last_line_at = probe["lines"].get(str(len(LINES)))
+    assert last_line_at is None or probe["sound"] < last_line_at, probe
+
+    # At the end, one line player per line holds audio.
+    _wait_status(page, "Done")
+    engine_first_audio_s = float(_status(page).split("first audio ")[1].split(" s")[0])
+    count = len(LINES)
+    page.wait_for_function(
+        f"() => document.querySelectorAll('#line-players .line-player a[download]').length === {count}", timeout=30_000
+    )
+    page.wait_for_function(  # each player has loaded its audio and shows its length
+        "n => { const d = [...document.querySelectorAll('#line-players .line-player time#duration')];"
+        " return d.length === n && d.every(e => e.textContent && e.textContent !== '0:00'); }",
+        arg=count,
+        timeout=30_000,
+    )
+    hrefs = page.eval_on_selector_all("#line-players .line-player a[download]", "els => els.map(e => e.href)")
+    assert len(hrefs) == count and all(h.endswith(".wav") for h in hrefs), hrefs
+    line_seconds = []
+    for href in hrefs:
+        audio, rate = sf.read(io.BytesIO(httpx.get(href, timeout=30).content), dtype="float32")
+        assert len(audio) > rate // 2 and np.abs(audio).max() > 0.01
+        line_seconds.append(len(audio) / rate)
+    full_href = page.eval_on_selector("#full-player a[download]", "e => e.href")
+    sent, sent_rate = sf.read(io.BytesIO(httpx.get(full_href, timeout=30).content), dtype="float32")
+    statuses = page.evaluate("() => window.__statuses")
+    assert any("Analysing the reference" in s for s in statuses), statuses
+    page.screenshot(path=str(artifacts_dir / "browser_streaming.png"), full_page=True)
+
+    # Listen to the live player until it ends or for LISTEN_AT_MOST_S, then measure what it inserted.
+    page.wait_for_function(
+        f"() => window.__probe.events.some(e => e[0] === 'ended') "
+        f"|| performance.now() - window.__probe.firstPlayingAt > {LISTEN_AT_MOST_S * 1000}",
+        timeout=(LISTEN_AT_MOST_S + 60) * 1000,
+    )
+    time.sleep(0.5)
+    played_rate = page.evaluate("() => window.__probe.rate")
+    pcm = base64.b64decode(page.evaluate("() => window.__probe.capturedPcm16()"))
+    events = page.evaluate("() => window.__probe.events")
+    fetches = page.evaluate(  # when the player fetched its playlist and segments, in the page's clock
+        "() => performance.getEntriesByType('resource').filter(e => e.name.includes('/stream/'))"
+        ".slice(0, 6).map(e => [e.name.split('/').pop().split('?')[0], e.startTime, e.responseEnd])"
+    )
+    played = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32767
+    page.close()
 
     sf.write(artifacts_dir / "browser_played.wav", played, played_rate)
     report = measure_gaps(played, played_rate, sent, sent_rate)
@@ -191,14 +277,20 @@ def test_streaming_page_end_to_end(app_server: str, artifacts_dir: Path) -> None
         "gaps": report.as_dict(),
         "stream_requests": len(segment_requests),
         "stalls_after_start": len(stalls),
+        "time_to_first_sound_ms": round(probe["sound"] - clicked_at, 1),
         "time_to_play_ms": round(probe["playing"] - clicked_at, 1),
-        "third_line_done_ms": round(third_line_at - clicked_at, 1) if third_line_at else None,
+        "engine_first_audio_ms": round(engine_first_audio_s * 1000, 1),
+        "last_line_done_ms": round(last_line_at - clicked_at, 1) if last_line_at else None,
         "line_seconds": [round(s, 2) for s in line_seconds],
         "sent_seconds": round(len(sent) / sent_rate, 2),
         "played_seconds": round(len(played) / played_rate, 2),
-        "events": events,
+        "statuses": statuses,
+        "console_errors": errors,
+        "first_fetches_ms": [[name, round(a - clicked_at, 1), round(b - clicked_at, 1)] for name, a, b in fetches],
+        "events": [[name, round(at - clicked_at, 1), position] for name, at, position in events],
     }
     (artifacts_dir / "stream_gaps.json").write_text(json.dumps(result, indent=2))
+    assert not [e for e in errors if "is not a function" in e], errors
     assert report.windows > 50, result
     listened_s = min(len(sent) / sent_rate, len(played) / played_rate)
     assert report.compared_s > 0.8 * listened_s, result
@@ -206,3 +298,120 @@ def test_streaming_page_end_to_end(app_server: str, artifacts_dir: Path) -> None
     assert report.inserted_total_ms < 50, result
     assert report.largest_jump_ms < 25, result
     assert report.largest_drop_ms < 25, result
+
+
+def _expect_refusal(page: Any, message: str, full_href: str | None) -> None:
+    """A refused run: a toast, its message in the status box, no error pill, the last outputs kept."""
+    page.click("#generate-btn")
+    _wait_status(page, message, timeout_ms=60_000)
+    page.wait_for_selector("[data-testid=toast-body]", timeout=10_000)
+    status = _status(page)
+    assert "Not spoken" in status and message in status, status
+    time.sleep(0.5)  # the error event's status update lands after the last yield
+    page.screenshot(path=str(ARTIFACTS_REFUSED), full_page=True)
+    assert page.evaluate(ERROR_PILLS_JS) == []
+    assert page.eval_on_selector("#full-player a[download]", "e => e.href") == full_href
+    page.evaluate("() => document.querySelectorAll('[data-testid=toast-close]').forEach(b => b.click())")
+
+
+def test_refused_runs_leave_the_page_readable(server: str, browser: Any, artifacts_dir: Path, tmp_path: Path) -> None:
+    page = _open(browser, server, {"width": 1360, "height": 900})
+    page.locator("#streaming-toggle input[type=checkbox]").uncheck()
+    page.locator("#text-input textarea").fill(LINES[0])
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    page.wait_for_selector("#full-player a[download]", timeout=30_000)
+    full_href = page.eval_on_selector("#full-player a[download]", "e => e.href")
+
+    page.locator("#text-input textarea").fill("")
+    _expect_refusal(page, "Enter some text", full_href)
+    page.locator("#text-input textarea").fill("😀 🎉 👍")
+    _expect_refusal(page, "nothing to speak", full_href)  # the text stage's one-line reason
+
+    not_audio = tmp_path / "notes.wav"
+    not_audio.write_text("this is not audio\n" * 100)
+    _upload_reference(page, not_audio, "cannot be used")
+    page.locator("#text-input textarea").fill(LINES[0])
+    _expect_refusal(page, "cannot be used", full_href)
+    page.close()
+
+
+def test_phone_layout_never_scrolls_sideways(server: str, browser: Any, artifacts_dir: Path) -> None:
+    page = _open(browser, server, PHONE)
+    page.locator("#text-input textarea").fill("\n".join(LINES[:2]))
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    page.wait_for_selector("#run-figures table", timeout=30_000)
+    widths = {}
+    cell_heights: list[float] = []
+    for tab in TABS:
+        _open_tab(page, tab)
+        time.sleep(0.8)
+        widths[tab] = page.evaluate("() => document.scrollingElement.scrollWidth")
+        cell_heights += page.eval_on_selector_all(  # tables keep one line per cell (no letter-per-line columns)
+            "#run-figures thead th, #run-figures tbody td, #history-table thead th, #history-table tbody td",
+            "els => els.filter(e => e.offsetParent !== null).map(e => e.getBoundingClientRect().height)",
+        )
+        page.screenshot(path=str(artifacts_dir / f"phone_{tab.split()[0].replace('/', '').lower()}.png"), full_page=True)
+    assert all(w <= PHONE["width"] for w in widths.values()), widths
+    assert cell_heights and max(cell_heights) < 60, cell_heights
+    page.close()
+
+
+def _voice_choices(page: Any, elem_id: str) -> list[str]:
+    page.click(f"#{elem_id} input")
+    time.sleep(0.3)
+    options = page.eval_on_selector_all("ul li.item", "els => els.map(e => e.innerText.replace('✓', '').trim())")
+    page.keyboard.press("Escape")
+    return options
+
+
+TAB_CONTENT = {"Speak": "#generate-btn", "A/B listening": "#ab-render", "History": "#history-table", "API": "#api-help"}
+
+
+def _open_tab(page: Any, name: str) -> None:
+    """Open a tab and wait for its content; on a phone the later tabs sit in the "More tabs" menu."""
+    tab = page.get_by_role("tab", name=name)
+    if tab.count() and tab.first.is_visible():
+        tab.first.click()
+    else:
+        page.click("[aria-label='More tabs']")
+        page.locator(".overflow-dropdown button", has_text=name).first.click()
+    page.wait_for_selector(TAB_CONTENT[name], state="visible", timeout=10_000)
+
+
+def test_save_list_and_delete_a_voice(server: str, browser: Any) -> None:
+    page = _open(browser, server, {"width": 1360, "height": 900})
+    _upload_reference(page, REFERENCE, "f5_ref_en.wav")
+    name_box = page.locator("#save-voice-name textarea, #save-voice-name input").first
+    name_box.fill("no spaces allowed")
+    page.click("#save-voice-btn")
+    page.wait_for_function(
+        "() => document.querySelector('#voice-library-status')?.innerText.includes('invalid voice name')", timeout=30_000
+    )
+    name_box.fill("browser_test_voice")
+    page.click("#save-voice-btn")
+    page.wait_for_function(
+        "() => document.querySelector('#voice-library-status')?.innerText.includes('Saved')", timeout=60_000
+    )
+    assert "browser_test_voice" in httpx.get(server + "/v1/audio/voices", timeout=10).json()["voices"]
+    assert page.locator("#voice-mode input[value='Built-in voice']").is_checked()  # saving switched to the list
+    assert "browser_test_voice" in _voice_choices(page, "builtin-voice")
+    _open_tab(page, "A/B listening")  # the tab re-reads the library when opened
+    time.sleep(1.0)
+    assert "browser_test_voice" in _voice_choices(page, "ab-voice-a")
+
+    # Speak with the saved voice (by name, as the API does), then delete it.
+    _open_tab(page, "Speak")
+    page.locator("#builtin-voice input").fill("browser_test_voice")
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "() => document.querySelector('#reference-report')?.innerText.includes('Saved voice')", timeout=30_000
+    )
+    page.click("#delete-voice-btn")
+    page.wait_for_function(
+        "() => document.querySelector('#voice-library-status')?.innerText.includes('Deleted')", timeout=30_000
+    )
+    assert "browser_test_voice" not in httpx.get(server + "/v1/audio/voices", timeout=10).json()["voices"]
+    assert "browser_test_voice" not in _voice_choices(page, "builtin-voice")
+    page.close()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import struct
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -59,10 +61,13 @@ def test_pacer_holds_a_runway_then_sends_short_segments_in_order() -> None:
 
 
 def test_pacer_flushes_a_short_run() -> None:
+    from tts_app.ui.stream_pacer import PREBUFFER_S
+
+    short = int(PREBUFFER_S * 1000) - 50  # under the pre-buffer: held until the run ends
     pacer = StreamPacer(1000)
-    pacer.push(np.ones(300, np.float32))
+    pacer.push(np.ones(short, np.float32))
     assert pacer.take() == []
-    assert [len(p) for p in pacer.take(final=True)] == [300]
+    assert [len(p) for p in pacer.take(final=True)] == [short]
 
 
 def test_figures_table_and_summary() -> None:
@@ -127,3 +132,51 @@ def test_active_runs_cancel_only_that_session() -> None:
     assert all(h.cancelled for h in mine) and not theirs[0].cancelled
     runs.remove("them", theirs)
     assert runs.cancel("them") == 0
+
+
+def test_run_model_streams_lines_in_order_and_collects_figures() -> None:
+    from tts_app.ui.run_model import LINE_PAUSE_S, LineFailed, SpeakRun
+
+    rate = 1000
+    run = SpeakRun(["one", "two"], rate, streaming=True)
+    metrics = {"total_s": 0.5, "queue_wait_s": 0.0, "audio_s": 1.0}
+    # Line 2 finishes first: nothing of it may reach the stream before line 1 has ended.
+    step = run.feed([(1, np.full(800, 0.2, np.float32)), (1, None)], lambda i: metrics)
+    assert step.finished == [1] and step.first_audio and step.segments == []
+    step = run.feed([(0, np.full(900, 0.1, np.float32)), (0, None)], lambda i: metrics)
+    assert step.finished == [0] and run.complete
+    streamed = np.concatenate(step.segments)
+    pause = int(LINE_PAUSE_S * rate)
+    assert len(streamed) == 900 + pause + 800
+    assert np.all(streamed[:900] == np.float32(0.1)) and np.all(streamed[900 + pause :] == np.float32(0.2))
+    assert np.array_equal(run.joined(), streamed)  # the joined file is what the stream played
+    summary = run.finish()
+    assert summary["audio_s"] == pytest.approx(2.0) and summary["time_to_first_audio_s"] is not None
+    failing = SpeakRun(["x"], rate, streaming=False)
+    with pytest.raises(LineFailed, match="Line 1 failed: boom"):
+        failing.feed([(0, RuntimeError("boom"))], lambda i: metrics)
+
+
+def test_wheel_ffmpeg_is_put_on_path_when_the_system_has_none(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    import shutil
+    import subprocess
+
+    from tts_app import ffmpeg_path
+
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setattr(ffmpeg_path, "_linked_dir", None)
+    assert ffmpeg_path._system_ffmpeg() is None
+    wheel = ffmpeg_path.ffmpeg_exe()
+    assert wheel and "imageio_ffmpeg" in wheel
+    assert ffmpeg_path.ensure_ffmpeg_on_path() == wheel
+    found = shutil.which("ffmpeg")
+    assert found and Path(found).resolve() == Path(wheel).resolve()
+    version = subprocess.run([found, "-version"], capture_output=True, text=True, timeout=30)
+    assert version.returncode == 0 and "ffmpeg version" in version.stdout
+    # Gradio probes served files with ffprobe once ffmpeg exists: the stand-in fails fast instead of missing.
+    probe = subprocess.run([shutil.which("ffprobe"), "x.wav"], capture_output=True, text=True, timeout=30)
+    assert probe.returncode == 1 and "not installed" in probe.stderr
+    ffmpeg_path.ensure_ffmpeg_on_path()  # a second call adds nothing
+    assert os.environ["PATH"].count(str(ffmpeg_path._linked_dir)) == 1

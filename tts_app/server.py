@@ -11,6 +11,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from tts_app.api.openai_speech import router as openai_router
+from tts_app.ffmpeg_path import ensure_ffmpeg_on_path
 from tts_app.file_guard import FileDataGuard
 from tts_app.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, requests_seen
 from tts_app.model_engines import close_model_engines
@@ -88,6 +89,7 @@ def launch(demo: gr.Blocks) -> None:
     """Serve ``demo`` and the API on the environment's host and port until interrupted."""
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     limit_arenas()
+    ensure_ffmpeg_on_path()  # streamed audio needs ffmpeg: the wheel's (faster start), else the system's
     host, port = server_address()
     app = create_app(demo, host=host, port=port)
     start_session_sweeper(demo)  # Gradio keeps every session's state otherwise (API calls: one session each)

@@ -54,20 +54,6 @@ FORMATS: dict[str, AudioFormat] = {
 _ffmpeg_slots = threading.BoundedSemaphore(MAX_FFMPEG_ENCODERS)
 
 
-def _encoder_exe() -> str | None:
-    """The imageio-ffmpeg wheel's static binary first, else ffmpeg_exe().
-
-    Per request, start time is latency: the static binary starts in 30-60 ms here,
-    Debian's dynamically linked one in 175-430 ms (benchmarks/api_formats.py).
-    """
-    try:
-        import imageio_ffmpeg
-
-        return imageio_ffmpeg.get_ffmpeg_exe()
-    except (ImportError, RuntimeError):
-        return ffmpeg_exe()
-
-
 class EncoderUnavailable(RuntimeError):
     """The format needs ffmpeg and none was found."""
 
@@ -237,7 +223,7 @@ class FfmpegEncoder(Encoder):
 
     def __init__(self, fmt: AudioFormat, sample_rate: int) -> None:
         super().__init__(fmt, sample_rate)
-        exe = _encoder_exe()
+        exe = ffmpeg_exe()
         if exe is None:
             raise EncoderUnavailable(f"response_format {fmt.name!r} needs ffmpeg, which this server does not have")
         if not _ffmpeg_slots.acquire(blocking=False):

@@ -216,7 +216,9 @@ def _side_controls(label: str) -> SideControls:
         gr.Markdown(f"#### Side {label}")
         model = gr.Dropdown([MODEL_ID], value=MODEL_ID, label="Model", interactive=True,
                             info="One model is served for now; model A vs B arrives with a second backend.")
-        voice = gr.Dropdown(_voice_choices(), value=_two_voices()[0 if label == "A" else 1], label="Voice")
+        voice = gr.Dropdown(
+            _voice_choices(), value=_two_voices()[0 if label == "A" else 1], label="Voice", elem_id=f"ab-voice-{label.lower()}"
+        )
         strength = gr.Slider(0.0, 1.0, value=1.0, step=0.05, label="Voice-matching strength")
         with gr.Row():
             seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
@@ -224,8 +226,8 @@ def _side_controls(label: str) -> SideControls:
     return SideControls(model, voice, strength, seed, speed)
 
 
-def build_ab_tab(history: gr.State) -> None:
-    """The A/B tab's components and events (call inside ``with gr.Tab(...)``)."""
+def build_ab_tab(history: gr.State) -> list[gr.Dropdown]:
+    """The A/B tab's components and events (call inside ``with gr.Tab(...)``); returns its two voice lists."""
     gr.Markdown(
         "Render one sentence under two settings and listen side by side: voice A vs voice B, "
         "matched vs unmatched (strength 1 vs 0), seed 1 vs seed 2. Turn on **blind** to hide which is which."
@@ -275,3 +277,4 @@ def build_ab_tab(history: gr.State) -> None:
     reveal_btn.click(reveal, state, reveal_md, api_name="ab_reveal")
     prefer_left.click(lambda s: prefer("Sample 1", s), state, [reveal_md, state], api_visibility="private")
     prefer_right.click(lambda s: prefer("Sample 2", s), state, [reveal_md, state], api_visibility="private")
+    return [side_a.voice, side_b.voice]

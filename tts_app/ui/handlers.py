@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -16,24 +16,26 @@ from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.shared_engine import engine_loaded, get_engine
 from tts_app.ui.active_runs import ACTIVE_RUNS
 from tts_app.ui.history import Take, add_take
-from tts_app.ui.run_figures import RunFigures, estimate_wait_s
+from tts_app.ui.run_figures import estimate_wait_s
+from tts_app.ui.run_model import Event, LineFailed, SpeakRun, next_batch, pump
 from tts_app.ui.session_files import new_file
-from tts_app.ui.stream_pacer import StreamPacer
 from tts_app.ui.text_lines import TextLimitError, parse_lines
 from tts_app.ui.user_error import UserError
 from tts_app.ui.voice_input import (
+    MODE_BUILTIN,
     MODE_UPLOAD,
     VoiceChoiceError,
     clip_for_report,
+    is_saved_voice,
     reference_report,
     resolve_voice,
+    saved_voice_report,
 )
 from tts_app.voice_names import builtin_voice_path
-from tts_app.wav_io import join_with_pauses, wav_bytes, write_wav
+from tts_app.wav_io import wav_bytes, write_wav
 
 logger = logging.getLogger(__name__)
 
-LINE_PAUSE_S = 0.3  # silence between lines, in the stream and in the joined file
 STATUS_EVERY_S = 0.3  # how often the waiting status refreshes
 _service_times: list[float] = []  # recent per-request running times, for the wait estimate
 
@@ -52,15 +54,6 @@ class SpeakOutputs:
 
     def as_list(self) -> list[Any]:
         return [self.stream, self.full, self.files, self.status, self.figures, self.lines, self.history]
-
-
-@dataclass
-class _LineState:
-    text: str
-    chunks: list[np.ndarray] = field(default_factory=list)
-    streamed: int = 0  # chunks already sent to the streaming player
-    done: bool = False
-    path: str | None = None
 
 
 def _mean_service_s() -> float | None:
@@ -93,6 +86,8 @@ def _waiting_status(handles: Sequence[Any], started: float) -> str:
     if not waiting:
         return f"**Decoding…** {len(handles)} line{'s' if len(handles) != 1 else ''} in the engine ({elapsed:.1f} s)"
     if waiting == len(handles):
+        if min(h.queue_position() for h in handles) == 0:
+            return f"**Starting…** ({elapsed:.1f} s)"  # nothing ahead: the engine is gathering this batch
         return f"**Queued:** {note} ({elapsed:.1f} s so far)"
     return f"**Decoding…** {len(handles) - waiting} of {len(handles)} lines running; the other {waiting}: {note} ({elapsed:.1f} s)"
 
@@ -107,12 +102,11 @@ def resolve_profile(voice: Any) -> Any:
         raise UserError(f"This voice cannot be used: {exc}") from exc
 
 
-def _submit_all(lines: Sequence[str], voice: Any, seed: int, speed: float, strength: float) -> list[Any]:
+def _submit_all(lines: Sequence[str], profile: Any, seed: int, speed: float, strength: float) -> list[Any]:
     """Submit every line at once (so they batch); on any refusal cancel what was already queued."""
     from tts_app.engine import EngineBusy
 
     engine = get_engine()
-    profile = resolve_profile(voice)
     handles: list[Any] = []
     try:
         for number, line in enumerate(lines, start=1):
@@ -128,18 +122,6 @@ def _submit_all(lines: Sequence[str], voice: Any, seed: int, speed: float, stren
             handle.cancel()
         raise
     return handles
-
-
-async def _pump(index: int, handle: Any, events: asyncio.Queue[tuple[int, Any]]) -> None:
-    """Forward one handle's chunks to the run's event queue; None marks its end, an exception its failure."""
-    try:
-        async for chunk in handle.astream():
-            await events.put((index, np.asarray(chunk, dtype=np.float32).reshape(-1)))
-        await events.put((index, None))
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - handed to the consumer, which reports it in the page
-        await events.put((index, exc))
 
 
 def _settings_values(speed: float | None, seed: float | None, strength: float | None) -> tuple[float, int, float]:
@@ -158,6 +140,27 @@ def _settings_values(speed: float | None, seed: float | None, strength: float | 
     return speed_value, seed_value, strength_value
 
 
+def _start_updates(outputs: SpeakOutputs, status: str) -> dict[Any, Any]:
+    """The first update of an accepted run: clear the last run's outputs (a refused run leaves them)."""
+    return {outputs.status: status, outputs.figures: [], outputs.files: None, outputs.full: None, outputs.lines: []}
+
+
+def _progress_status(run: SpeakRun, handles: Sequence[Any]) -> str:
+    waiting, note = _queue_note(handles)
+    queued = f"; {waiting} waiting, {note}" if waiting else ""
+    doing = "Speaking…" if run.streaming else "Decoding…"
+    return f"**{doing}** {run.finished_count} of {len(run.lines)} lines done{queued}"
+
+
+def _done_status(summary: dict[str, Any], count: int) -> str:
+    return (
+        f"✓ **Done:** {count} line{'s' if count != 1 else ''}, "
+        f"{summary['audio_s']:.1f} s of audio in {summary['total_s']:.1f} s "
+        f"(first audio {summary['time_to_first_audio_s'] or 0:.2f} s, RTF {summary['rtf'] or 0:.2f}, "
+        f"max batch {summary['max_batch']})"
+    )
+
+
 async def generate(
     text: str,
     voice_mode: str,
@@ -171,7 +174,34 @@ async def generate(
     request: gr.Request,
     outputs: SpeakOutputs,
 ) -> AsyncIterator[dict[Any, Any]]:
-    """Speak every line of ``text`` in one engine batch; stream line by line when ``streaming``."""
+    """Speak every line of ``text`` in one engine batch; stream line by line when ``streaming``.
+
+    A refused or failed run puts its one-line reason in the status box and raises gr.Error (the
+    toast, and the API client's exception); the outputs of the last run stay as they were.
+    """
+    try:
+        async for update in _generate(
+            text, voice_mode, builtin_voice, reference_clip, voice_strength, speed, seed, streaming, history, request, outputs
+        ):
+            yield update
+    except gr.Error as exc:
+        yield {outputs.status: f"⚠ **Not spoken:** {exc.message}"}
+        raise
+
+
+async def _generate(
+    text: str,
+    voice_mode: str,
+    builtin_voice: str | None,
+    reference_clip: str | None,
+    voice_strength: float,
+    speed: float,
+    seed: float,
+    streaming: bool,
+    history: list[dict[str, Any]] | None,
+    request: gr.Request,
+    outputs: SpeakOutputs,
+) -> AsyncIterator[dict[Any, Any]]:
     try:
         lines = parse_lines(text)
         voice, voice_label = resolve_voice(voice_mode, builtin_voice, reference_clip)
@@ -184,96 +214,57 @@ async def generate(
     if not engine_loaded():
         yield {outputs.status: "**Loading the model…** (first request of this server)"}
     engine = await asyncio.to_thread(get_engine)
-    sample_rate = int(engine.sample_rate)
-    handles = await asyncio.to_thread(_submit_all, lines, voice, seed_value, speed_value, strength_value)
+    if voice is not None:
+        yield {outputs.status: "**Analysing the reference…**"}
+    profile = await asyncio.to_thread(resolve_profile, voice)
+    handles = await asyncio.to_thread(_submit_all, lines, profile, seed_value, speed_value, strength_value)
     ACTIVE_RUNS.add(session, handles)
-    states = [_LineState(text=line) for line in lines]
-    figures = RunFigures()
-    events: asyncio.Queue[tuple[int, Any]] = asyncio.Queue()
-    pumps = [asyncio.create_task(_pump(i, h, events)) for i, h in enumerate(handles)]
-    pacer = StreamPacer(sample_rate) if streaming else None
-    next_line = 0  # the line the streaming player is on
-    finished = 0
-    line_items: list[dict[str, str]] = []
-    getter: asyncio.Task[tuple[int, Any]] | None = None
+    run = SpeakRun(lines, int(engine.sample_rate), bool(streaming), started)
+    events: asyncio.Queue[Event] = asyncio.Queue()
+    pumps = [asyncio.create_task(pump(i, h, events)) for i, h in enumerate(handles)]
+    getter: asyncio.Future[Event] | None = None
+    line_paths: dict[int, str] = {}
+
+    def metrics_of(index: int) -> dict[str, Any]:
+        metrics = handles[index].metrics.as_dict()
+        _record_service(metrics)
+        return metrics
 
     try:
-        yield {
-            outputs.status: _waiting_status(handles, started),
-            outputs.figures: [],
-            outputs.files: None,
-            outputs.full: None,
-            outputs.lines: [],
-        }
-        while finished < len(states):
-            # One pending get() kept across timeouts, so no event is ever dropped by a timeout.
-            getter = getter or asyncio.ensure_future(events.get())
-            done, _ = await asyncio.wait({getter}, timeout=STATUS_EVERY_S)
-            if not done:
-                if figures.time_to_first_audio_s is None:
+        yield _start_updates(outputs, _waiting_status(handles, started))
+        while not run.complete:
+            batch, getter = await next_batch(events, getter, STATUS_EVERY_S)
+            if not batch:
+                if not run.has_audio:
                     yield {outputs.status: _waiting_status(handles, started)}
                 continue
-            batch = [getter.result()]
-            getter = None
-            while not events.empty():
-                batch.append(events.get_nowait())
-
-            line_done = False
-            for index, item in batch:
-                state = states[index]
-                if isinstance(item, BaseException):
-                    raise gr.Error(f"Line {index + 1} failed: {item}")
-                if item is None:
-                    state.done = True
-                    finished += 1
-                    line_done = True
-                    metrics = handles[index].metrics.as_dict()
-                    _record_service(metrics)
-                    figures.add_line(index + 1, state.text, metrics)
-                    audio = np.concatenate(state.chunks) if state.chunks else np.zeros(0, np.float32)
-                    path = write_wav(new_file(session, f"line-{index + 1:02d}", ".wav"), audio, sample_rate)
-                    state.path = str(path)
-                    line_items.append({"index": str(index + 1), "text": state.text, "path": state.path})
-                elif item.size:
-                    state.chunks.append(item)
-                    if figures.time_to_first_audio_s is None:
-                        figures.time_to_first_audio_s = time.perf_counter() - started
+            try:
+                step = run.feed(batch, metrics_of)
+            except LineFailed as exc:
+                raise gr.Error(str(exc)) from exc
+            for index in step.finished:
+                audio = run.lines[index].audio()
+                line_paths[index] = str(write_wav(new_file(session, f"line-{index + 1:02d}", ".wav"), audio, run.sample_rate))
 
             update: dict[Any, Any] = {}
-            segments: list[np.ndarray] = []
-            if pacer is not None:
-                while next_line < len(states):  # the lines in order; later lines wait in their buffers
-                    current = states[next_line]
-                    for chunk in current.chunks[current.streamed :]:
-                        pacer.push(chunk)
-                    current.streamed = len(current.chunks)
-                    if not current.done:
-                        break
-                    next_line += 1
-                    if next_line < len(states):
-                        pacer.push(np.zeros(int(LINE_PAUSE_S * sample_rate), np.float32))
-                segments = pacer.take(final=next_line >= len(states))
-            for segment in segments[:-1]:
-                yield {outputs.stream: wav_bytes(segment, sample_rate)}
-            if segments:
-                update[outputs.stream] = wav_bytes(segments[-1], sample_rate)
-            if line_done:
-                ordered = sorted(line_items, key=lambda item: int(item["index"]))
-                update[outputs.lines] = ordered
-                update[outputs.files] = [item["path"] for item in ordered]
-                update[outputs.figures] = figures.table()
-            spoken = sum(1 for s in states if s.done)
-            if figures.time_to_first_audio_s is not None:
-                waiting, note = _queue_note(handles)
-                queued = f"; {waiting} waiting, {note}" if waiting else ""
-                doing = "Speaking…" if streaming else "Decoding…"
-                update[outputs.status] = f"**{doing}** {spoken} of {len(states)} lines done{queued}"
+            for segment in step.segments[:-1]:
+                yield {outputs.stream: wav_bytes(segment, run.sample_rate)}
+            if step.segments:
+                update[outputs.stream] = wav_bytes(step.segments[-1], run.sample_rate)
+            if step.finished:
+                ordered = sorted(line_paths)
+                update[outputs.lines] = [
+                    {"index": str(i + 1), "text": run.lines[i].text, "path": line_paths[i]} for i in ordered
+                ]
+                update[outputs.files] = [line_paths[i] for i in ordered]
+                update[outputs.figures] = run.figures.table()
+            if run.has_audio:
+                update[outputs.status] = _progress_status(run, handles)
             if update:
                 yield update
 
-        figures.total_s = time.perf_counter() - started
-        joined = join_with_pauses([np.concatenate(s.chunks) if s.chunks else np.zeros(0, np.float32) for s in states], sample_rate, LINE_PAUSE_S)
-        full_path = write_wav(new_file(session, "all-lines", ".wav"), joined, sample_rate)
+        summary = run.finish()
+        full_path = str(write_wav(new_file(session, "all-lines", ".wav"), run.joined(), run.sample_rate))
         take = Take(
             kind="speak",
             lines=list(lines),
@@ -282,22 +273,16 @@ async def generate(
             speed=speed_value,
             seed=seed_value,
             streaming=bool(streaming),
-            figures=figures.summary(),
-            line_files=[s.path or "" for s in states],
-            full_file=str(full_path),
+            figures=summary,
+            line_files=[line_paths.get(i, "") for i in range(len(run.lines))],
+            full_file=full_path,
         )
-        summary = figures.summary()
         yield {
-            outputs.full: str(full_path),
-            outputs.files: [s.path for s in states if s.path] + [str(full_path)],
-            outputs.figures: figures.table(),
+            outputs.full: full_path,
+            outputs.files: [line_paths[i] for i in sorted(line_paths)] + [full_path],
+            outputs.figures: run.figures.table(),
             outputs.history: add_take(history, take),
-            outputs.status: (
-                f"✓ **Done:** {len(states)} line{'s' if len(states) != 1 else ''}, "
-                f"{summary['audio_s']:.1f} s of audio in {summary['total_s']:.1f} s "
-                f"(first audio {summary['time_to_first_audio_s'] or 0:.2f} s, RTF {summary['rtf'] or 0:.2f}, "
-                f"max batch {summary['max_batch']})"
-            ),
+            outputs.status: _done_status(summary, len(run.lines)),
         }
     finally:
         for handle in handles:
@@ -322,6 +307,8 @@ def voice_report(voice_mode: str, builtin_voice: str | None, reference_clip: str
     if voice_mode == MODE_UPLOAD and not reference_clip:
         return "Upload a clip (wav, flac, mp3, ogg) or record one with the microphone."
     try:
+        if voice_mode == MODE_BUILTIN and is_saved_voice(builtin_voice):
+            return saved_voice_report(str(builtin_voice))
         clip = clip_for_report(voice_mode, builtin_voice, reference_clip)
         return reference_report(clip)
     except (ValueError, OSError) as exc:
@@ -329,14 +316,22 @@ def voice_report(voice_mode: str, builtin_voice: str | None, reference_clip: str
         return f"⚠ **This reference clip cannot be used:** {exc}"
 
 
-def builtin_preview(name: str | None) -> str | None:
-    """The clip of a built-in voice, for its preview player."""
+def builtin_preview(name: str | None) -> Any:
+    """The clip of a built-in voice, or a saved voice's processed reference, for the preview player."""
     if not name:
         return None
+    if is_saved_voice(name):
+        from tts_app.voice import default_library
+
+        try:
+            profile = default_library().load(name)
+        except ValueError:  # deleted meanwhile: nothing to preview
+            return None
+        return profile.sample_rate, profile.audio  # [T] float32
     try:
         return str(builtin_voice_path(name))
-    except ValueError as exc:
-        raise UserError(str(exc)) from exc
+    except ValueError:
+        return None
 
 
 def on_upload(reference_clip: str | None) -> str:

@@ -30,7 +30,6 @@ HISTORY_HEADERS = [
     "wait (s)",
 ]
 HISTORY_TYPES = ["number", "str", "str", "str", "str", "number", "number", "number", "str", "number", "number", "number", "number", "number"]
-HISTORY_WIDTHS = ["5%", "7%", "6%", "23%", "13%", "6%", "5%", "5%", "5%", "6%", "5%", "5%", "5%", "6%"]
 MAX_TAKES = 200  # a session keeps its latest takes only
 
 

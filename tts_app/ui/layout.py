@@ -11,12 +11,14 @@ from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.ui import handlers
 from tts_app.ui.ab import build_ab_tab
 from tts_app.ui.api_help import api_help_markdown
-from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, HISTORY_WIDTHS, history_table, history_zip, take_audio
+from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, history_table, history_zip, take_audio
 from tts_app.ui.run_figures import FIGURE_HEADERS, FIGURE_TYPES
 from tts_app.ui.session_files import remove_session
+from tts_app.ui.stream_pacer import allow_slow_encoder_start
 from tts_app.ui.text_lines import MAX_LINE_CHARS, MAX_LINES
-from tts_app.ui.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin
-from tts_app.voice_names import builtin_voice_path, builtin_voices
+from tts_app.ui.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin, is_saved_voice
+from tts_app.ui.voice_library import delete_voice, refresh_choices, save_voice, voice_choices
+from tts_app.voice_names import builtin_voice_path
 
 # The Gradio queue holds up to QUEUE_MAX_SIZE events and runs up to CONCURRENCY at once, so
 # many sessions reach the engine together and it batches across users (Gradio's default of
@@ -65,14 +67,15 @@ def _cleanup(request: gr.Request) -> None:
     remove_session(request.session_hash)
 
 
-def _mode_visibility(mode: str) -> tuple[Any, Any, Any]:
-    builtin = mode == MODE_BUILTIN
-    return gr.update(visible=builtin), gr.update(visible=builtin), gr.update(visible=mode == MODE_UPLOAD)
+def _mode_visibility(mode: str) -> tuple[Any, ...]:
+    builtin, upload = mode == MODE_BUILTIN, mode == MODE_UPLOAD
+    return gr.update(visible=builtin), gr.update(visible=builtin), gr.update(visible=upload), gr.update(visible=upload)
 
 
 def _render_line_players(items: list[dict[str, str]] | None) -> None:
+    # Players only, never a placeholder component: an unkeyed Markdown here was handed the first
+    # line player's file by the page when the render swapped it out ("e.trim is not a function").
     if not items:
-        gr.Markdown("Each line gets its own player and download here as soon as it is done.", elem_classes=["muted"])
         return
     for item in items:
         text = item["text"] if len(item["text"]) <= 70 else item["text"][:67] + "…"
@@ -88,6 +91,7 @@ def _render_line_players(items: list[dict[str, str]] | None) -> None:
 
 def build_demo() -> gr.Blocks:
     """Build the whole app (no model is loaded here: the engine is created on first use)."""
+    allow_slow_encoder_start()
     first_voice = default_builtin()
     with gr.Blocks(title="tts_app · streaming text to speech", delete_cache=(1800, 3600)) as demo:
         history = gr.State([])
@@ -96,18 +100,24 @@ def build_demo() -> gr.Blocks:
         with gr.Tabs():
             with gr.Tab("Speak", id="speak"):
                 with gr.Row(equal_height=False):
-                    with gr.Column(scale=5, min_width=380):
+                    with gr.Column(scale=5, min_width=300):
                         gr.Markdown("### 1 · Voice", elem_classes=["step-title"])
-                        voice_mode = gr.Radio(VOICE_MODES, value=MODE_BUILTIN, show_label=False, elem_id="voice-mode")
-                        with gr.Row(equal_height=True):
-                            builtin = gr.Dropdown(
-                                list(builtin_voices()), value=first_voice, label="Built-in voice", scale=2, elem_id="builtin-voice"
-                            )
+                        voice_mode = gr.Radio(VOICE_MODES, value=MODE_BUILTIN, label="Voice source", show_label=False, elem_id="voice-mode")
+                        with gr.Row(equal_height=True, elem_id="voice-pick-row") as pick_row:
+                            with gr.Column(scale=2, min_width=160):
+                                builtin = gr.Dropdown(
+                                    voice_choices(), value=first_voice, label="Voice (built-in and saved)", elem_id="builtin-voice"
+                                )
+                                delete_btn = gr.Button(
+                                    "Delete this saved voice", size="sm", variant="secondary",
+                                    visible=is_saved_voice(first_voice), elem_id="delete-voice-btn",
+                                )
                             preview = gr.Audio(
                                 value=str(builtin_voice_path(first_voice)) if first_voice else None,
                                 label="Preview",
                                 interactive=False,
                                 scale=3,
+                                min_width=200,
                                 elem_id="voice-preview",
                             )
                         upload = gr.Audio(
@@ -117,6 +127,13 @@ def build_demo() -> gr.Blocks:
                             visible=False,
                             elem_id="reference-upload",
                         )
+                        with gr.Row(equal_height=True, visible=False, elem_id="save-voice-row") as save_row:
+                            save_name = gr.Textbox(
+                                label="Save this voice as…", placeholder="my_voice (letters, digits, _ or -)",
+                                max_length=64, scale=3, min_width=160, elem_id="save-voice-name",
+                            )
+                            save_btn = gr.Button("Save voice", scale=1, min_width=90, elem_id="save-voice-btn")
+                        library_status = gr.Markdown(elem_id="voice-library-status")
                         strength = gr.Slider(
                             0.0, 1.0, value=1.0, step=0.05, label="Voice-matching strength",
                             info="0 keeps the model's own voice; 1 matches the reference as closely as it can.",
@@ -142,14 +159,18 @@ def build_demo() -> gr.Blocks:
                             generate_btn = gr.Button("Generate", variant="primary", scale=3, elem_id="generate-btn")
                             stop_btn = gr.Button("Stop", variant="stop", scale=1, elem_id="stop-btn")
 
-                    with gr.Column(scale=6, min_width=420):
-                        status = gr.Markdown("Ready.", elem_id="run-status")
+                    with gr.Column(scale=6, min_width=300):
+                        status = gr.Markdown("Ready.", label="Status", elem_id="run-status")
                         stream = gr.Audio(
                             label="Live stream (lines in order)",
                             streaming=True,
                             autoplay=True,
                             interactive=False,
                             elem_id="stream-player",
+                        )
+                        gr.Markdown(
+                            "Each line gets its own player and download below as soon as it is done.",
+                            elem_classes=["muted"], elem_id="line-players-hint",
                         )
                         with gr.Column(elem_id="line-players"):
                             gr.render(inputs=[line_items])(_render_line_players)
@@ -163,13 +184,12 @@ def build_demo() -> gr.Blocks:
                             datatype=FIGURE_TYPES,
                             label="Figures for this run (seconds; RTF = compute time / audio time)",
                             interactive=False,
-                            wrap=True,
-                            column_widths=["7%", "29%", "10%", "10%", "9%", "9%", "8%", "18%"],
+                            wrap=False,  # one line per cell; the table scrolls sideways inside its box on a phone
                             elem_id="run-figures",
                         )
 
-            with gr.Tab("A/B listening", id="ab"):
-                build_ab_tab(history)
+            with gr.Tab("A/B listening", id="ab") as ab_tab:
+                ab_voices = build_ab_tab(history)
 
             with gr.Tab("History", id="history"):
                 gr.Markdown(
@@ -179,10 +199,10 @@ def build_demo() -> gr.Blocks:
                 history_df = gr.Dataframe(
                     headers=HISTORY_HEADERS,
                     datatype=HISTORY_TYPES,
-                    column_widths=HISTORY_WIDTHS,
                     interactive=False,
-                    wrap=True,
+                    wrap=False,  # one line per cell: a phone scrolls the table inside its box
                     elem_id="history-table",
+                    elem_classes=["wide-table"],
                 )
                 with gr.Row(equal_height=True):
                     take_player = gr.Audio(label="Selected take", interactive=False, scale=3, elem_id="take-player")
@@ -191,21 +211,21 @@ def build_demo() -> gr.Blocks:
                     )
 
             with gr.Tab("API", id="api"):
-                gr.Markdown(api_help_markdown())
+                gr.Markdown(api_help_markdown(), elem_id="api-help")
 
         outputs = handlers.SpeakOutputs(stream, full, files, status, figures, line_items, history)
 
-        async def generate(
+        async def generate(  # defaults: what gradio_client shows as optional
             text: str,
-            voice_mode: str,
-            builtin_voice: str | None,
-            reference_clip: str | None,
-            voice_strength: float,
-            speed: float,
-            seed: float,
-            streaming: bool,
-            history: list[dict[str, Any]] | None,
-            request: gr.Request,
+            voice_mode: str = MODE_BUILTIN,
+            builtin_voice: str | None = first_voice,
+            reference_clip: str | None = None,
+            voice_strength: float = 1.0,
+            speed: float = 1.0,
+            seed: float = 0,
+            streaming: bool = True,
+            history: list[dict[str, Any]] | None = None,
+            request: gr.Request = None,  # type: ignore[assignment] - Gradio fills it in
         ) -> AsyncIterator[dict[Any, Any]]:
             """Speak each non-empty line of the text (one engine batch), streaming the lines in order."""
             async for update in handlers.generate(
@@ -214,8 +234,9 @@ def build_demo() -> gr.Blocks:
                 yield update
 
         voice_inputs = [voice_mode, builtin, upload]
-        voice_mode.change(_mode_visibility, voice_mode, [builtin, preview, upload], queue=False, api_visibility="private")
+        voice_mode.change(_mode_visibility, voice_mode, [pick_row, preview, upload, save_row], queue=False, api_visibility="private")
         voice_mode.change(handlers.voice_report, voice_inputs, report, api_name="reference_report")
+        builtin.change(lambda name: gr.update(visible=is_saved_voice(name)), builtin, delete_btn, queue=False, api_visibility="private")
         builtin.change(handlers.builtin_preview, builtin, preview, api_visibility="private").then(
             handlers.voice_report, voice_inputs, report, api_visibility="private"
         )
@@ -228,12 +249,17 @@ def build_demo() -> gr.Blocks:
             [text, voice_mode, builtin, upload, strength, speed, seed, streaming, history],
             outputs.as_list(),
             api_name="generate",
+            show_progress="hidden",  # the status box tells progress and errors: no per-output spinners or "Error" pills
         )
+        save_btn.click(save_voice, [save_name, upload], [library_status, voice_mode, builtin], api_visibility="private")
+        delete_btn.click(delete_voice, builtin, [library_status, builtin], api_visibility="private")
+        ab_tab.select(lambda a, b: (refresh_choices(a, True), refresh_choices(b, True)), ab_voices, ab_voices, queue=False, api_visibility="private")
         stop_btn.click(handlers.stop, None, status, cancels=[run], api_name="stop")
         history.change(_history_outputs, history, [history_df, zip_btn], api_visibility="private")
         history_df.select(_select_take, history, take_player, api_visibility="private")
         gr.api(handlers.engine_stats, api_name="engine_stats")
         demo.load(handlers.voice_report, voice_inputs, report, api_visibility="private")
+        demo.load(refresh_choices, builtin, builtin, queue=False, api_visibility="private")
         demo.unload(_cleanup)
 
     demo.queue(max_size=QUEUE_MAX_SIZE, default_concurrency_limit=CONCURRENCY)

@@ -57,7 +57,7 @@ class RunFigures:
         wait = _round(metrics.get("queue_wait_s")) or 0.0
         self.max_queue_wait_s = max(self.max_queue_wait_s, wait)
         self.audio_s += _round(metrics.get("audio_s")) or 0.0
-        short = text if len(text) <= 48 else text[:45] + "…"
+        short = text if len(text) <= 28 else text[:27] + "…"  # one line in the table, even on a laptop
         self.rows.append(
             [
                 str(number),

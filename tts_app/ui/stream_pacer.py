@@ -1,19 +1,42 @@
 """Cut the live stream into segments an HLS player can keep up with.
 
-Gradio turns each streamed yield into one HLS segment, and the browser's player reloads
-the live playlist about once per target duration (the longest segment, rounded up to
-whole seconds). Two things keep it from running dry between reloads: a first yield that
-waits for a little runway of audio, and segments that stay under one second, so the
-target duration stays 1 s and the player looks for new audio every second.
+Gradio turns each streamed yield into one HLS segment. The browser's player (hls.js) reloads
+a live playlist after the duration of its newest segment when the playlist grew, and after
+half the target duration (0.5 s: the longest segment rounded up to whole seconds) when it
+did not. So short segments keep the player looking for new audio every few tenths of a
+second, and the first yield need only hold the engine's first window (64 latent frames, up to
+0.74 s at 22,050 Hz, less the decoder's right context): waiting for more costs a whole engine
+step before the first sound.
 """
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
-PREBUFFER_S = 1.5  # audio held back before the player starts, so it never catches up with the decoder
-MAX_SEGMENT_S = 0.8  # under 1 s even after the AAC encoder's frame rounding
-MIN_SEGMENT_S = 0.4  # no tiny segments while more audio is coming
+logger = logging.getLogger(__name__)
+
+PREBUFFER_S = 0.3  # audio held back before the player starts: less than any first window gives
+MAX_SEGMENT_S = 0.4  # short segments: the player reloads the playlist after the newest one's duration
+MIN_SEGMENT_S = 0.2  # no tiny segments while more audio is coming
+ENCODER_START_WAIT_S = 3.0  # how long the first segment may wait for Gradio's ffmpeg to start
+
+
+def allow_slow_encoder_start(wait_s: float = ENCODER_START_WAIT_S) -> None:
+    """Let the stream's first segment wait for the AAC encoder (one ffmpeg process per stream) to start.
+
+    Gradio waits 0.1 s for its first frames; on a busy machine ffmpeg takes longer, the first
+    segment comes out empty, and the browser's player, handed a playlist with no segment, fails
+    and retries with a back-off (10 s to first sound in the browser test). The wait ends as soon
+    as frames arrive, so a quick start costs nothing.
+    """
+    from gradio import audio_stream_encoder
+
+    if isinstance(getattr(audio_stream_encoder, "STARTUP_WAIT", None), (int, float)):
+        audio_stream_encoder.STARTUP_WAIT = max(float(audio_stream_encoder.STARTUP_WAIT), wait_s)
+    else:  # a Gradio without this constant: nothing to tune, say so once
+        logger.warning("gradio.audio_stream_encoder.STARTUP_WAIT not found; the first stream segment may be empty")
 
 
 class StreamPacer:

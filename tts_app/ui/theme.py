@@ -41,6 +41,43 @@ APP_CSS = """
 .ab-side { border-radius: var(--radius-lg); }
 #ab-reveal { min-height: 2rem; }
 footer { opacity: 0.75; }
+#voice-library-status p { margin: 0; font-size: 0.86rem; }
+/* Tables scroll sideways inside their own box, never the page (phones): their content must not set
+   the column's width (contain: inline-size), and they never squeeze a column to a letter per line. */
+#run-figures, #history-table { contain: inline-size; max-width: 100%; }
+#run-figures th, #run-figures td, #history-table th, #history-table td { white-space: nowrap; }
+#api-help { contain: inline-size; overflow-wrap: anywhere; }
+#api-help pre, #api-help table { display: block; max-width: 100%; overflow-x: auto; }
 """
 
-APP_HEAD = '<meta name="description" content="Streaming text to speech with voice matching, A/B listening and an OpenAI-compatible API.">'
+# The live player (hls.js) gets a first buffered range that starts a few milliseconds after 0
+# (AAC framing), and waits at currentTime 0 until its stall handling jumps the hole, measured at
+# ~3.4 s in the browser test. While the stream player waits before its first buffered range,
+# start it at that range (holes of up to 0.25 s, at the start only: later holes stay audible).
+START_GAP_SCRIPT = """<script>
+(() => {
+  const MAX_START_GAP_S = 0.25;
+  const jump = (media) => {
+    const b = media.buffered;
+    if (!b.length) return false;
+    const gap = b.start(0) - media.currentTime;
+    if (gap > 0 && gap <= MAX_START_GAP_S) { media.currentTime = b.start(0); return true; }
+    return media.currentTime >= b.start(0);
+  };
+  const onWait = (event) => {
+    const media = event.target;
+    if (!(media instanceof HTMLMediaElement) || !media.closest || !media.closest('#stream-player')) return;
+    if (media.currentTime > MAX_START_GAP_S || media.__startGapPoll) return;
+    let tries = 0;
+    media.__startGapPoll = setInterval(() => {  // until the first segment lands, for at most 10 s
+      if (jump(media) || ++tries > 400) { clearInterval(media.__startGapPoll); media.__startGapPoll = null; }
+    }, 25);
+  };
+  document.addEventListener('waiting', onWait, true);  // media events do not bubble: listen while capturing
+})();
+</script>"""
+
+APP_HEAD = (
+    '<meta name="description" content="Streaming text to speech with voice matching, A/B listening and an OpenAI-compatible API.">'
+    + START_GAP_SCRIPT
+)

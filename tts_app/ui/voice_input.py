@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from tts_app.voice_names import builtin_voice_path, builtin_voices
+from tts_app.voice_names import builtin_voice_path, builtin_voices, voice_names
 
 logger = logging.getLogger(__name__)
 
@@ -49,12 +49,15 @@ def resolve_voice(mode: str | None, builtin: str | None, upload: str | None) -> 
             )
         return str(path), f"upload: {path.name}"
     if not builtin:
-        raise VoiceChoiceError("Pick a built-in voice, or switch to the model's own voice.")
-    try:
-        builtin_voice_path(builtin)
-    except ValueError as exc:
-        raise VoiceChoiceError(str(exc)) from exc
+        raise VoiceChoiceError("Pick a voice, or switch to the model's own voice.")
+    if builtin not in voice_names():  # built-in and saved voices go by name
+        raise VoiceChoiceError(f"unknown voice {builtin!r}; it may have been deleted: pick another")
     return builtin, builtin
+
+
+def is_saved_voice(name: str | None) -> bool:
+    """True for a saved voice's name (not a built-in one)."""
+    return bool(name) and name not in builtin_voices() and name in voice_names()
 
 
 def clip_for_report(mode: str | None, builtin: str | None, upload: str | None) -> str | None:
@@ -64,6 +67,14 @@ def clip_for_report(mode: str | None, builtin: str | None, upload: str | None) -
     if mode == MODE_BUILTIN and builtin:
         return str(builtin_voice_path(builtin))
     return None
+
+
+def saved_voice_report(name: str) -> str:
+    """Markdown describing a saved voice (its profile keeps the report of the clip it came from)."""
+    from tts_app.voice import default_library
+
+    report = default_library().load(name).report
+    return f"{'✓' if report.ok else '⚠'} **Saved voice {name}:** {report.summary()}"
 
 
 def reference_report(clip: str | None) -> str:
