@@ -21,7 +21,7 @@ def run_stream(f: SpectralFilterStream, x: np.ndarray, sizes) -> np.ndarray:
     outs, i, k = [], 0, 0
     while i < len(x):
         outs.append(f.process(x[i : i + sizes[k % len(sizes)]]))
-        assert f._n_in - f._n_out <= f.latency_samples  # holds back less than one hop
+        assert f._n_in - f._n_out <= f.latency_samples  # holds back less than one frame (46 ms)
         i, k = i + sizes[k % len(sizes)], k + 1
     outs.append(f.flush())
     return np.concatenate(outs)
@@ -142,7 +142,7 @@ def test_profile_file_round_trip_and_old_files_rebuilt(tmp_path, monkeypatch):
     np.savez(old, **arrays)
     rebuilt = VoiceProfile.load(old)
     assert rebuilt.class_map is not None
-    assert np.allclose(rebuilt.class_map.gains_db, profile.class_map.gains_db)
+    assert np.allclose(rebuilt.class_map.gains_db, profile.class_map.gains_db, atol=1e-3)  # clip saved as 24-bit FLAC
     clear_profile_cache()
 
 

@@ -77,6 +77,24 @@ class VoiceProfile:
     def adapt(self, audio: np.ndarray, strength: float = 1.0, sample_rate: int = 22050) -> np.ndarray:
         return adapt(audio, self, strength, sample_rate)
 
+    def with_transcript(self, text: str | None) -> "VoiceProfile":
+        """This voice with its class map refitted on a typed transcript (self when none or the same)."""
+        text = _clean_text(text)
+        if text is None or (text == self.transcript and self.transcript_source == "typed"):
+            return self
+
+        def build() -> "VoiceProfile":
+            class_map, transcript, source = build_class_map(self.audio, self.sample_rate, self.stats, text)
+            return dataclasses.replace(
+                self,
+                class_map=class_map,
+                transcript=transcript,
+                transcript_source=source,
+                report=dataclasses.replace(self.report, transcript=transcript, transcript_source=source),
+            )
+
+        return _PROFILES.get_or_create(("text", self.content_hash, self.analysis_version, _text_key(text)), build)
+
     def renamed(self, name: str) -> "VoiceProfile":
         return dataclasses.replace(self, name=name)
 

@@ -3,8 +3,8 @@
 Weighted overlap-add STFT (sqrt-Hann in and out, hop N/4). Frames sit at fixed positions
 counted from the start of the stream and each is filtered from its own samples only, so
 any chunking gives the same output as one whole-utterance call (up to float rounding).
-Output block [j*HOP, (j+1)*HOP) is final once frame j is done, which needs input up to
-(j+1)*HOP: the filter holds back less than HOP samples (12 ms at 22.05 kHz).
+A sample is final once every frame over it is done, the last of which reaches N_FFT - HOP
+samples further: the filter holds back less than N_FFT samples (46 ms at 22.05 kHz).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class SpectralFilterStream:
 
     @property
     def latency_samples(self) -> int:
-        return HOP - 1
+        return N_FFT - 1
 
     def process(self, chunk: np.ndarray) -> np.ndarray:
         chunk = np.asarray(chunk, dtype=np.float64).reshape(-1)
