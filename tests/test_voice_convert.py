@@ -150,3 +150,19 @@ def _lj():
     from tts_app.voice.library import BUILTIN_VOICES_DIR
 
     return next(BUILTIN_VOICES_DIR.glob("lj_female_us.*"))
+
+
+def test_resolve_voice_with_text_refits_a_named_voice_and_refuses_bad_text():
+    from tts_app.voice import VoiceError, resolve_voice
+
+    clear_profile_cache()
+    text = "Printing, in the only sense with which we are at present concerned."
+    plain = resolve_voice("lj_female_us")
+    typed = resolve_voice("lj_female_us", text=text)
+    assert typed.transcript == text and typed.transcript_source == "typed"
+    assert typed.cache_key != plain.cache_key  # adapter plans are not shared between the two maps
+    assert resolve_voice("lj_female_us", text=text) is typed  # cached
+    assert resolve_voice(plain, text=None) is plain
+    with pytest.raises(VoiceError, match="too long"):
+        resolve_voice("lj_female_us", text="word " * 1000)
+    clear_profile_cache()
