@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tts_app.voice import make_profile
-from tts_app.voice import transcript
+from tts_app.voice import conversion, transcript
 from tts_app.voice.bands import N_BANDS
 from tts_app.voice.classmap import HOP, N_CEPS, ClassMap, dtw_path, fit_class_map
 from tts_app.voice.eq import design_fir
@@ -108,8 +108,10 @@ def test_typed_text_is_used_and_reported(monkeypatch):
     assert "Transcript (typed)" in profile.report.summary()
 
 
-def test_fallback_without_a_transcript(monkeypatch):
+@pytest.mark.parametrize("recognise", [False, True])
+def test_fallback_without_a_transcript(monkeypatch, recognise):
     clear_profile_cache()
+    monkeypatch.setattr(conversion, "RECOGNISE_TRANSCRIPT", recognise)
     monkeypatch.setattr(transcript, "recognise", lambda *a: "")  # e.g. music or another language
     profile = make_profile(_lj())
     assert profile.transcript_source == "none" and profile.class_map.alignment == "nearest"

@@ -1,7 +1,7 @@
 """Build a reference's class map: get its words, make parallel data with the model voice, fit.
 
 Route (chosen per reference, reported in the profile):
-- transcript typed by the user, or recognised by PocketSphinx -> the model speaks it through
+- transcript typed by the user (or recognised by PocketSphinx when RECOGNISE_TRANSCRIPT) -> the model speaks it through
   the strength-1 pitch/formant/EQ stage -> frames paired by DTW -> class map ("parallel");
 - no usable transcript (silence to the recogniser, too few words, music, another language) ->
   the model's own shipped clip, frames assigned to their nearest class ("nearest").
@@ -23,6 +23,10 @@ logger = logging.getLogger(__name__)
 
 CONVERSION_VERSION = 1  # bump when the class map's fit changes: saved profiles then rebuild it
 MIN_TRANSCRIPT_WORDS = 3  # fewer recognised words than this: alignment is not worth trusting
+# Measured (BENCHMARKS.voice.md, 20 sentences): aligning on PocketSphinx's transcript lost to the
+# nearest-class fallback on 2 of 3 voices in similarity and on WER (wrong words, wrong pairs), so a
+# recognised transcript is not used for alignment; a typed one is.
+RECOGNISE_TRANSCRIPT = False
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ def parallel_data(audio: np.ndarray, sample_rate: int, stats: VoiceStats, text: 
     mv = model_voice()
     clip = run_adapter(_resample(mv.audio, mv.sample_rate, ANALYSIS_RATE), plan, ANALYSIS_RATE)
     said, source = (text, "typed") if text else ("", "none")
-    if not said:
+    if not said and RECOGNISE_TRANSCRIPT:
         heard = words.recognise(ref, ANALYSIS_RATE)
         if len(heard.split()) >= MIN_TRANSCRIPT_WORDS:
             said, source = heard, "recognised"
