@@ -195,7 +195,8 @@ def main() -> int:
     parser.add_argument("--no-engine", action="store_true", help="use stock piper even if the engine imports")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "voice_similarity.md")
     parser.add_argument("--append", action="store_true", help="add to --out instead of replacing it")
-    parser.add_argument("--configs", default="v1,k4,k8,k16,k8-nearest", help="v1 | k<N> | k<N>-nearest, comma-separated")
+    parser.add_argument("--recognise", action="store_true", help="align on PocketSphinx's transcript of each reference (off in the app)")
+    parser.add_argument("--configs", default="v1,k4,k8,k16", help="v1 | k<N> | k<N>-nearest, comma-separated")
     parser.add_argument("--save-json", type=Path, help="also write the raw figures here (for --merge)")
     parser.add_argument("--merge", type=Path, nargs="*", help="render the table from --save-json files of runs over other voices")
     parser.add_argument("--product", default="k8", help="the configuration the app ships (timed, streaming-checked)")
@@ -207,7 +208,10 @@ def main() -> int:
     if args.merge:
         return merge(args)
     from tts_app.voice import adapt, default_library
+    from tts_app.voice import conversion
     from tts_app.voice.conversion import fit, parallel_data
+
+    conversion.RECOGNISE_TRANSCRIPT = args.recognise
 
     sentences = [s.strip() for s in (args.shared / "eval" / "sentences.txt").read_text().splitlines() if s.strip()]
     if args.limit:
@@ -308,8 +312,8 @@ def render(t: Table, args, synth_kind, n_sentences, rtf, stream_worst, stream_sn
         f"Unadapted audio: {synth_kind} (Piper en_US-joe-medium, 22,050 Hz, seed 0), {n_sentences} Harvard sentences "
         "(shared/eval/sentences.txt). Similarity: cosine of Resemblyzer d-vectors, output vs the voice's "
         "processed reference clip, mean over sentences. WER: PocketSphinx (its bundled en-US model) against the "
-        "sentence text, errors over all words; the difference to unadapted is what matters. Transcripts of the "
-        "references: recognised by PocketSphinx (nothing typed), as a visitor who leaves the text box empty gets.",
+        "sentence text, errors over all words; the difference to unadapted is what matters. No transcript is "
+        f"typed for the references{' (recognised by PocketSphinx: --recognise)' if args.recognise else ''}.",
         "",
         "## Leave one voice out",
         "",
@@ -349,8 +353,8 @@ def render(t: Table, args, synth_kind, n_sentences, rtf, stream_worst, stream_sn
     lines += [
         "",
         f"Unadapted WER {100 * t.wer_plain:.1f}%. v1 = the previous adapter (PSOLA + long-term EQ). k<N> = v2 with N sound "
-        "classes, reference frames aligned by DTW to the model speaking the recognised transcript; k<N>-nearest = the "
-        "fallback without a transcript (nearest class).",
+        "classes: reference frames aligned by DTW to the model speaking the transcript when there is one (with "
+        "--recognise: PocketSphinx's), else matched to the nearest class; k<N>-nearest = always nearest class.",
         "",
         f"- Adapter speed ({t.product}): {rtf:.4f} s of CPU per s of audio on one thread, whole-utterance `adapt`, plan cached.",
         f"- Profile build (recognise + the model speaks the transcript + strength-1 calibration), per voice: "
