@@ -9,11 +9,19 @@ markdown table (--out, default benchmarks/results/voice_similarity.md; BENCHMARK
 
     pip install -r requirements-dev.txt
     python benchmarks/voice_similarity.py [--shared ../shared] [--strength 1.0] [--limit N]
+
+Constants of the v2 conversion (number of sound classes, parallel vs nearest alignment) are
+chosen leave-one-voice-out: every configuration in --configs is scored on every voice, and
+each voice's "left-out" figure is that of the configuration that did best on the other four
+(mean gain, among those whose WER stays within 2 points of unadapted). "v1" is the previous
+adapter (PSOLA + long-term EQ, no class map), for comparison.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import datetime
 import logging
 import os
@@ -121,18 +129,38 @@ def word_errors(ref: str, hyp: str) -> tuple[int, int]:
     return row[len(h)], len(r)
 
 
-@dataclass
-class VoiceRow:
-    voice: str
-    ref_f0_hz: float
-    sim_base: float
-    sim_adapted: float
-    wer_base: float
-    wer_adapted: float
+def parse_config(text: str):
+    """'v1' -> no class map; 'k8' -> 8 classes, parallel; 'k8-nearest' -> 8 classes, nearest-class fallback."""
+    from tts_app.voice.conversion import ConversionConfig
 
-    @property
-    def gain(self) -> float:
-        return self.sim_adapted - self.sim_base
+    text = text.strip()
+    if text == "v1":
+        return text, None
+    m = re.fullmatch(r"k(\d+)(-nearest)?", text)
+    if not m:
+        raise SystemExit(f"bad config {text!r}")
+    return text, ConversionConfig(n_classes=int(m.group(1)), parallel=not m.group(2))
+
+
+@dataclass
+class Table:
+    sims_plain: dict
+    wer_plain: float
+    results: dict  # (voice, config) -> (similarity, WER)
+    meta: dict  # voice -> (ref seconds, transcript source, F0)
+    configs: list
+    product: str
+    wer_slack: float = 0.02
+
+    def gain(self, voice: str, config: str) -> float:
+        return self.results[(voice, config)][0] - self.sims_plain[voice]
+
+    def pick(self, voices: list) -> str:
+        """The configuration (v1 excluded) with the best mean gain on ``voices`` whose WER holds."""
+        def score(c):
+            wer = np.mean([self.results[(v, c)][1] for v in voices])
+            return (wer <= self.wer_plain + self.wer_slack, np.mean([self.gain(v, c) for v in voices]))
+        return max((c for c in self.configs if c != "v1"), key=score)
 
 
 def streaming_check(profile, audio: np.ndarray, strength: float, sample_rate: int) -> tuple[float, float, bool]:
@@ -167,12 +195,23 @@ def main() -> int:
     parser.add_argument("--no-engine", action="store_true", help="use stock piper even if the engine imports")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "voice_similarity.md")
     parser.add_argument("--append", action="store_true", help="add to --out instead of replacing it")
+    parser.add_argument("--recognise", action="store_true", help="align on PocketSphinx's transcript of each reference (off in the app)")
+    parser.add_argument("--configs", default="v1,k4,k8,k16", help="v1 | k<N> | k<N>-nearest, comma-separated")
+    parser.add_argument("--save-json", type=Path, help="also write the raw figures here (for --merge)")
+    parser.add_argument("--merge", type=Path, nargs="*", help="render the table from --save-json files of runs over other voices")
+    parser.add_argument("--product", default="k8", help="the configuration the app ships (timed, streaming-checked)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     for noisy in ("tts_app", "numba", "resemblyzer"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
+    if args.merge:
+        return merge(args)
     from tts_app.voice import adapt, default_library
+    from tts_app.voice import conversion
+    from tts_app.voice.conversion import fit, parallel_data
+
+    conversion.RECOGNISE_TRANSCRIPT = args.recognise
 
     sentences = [s.strip() for s in (args.shared / "eval" / "sentences.txt").read_text().splitlines() if s.strip()]
     if args.limit:
@@ -192,41 +231,57 @@ def main() -> int:
     base_err = [word_errors(s, scorer.transcribe(a, sr)) for s, a in zip(sentences, base_audio)]
     wer_base = sum(e for e, _ in base_err) / sum(n for _, n in base_err)
 
-    rows: list[VoiceRow] = []
-    adapt_time, stream_worst, stream_snr, lengths_ok = 0.0, 0.0, float("inf"), True
+    configs = [parse_config(c) for c in args.configs.split(",")]
+    sims_plain: dict[str, float] = {}
+    results: dict[tuple[str, str], tuple[float, float]] = {}  # (voice, config) -> (similarity, WER)
+    meta: dict[str, tuple[float, str, float]] = {}  # voice -> (ref seconds, transcript source, F0)
+    adapt_time, adapt_audio_s, build_s = 0.0, 0.0, []
+    stream_worst, stream_snr, lengths_ok = 0.0, float("inf"), True
     engine_diff: float | None = None
     for name in voices:
-        profile = library.load(name)
-        ref_emb = scorer.embed(profile.audio, profile.sample_rate)
-        adapt(base_audio[0][:sr], profile, args.strength, sr)  # build the cached plan outside the timing
-        t = time.perf_counter()
-        adapted = [adapt(a, profile, args.strength, sr) for a in base_audio]
-        adapt_time += time.perf_counter() - t
-        worst, snr, ok = streaming_check(profile, base_audio[0], args.strength, sr)
-        stream_worst, stream_snr, lengths_ok = max(stream_worst, worst), min(stream_snr, snr), lengths_ok and ok
-        via_engine = synth.adapted(sentences[0], profile, args.strength)
-        if via_engine is not None:
-            diff = float(np.abs(via_engine - adapted[0]).max()) if len(via_engine) == len(adapted[0]) else float("inf")
+        base_profile = library.load(name)
+        ref_emb = scorer.embed(base_profile.audio, base_profile.sample_rate)
+        sims_plain[name] = float(np.mean([e @ ref_emb for e in base_embs]))
+        t, c = time.perf_counter(), time.process_time()
+        data = parallel_data(base_profile.audio, base_profile.sample_rate, base_profile.stats, None)
+        build_s.append((time.perf_counter() - t, time.process_time() - c))
+        meta[name] = (base_profile.duration_s, data.transcript_source, base_profile.stats.f0_median_hz)
+        logger.info("%s: %.1f s, transcript (%s): %s", name, base_profile.duration_s, data.transcript_source, data.transcript)
+        for cname, config in configs:
+            cmap = None if config is None else fit(data, config)
+            profile = dataclasses.replace(
+                base_profile, class_map=cmap, content_hash=f"{base_profile.content_hash}:{cname}"
+            )
+            adapt(base_audio[0][:sr], profile, args.strength, sr)  # build the cached plan outside the timing
+            t = time.process_time()  # CPU time: the machine is shared, wall time is not the adapter's
+            adapted = [adapt(a, profile, args.strength, sr) for a in base_audio]
+            if cname == args.product:
+                adapt_time += time.process_time() - t
+                adapt_audio_s += total_s
+                worst, snr, ok = streaming_check(profile, base_audio[0], args.strength, sr)
+                stream_worst, stream_snr, lengths_ok = max(stream_worst, worst), min(stream_snr, snr), lengths_ok and ok
+            sim = float(np.mean([scorer.embed(a, sr) @ ref_emb for a in adapted]))
+            errs = [word_errors(s, scorer.transcribe(a, sr)) for s, a in zip(sentences, adapted)]
+            results[(name, cname)] = (sim, sum(e for e, _ in errs) / sum(n for _, n in errs))
+            logger.info(
+                "%-18s %-10s sim %.3f -> %.3f (%+.3f)  WER %.1f%% -> %.1f%%", name, cname, sims_plain[name],
+                sim, sim - sims_plain[name], 100 * wer_base, 100 * results[(name, cname)][1],
+            )
+        if synth.engine is not None:
+            via_engine = synth.adapted(sentences[0], base_profile, args.strength)
+            whole = adapt(base_audio[0], base_profile, args.strength, sr)
+            diff = float(np.abs(via_engine - whole).max()) if len(via_engine) == len(whole) else float("inf")
             engine_diff = max(engine_diff or 0.0, diff)
-        sims_b = [float(e @ ref_emb) for e in base_embs]
-        sims_a = [float(scorer.embed(a, sr) @ ref_emb) for a in adapted]
-        errs = [word_errors(s, scorer.transcribe(a, sr)) for s, a in zip(sentences, adapted)]
-        row = VoiceRow(
-            voice=name,
-            ref_f0_hz=profile.stats.f0_median_hz,
-            sim_base=float(np.mean(sims_b)),
-            sim_adapted=float(np.mean(sims_a)),
-            wer_base=wer_base,
-            wer_adapted=sum(e for e, _ in errs) / sum(n for _, n in errs),
-        )
-        rows.append(row)
-        logger.info(
-            "%-18s sim %.3f -> %.3f (%+.3f)  WER %.1f%% -> %.1f%%",
-            name, row.sim_base, row.sim_adapted, row.gain, 100 * row.wer_base, 100 * row.wer_adapted,
-        )
     synth.close()
-    rtf = adapt_time / (total_s * len(voices))
-    text = render(rows, args, synth.kind, len(sentences), rtf, stream_worst, stream_snr, lengths_ok, engine_diff)
+    rtf = adapt_time / max(adapt_audio_s, 1e-9)
+    if args.save_json:
+        args.save_json.write_text(json.dumps({
+            "sims_plain": sims_plain, "wer_base": wer_base, "meta": meta, "build_s": build_s, "rtf": rtf,
+            "stream": [stream_worst, stream_snr if np.isfinite(stream_snr) else 999.0, lengths_ok], "engine_diff": engine_diff,
+            "results": [[v, c, sim, wer] for (v, c), (sim, wer) in results.items()], "kind": synth.kind, "n": len(sentences),
+        }))
+    table = Table(sims_plain, wer_base, results, meta, [c for c, _ in configs], args.product)
+    text = render(table, args, synth.kind, len(sentences), rtf, stream_worst, stream_snr, lengths_ok, engine_diff, build_s)
     if args.append and args.out.exists():
         text = args.out.read_text().rstrip("\n") + "\n\n" + text.replace("# Voice reference benchmark", "## At strength " + str(args.strength), 1)
     args.out.write_text(text)
@@ -244,41 +299,66 @@ def cpu_name() -> str:
     return platform.processor() or "CPU"
 
 
-def render(rows, args, synth_kind, n_sentences, rtf, stream_worst, stream_snr, lengths_ok, engine_diff) -> str:
-    mean = lambda f: float(np.mean([f(r) for r in rows]))  # noqa: E731
+def render(t: Table, args, synth_kind, n_sentences, rtf, stream_worst, stream_snr, lengths_ok, engine_diff, build_s) -> str:
+    voices = list(t.sims_plain)
     lines = [
         "# Voice reference benchmark",
         "",
-        f"Run {datetime.date.today().isoformat()} on {cpu_name()} ({platform.machine()}), {os.cpu_count()} cores "
-        f"(adapter timed on 1 thread), Python {platform.python_version()}. "
-        f"`python benchmarks/voice_similarity.py --strength {args.strength}`.",
+        f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {cpu_name()} ({platform.machine()}, "
+        f"flags: {isa_flags()}), {os.cpu_count()} cores shared with other jobs (load average at the end: "
+        f"{os.getloadavg()[0]:.1f}), Python {platform.python_version()}. "
+        f"`python benchmarks/voice_similarity.py --strength {args.strength} --configs {args.configs}`.",
         "",
-        f"Unadapted audio: {synth_kind} (Piper en_US-joe-medium, 22,050 Hz), {n_sentences} Harvard sentences "
+        f"Unadapted audio: {synth_kind} (Piper en_US-joe-medium, 22,050 Hz, seed 0), {n_sentences} Harvard sentences "
         "(shared/eval/sentences.txt). Similarity: cosine of Resemblyzer d-vectors, output vs the voice's "
         "processed reference clip, mean over sentences. WER: PocketSphinx (its bundled en-US model) against the "
-        "sentence text, errors over all words. PocketSphinx is a weak recogniser, so the absolute WER is high even "
-        "for the unadapted voice; the difference is what matters.",
+        "sentence text, errors over all words; the difference to unadapted is what matters. No transcript is "
+        f"typed for the references{' (recognised by PocketSphinx: --recognise)' if args.recognise else ''}.",
         "",
-        "| voice | ref F0 (Hz) | similarity unadapted | similarity adapted | gain | WER unadapted | WER adapted | WER change (points) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "## Leave one voice out",
+        "",
+        "Each voice scored with the configuration that did best on the other four (mean gain, WER within 2 points).",
+        "",
+        "| voice | ref (s) | transcript | config chosen on the others | similarity unadapted | adapted | gain (left out) "
+        "| WER unadapted | WER adapted | gain with the config fitted on all five |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for r in rows:
+    fitted = t.pick(voices)
+    left_gains, left_wers = [], []
+    for v in voices:
+        c = t.pick([o for o in voices if o != v])
+        sim, wer = t.results[(v, c)]
+        left_gains.append(sim - t.sims_plain[v])
+        left_wers.append(wer)
+        secs, source, _ = t.meta[v]
         lines.append(
-            f"| {r.voice} | {r.ref_f0_hz:.0f} | {r.sim_base:.3f} | {r.sim_adapted:.3f} | {r.gain:+.3f} | "
-            f"{100 * r.wer_base:.1f}% | {100 * r.wer_adapted:.1f}% | {100 * (r.wer_adapted - r.wer_base):+.1f} |"
+            f"| {v} | {secs:.1f} | {source} | {c} | {t.sims_plain[v]:.3f} | {sim:.3f} | {sim - t.sims_plain[v]:+.3f} "
+            f"| {100 * t.wer_plain:.1f}% | {100 * wer:.1f}% | {t.gain(v, fitted):+.3f} ({fitted}) |"
         )
     lines.append(
-        f"| **mean** | | {mean(lambda r: r.sim_base):.3f} | {mean(lambda r: r.sim_adapted):.3f} | "
-        f"**{mean(lambda r: r.gain):+.3f}** | {100 * mean(lambda r: r.wer_base):.1f}% | "
-        f"{100 * mean(lambda r: r.wer_adapted):.1f}% | **{100 * mean(lambda r: r.wer_adapted - r.wer_base):+.1f}** |"
+        f"| **mean** | | | | | | **{np.mean(left_gains):+.3f}** (lowest {min(left_gains):+.3f}) | {100 * t.wer_plain:.1f}% "
+        f"| {100 * np.mean(left_wers):.1f}% | {np.mean([t.gain(v, fitted) for v in voices]):+.3f} |"
     )
+    lines += ["", "## Every configuration on every voice (gain / WER)", ""]
+    lines.append("| voice | " + " | ".join(t.configs) + " |")
+    lines.append("| --- |" + " --- |" * len(t.configs))
+    for v in voices + ["mean"]:
+        cells = []
+        for c in t.configs:
+            vs = voices if v == "mean" else [v]
+            g = np.mean([t.gain(o, c) for o in vs])
+            w = np.mean([t.results[(o, c)][1] for o in vs])
+            cells.append(f"{g:+.3f} / {100 * w:.1f}%")
+        lines.append(f"| {v} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        f"Goal: mean similarity gain >= +0.10 with WER at most 5 points above unadapted.",
+        f"Unadapted WER {100 * t.wer_plain:.1f}%. v1 = the previous adapter (PSOLA + long-term EQ). k<N> = v2 with N sound "
+        "classes: reference frames aligned by DTW to the model speaking the transcript when there is one (with "
+        "--recognise: PocketSphinx's), else matched to the nearest class; k<N>-nearest = always nearest class.",
         "",
-        f"- Adapter speed: real-time factor {rtf:.4f} on one core ({1 / rtf:.0f}x faster than real time), "
-        "whole-utterance `adapt`, plan cached (the first use of a voice and strength adds ~0.2 s of calibration; "
-        "analysing a new reference clip ~0.1-0.4 s, once per clip).",
+        f"- Adapter speed ({t.product}): {rtf:.4f} s of CPU per s of audio on one thread, whole-utterance `adapt`, plan cached.",
+        f"- Profile build (recognise + the model speaks the transcript + strength-1 calibration), per voice: "
+        + ", ".join(f"{w:.1f} s wall / {c:.1f} s CPU" for w, c in build_s) + " (under the load above).",
         f"- Streaming vs whole-utterance (chunks of 8,192, 16,384 and random 1..20,000 samples): "
         f"max |diff| {stream_worst:.2e}, SNR {stream_snr:.0f} dB, lengths equal: {'yes' if lengths_ok else 'NO'}.",
     ]
@@ -289,6 +369,39 @@ def render(rows, args, synth_kind, n_sentences, rtf, stream_worst, stream_snr, l
         )
     lines.append("")
     return "\n".join(lines)
+
+
+def merge(args) -> int:
+    """One table from several runs over disjoint voices (same sentences and configurations)."""
+    parts = [json.loads(p.read_text()) for p in args.merge]
+    sims, meta, results, build_s = {}, {}, {}, []
+    for part in parts:
+        sims.update(part["sims_plain"])
+        meta.update({k: tuple(v) for k, v in part["meta"].items()})
+        results.update({(v, c): (sim, wer) for v, c, sim, wer in part["results"]})
+        build_s += [tuple(b) for b in part["build_s"]]
+    p0 = parts[0]
+    table = Table(sims, p0["wer_base"], results, meta, [c.strip() for c in args.configs.split(",")], args.product)
+    rtf = float(np.mean([p["rtf"] for p in parts]))
+    worst = max(p["stream"][0] for p in parts)
+    snr = min(p["stream"][1] for p in parts)
+    ok = all(p["stream"][2] for p in parts)
+    diffs = [p["engine_diff"] for p in parts if p["engine_diff"] is not None]
+    text = render(table, args, p0["kind"], p0["n"], rtf, worst, snr, ok, max(diffs) if diffs else None, build_s)
+    args.out.write_text(text)
+    logger.info("\n%s\nwritten to %s", text, args.out)
+    return 0
+
+
+def isa_flags() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return " ".join(f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f") if f in have)
+    except OSError:
+        pass
+    return "unknown"
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--speed", type=float, default=1.0, help="speaking rate, 0.25 to 4")
     s.add_argument("--stream", action="store_true", help="write audio window by window as it decodes")
     s.add_argument("--voice", help="reference clip or saved/built-in voice name to match")
+    s.add_argument("--voice-text", help="what the --voice clip says (else it is recognised); improves the match")
     s.add_argument("--voice-strength", type=float, default=1.0, help="0 keeps the model's voice, 1 matches fully")
     s.add_argument("--precision", choices=["exact", "fast"], default="exact", help="exact: float32 (default); fast: int8/bfloat16 decoder")
     s.add_argument("-v", "--verbose", action="store_true", help="log engine progress to stderr")
@@ -85,7 +86,10 @@ def synth(args: argparse.Namespace) -> dict:
         for n, line in enumerate(lines, 1):
             try:
                 handles.append(
-                    engine.submit(line, voice=args.voice, seed=args.seed, speed=args.speed, voice_strength=args.voice_strength)
+                    engine.submit(
+                        line, voice=args.voice, seed=args.seed, speed=args.speed,
+                        voice_strength=args.voice_strength, voice_text=args.voice_text,
+                    )
                 )
             except TextError as e:  # other ValueErrors (speed, voice) are not about a line
                 raise CliError(f"line {n}: {e}") from None

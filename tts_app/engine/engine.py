@@ -90,15 +90,19 @@ class Engine:
         speed: float = 1.0,
         voice_strength: float = 1.0,
         settings: SynthesisSettings | None = None,
+        voice_text: str | None = None,
     ) -> RequestHandle:
-        """Queue one utterance and return at once. Raises ValueError for bad input, EngineBusy when full."""
+        """Queue one utterance and return at once. Raises ValueError for bad input, EngineBusy when full.
+
+        ``voice_text``: what the voice's reference clip says, if known (the voice match aligns on it).
+        """
         if self._closed:
             raise EngineClosed("the engine is closed")
         settings = settings if settings is not None else SynthesisSettings(seed=int(seed), speed=float(speed))
         if not 0.0 <= voice_strength <= 1.0:
             raise ValueError(f"voice_strength must be between 0 and 1, got {voice_strength}")
         parsed = self.backend.check_text(text)
-        profile = self._resolve_voice(voice)
+        profile = self._resolve_voice(voice, voice_text)
         row = RowInput(0, text, settings.seed, settings.speed, profile, float(voice_strength), settings, parsed)
         req = Request(row)
         row.request_id = req.id
@@ -115,12 +119,12 @@ class Engine:
         return handle
 
     @staticmethod
-    def _resolve_voice(voice: Any) -> Any:
+    def _resolve_voice(voice: Any, voice_text: str | None = None) -> Any:
         if voice is None:
             return None
         from ..voice import resolve_voice
 
-        return resolve_voice(voice)
+        return resolve_voice(voice, text=voice_text)
 
     def stats(self) -> dict:
         with self._lock:

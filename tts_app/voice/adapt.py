@@ -1,6 +1,7 @@
 """Applying a voice: the per-request streaming adapter and the whole-utterance form.
 
-Pipeline: PSOLA pitch + formant stage -> timbre FIRs (voiced, unvoiced) -> soft limiter. Each stage
+Pipeline: PSOLA pitch + formant stage -> timbre FIRs (voiced, unvoiced) -> per-sound-class
+spectral filter (classmap.py, when the profile has one) -> soft limiter. Each stage
 is chunk-independent, so ``adapt`` (one chunk) and a streamer fed any chunking
 give the same samples up to float rounding, and the same length as the input.
 """
@@ -15,6 +16,7 @@ from tts_app.voice.eq import FirStream
 from tts_app.voice.errors import VoiceError
 from tts_app.voice.plan import AdaptPlan, cached_plan
 from tts_app.voice.psola import PsolaStream
+from tts_app.voice.specfilter import SpectralFilterStream
 
 if TYPE_CHECKING:
     from tts_app.voice.profile import VoiceProfile
@@ -32,10 +34,16 @@ class StreamingAdapter:
             self._psola = None
             self._fir = None
             self._fir_u = None
+            self._spec = None
         else:
             self._psola = PsolaStream(plan.pitch_map, plan.formant_ratio, self.sample_rate)
             self._fir = FirStream(plan.fir_voiced)
             self._fir_u = FirStream(plan.fir_unvoiced)
+            self._spec = (
+                SpectralFilterStream(plan.class_map, plan.class_scale, plan.class_gain, self.sample_rate)
+                if plan.class_map is not None
+                else None
+            )
         self.samples_in = 0
         self.samples_out = 0
 
@@ -49,7 +57,8 @@ class StreamingAdapter:
         """Most samples process() can hold back before returning them (released by flush())."""
         if self._psola is None or self._fir is None:
             return 0
-        return self._psola.latency_samples + self._fir.delay
+        spec = self._spec.latency_samples if self._spec is not None else 0
+        return self._psola.latency_samples + self._fir.delay + spec
 
     @property
     def buffered_samples(self) -> int:
@@ -65,7 +74,7 @@ class StreamingAdapter:
         if self._psola is None or self._fir is None:
             out = chunk.astype(np.float32, copy=False)
         else:
-            out = _soft_limit(self._colour(self._psola.process(chunk)))
+            out = _soft_limit(self._classes(self._colour(self._psola.process(chunk))))
         self.samples_out += len(out)
         return out
 
@@ -74,9 +83,15 @@ class StreamingAdapter:
         if self._psola is None or self._fir is None or self._fir_u is None:
             return np.zeros(0, dtype=np.float32)
         tail = self._colour(self._psola.flush())
-        out = _soft_limit(np.concatenate([tail, self._fir.flush() + self._fir_u.flush()]))
+        tail = np.concatenate([tail, self._fir.flush() + self._fir_u.flush()])
+        if self._spec is not None:
+            tail = np.concatenate([self._spec.process(tail), self._spec.flush()])
+        out = _soft_limit(tail)
         self.samples_out += len(out)
         return out
+
+    def _classes(self, x: np.ndarray) -> np.ndarray:
+        return self._spec.process(x) if self._spec is not None else x
 
     def _colour(self, parts: np.ndarray) -> np.ndarray:
         """Timbre EQ: voiced and unvoiced grains each through their own FIR, summed."""
@@ -120,7 +135,7 @@ def streamer_for(profile: "VoiceProfile | None", strength: float = 1.0, sample_r
     strength = check_strength(strength)
     if profile is None or strength == 0.0:
         return StreamingAdapter(None, sample_rate)
-    plan = cached_plan(profile.cache_key, profile.stats, strength, int(sample_rate))
+    plan = cached_plan(profile.cache_key, profile.stats, strength, int(sample_rate), profile.class_map)
     return StreamingAdapter(plan, sample_rate)
 
 

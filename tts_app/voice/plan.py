@@ -16,11 +16,13 @@ import numpy as np
 from scipy.signal import resample_poly
 
 from tts_app.voice.analysis import VoiceStats, joint_normalise
+from tts_app.voice.classmap import ClassMap
 from tts_app.voice.cache import LruCache
 from tts_app.voice.eq import design_fir
 from tts_app.voice.ltas import band_power_db
 from tts_app.voice.model_voice import model_voice
 from tts_app.voice.psola import PitchMap, PsolaStream
+from tts_app.voice.specfilter import SpectralFilterStream
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +48,9 @@ class AdaptPlan:
     fir_voiced: np.ndarray  # timbre EQ taps for the voiced grains (linear phase, odd length)
     fir_unvoiced: np.ndarray  # and for the unvoiced ones (same length: same delay)
     sample_rate: int
+    class_map: ClassMap | None = None  # per-sound-class filter learnt from the reference
+    class_scale: float = 0.0  # strength: multiplies the class map's gains (dB)
+    class_gain: float = 1.0  # linear gain after the class filter: keeps the model's loudness
 
 
 def formant_ratio_for(target: VoiceStats, source: VoiceStats) -> float:
@@ -65,7 +70,7 @@ def pitch_map_for(target: VoiceStats, source: VoiceStats, strength: float) -> Pi
     return PitchMap(shift=strength * shift, slope=strength * (range_ratio - 1.0), pivot=math.log(source.f0_median_hz))
 
 
-def make_plan(target: VoiceStats, strength: float, sample_rate: int) -> AdaptPlan:
+def make_plan(target: VoiceStats, strength: float, sample_rate: int, class_map: ClassMap | None = None) -> AdaptPlan:
     """Build (uncached) the plan for one target voice at one strength and output rate."""
     source = model_voice()
     pitch_map = pitch_map_for(target, source.stats, strength)
@@ -95,12 +100,21 @@ def make_plan(target: VoiceStats, strength: float, sample_rate: int) -> AdaptPla
         "plan: strength %.2f, pitch shift %.3f slope %.3f, formant %.3f, eq voiced %.1f..%.1f dB",
         strength, pitch_map.shift, pitch_map.slope, formant_ratio, gain_v.min(), gain_v.max(),
     )
+    class_gain = 1.0
+    if class_map is not None:
+        spec = SpectralFilterStream(class_map, strength, 1.0, sample_rate)
+        filtered = np.concatenate([spec.process(out * scale), spec.flush()])
+        f_rms = float(np.sqrt(np.mean(filtered**2)))
+        class_gain = in_rms / f_rms if f_rms > 0 else 1.0
     return AdaptPlan(
         pitch_map=pitch_map,
         formant_ratio=formant_ratio,
         fir_voiced=fir_v * scale,
         fir_unvoiced=fir_u * scale,
         sample_rate=sample_rate,
+        class_map=class_map,
+        class_scale=strength if class_map is not None else 0.0,
+        class_gain=class_gain,
     )
 
 
@@ -118,10 +132,14 @@ def _smooth(gain_db: np.ndarray) -> np.ndarray:
 _PLANS: LruCache[AdaptPlan] = LruCache(maxsize=64)
 
 
-def cached_plan(key: str, target: VoiceStats, strength: float, sample_rate: int) -> AdaptPlan:
-    """make_plan cached by ``key`` (identifies the target voice), strength and rate."""
+def cached_plan(
+    key: str, target: VoiceStats, strength: float, sample_rate: int, class_map: ClassMap | None = None
+) -> AdaptPlan:
+    """make_plan cached by ``key`` (identifies the target voice and its class map), strength and rate."""
     strength = round(float(strength), 4)
-    return _PLANS.get_or_create((key, strength, int(sample_rate)), lambda: make_plan(target, strength, sample_rate))
+    return _PLANS.get_or_create(
+        (key, strength, int(sample_rate)), lambda: make_plan(target, strength, sample_rate, class_map)
+    )
 
 
 def _fill_nan(values_db: np.ndarray, fallback_db: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""VoiceProfile: a processed reference clip plus its voice statistics; cached, saved, loaded.
+"""VoiceProfile: a processed reference clip plus its voice statistics and class map; cached, saved, loaded.
 
 The clip itself travels with the profile (mono float32, its own rate, <= 30 s)
 so that a cloning model can take the same reference the adapter uses.
@@ -21,6 +21,8 @@ import soundfile as sf
 from tts_app.voice.adapt import StreamingAdapter, adapt, streamer_for
 from tts_app.voice.analysis import ANALYSIS_VERSION, VoiceStats, analyze
 from tts_app.voice.cache import CacheInfo, LruCache
+from tts_app.voice.conversion import CONVERSION_VERSION, build_class_map
+from tts_app.voice.classmap import ClassMap
 from tts_app.voice.errors import VoiceError
 from tts_app.voice.ingest import AudioSource, content_hash, load_reference
 from tts_app.voice.report import ReferenceReport
@@ -28,7 +30,7 @@ from tts_app.voice.report import ReferenceReport
 logger = logging.getLogger(__name__)
 
 PROFILE_SUFFIX = ".voice.npz"
-_FILE_FORMAT = "tts_app.voice/1"
+_FILE_FORMAT = "tts_app.voice/1"  # container layout; what is inside is versioned by analysis_version
 _PROFILES: LruCache["VoiceProfile"] = LruCache(maxsize=32)
 
 
@@ -43,10 +45,13 @@ class VoiceProfile:
     report: ReferenceReport
     content_hash: str  # of the original clip
     analysis_version: int = ANALYSIS_VERSION
+    class_map: ClassMap | None = None  # per-sound-class filter learnt from the clip (None: EQ only)
+    transcript: str = ""  # what the clip says, as used for alignment ("" when none)
+    transcript_source: str = "none"  # "typed", "recognised" or "none"
 
     @property
     def cache_key(self) -> str:
-        return f"{self.content_hash}:{self.analysis_version}"
+        return f"{self.content_hash}:{self.analysis_version}:{_text_key(self.transcript)}"
 
     @property
     def duration_s(self) -> float:
@@ -72,6 +77,24 @@ class VoiceProfile:
     def adapt(self, audio: np.ndarray, strength: float = 1.0, sample_rate: int = 22050) -> np.ndarray:
         return adapt(audio, self, strength, sample_rate)
 
+    def with_transcript(self, text: str | None) -> "VoiceProfile":
+        """This voice with its class map refitted on a typed transcript (self when none or the same)."""
+        text = _clean_text(text)
+        if text is None or (text == self.transcript and self.transcript_source == "typed"):
+            return self
+
+        def build() -> "VoiceProfile":
+            class_map, transcript, source = build_class_map(self.audio, self.sample_rate, self.stats, text)
+            return dataclasses.replace(
+                self,
+                class_map=class_map,
+                transcript=transcript,
+                transcript_source=source,
+                report=dataclasses.replace(self.report, transcript=transcript, transcript_source=source),
+            )
+
+        return _PROFILES.get_or_create(("text", self.content_hash, self.analysis_version, _text_key(text)), build)
+
     def renamed(self, name: str) -> "VoiceProfile":
         return dataclasses.replace(self, name=name)
 
@@ -93,9 +116,14 @@ class VoiceProfile:
             "sample_rate": self.sample_rate,
             "content_hash": self.content_hash,
             "analysis_version": self.analysis_version,
+            "conversion_version": CONVERSION_VERSION,
+            "transcript": self.transcript,
+            "transcript_source": self.transcript_source,
             "report": self.report.to_dict(),
         }
         arrays = {f"stats_{k}": v for k, v in self.stats.to_arrays().items()}
+        if self.class_map is not None:
+            arrays.update({f"classmap_{k}": v for k, v in self.class_map.to_arrays().items()})
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -123,6 +151,8 @@ class VoiceProfile:
                 stats = VoiceStats.from_arrays(
                     {k[len("stats_") :]: data[k] for k in data.files if k.startswith("stats_")}
                 )
+                cmap_arrays = {k[len("classmap_") :]: data[k] for k in data.files if k.startswith("classmap_")}
+                class_map = ClassMap.from_arrays(cmap_arrays) if cmap_arrays else None
         except FileNotFoundError:
             raise VoiceError(f"voice file not found: {path}") from None
         except (OSError, ValueError, KeyError, sf.LibsndfileError, json.JSONDecodeError):
@@ -131,24 +161,40 @@ class VoiceProfile:
             raise VoiceError(f"{path.name} has an unknown voice profile format {meta.get('format')!r}")
         audio.flags.writeable = False
         version = int(meta.get("analysis_version", 0))
+        transcript, transcript_source = str(meta.get("transcript", "")), str(meta.get("transcript_source", "none"))
         if version != ANALYSIS_VERSION:
             logger.info("voice %s was analysed by version %d; re-analysing", path.name, version)
             stats, version = analyze(audio, int(sample_rate)), ANALYSIS_VERSION
+        if int(meta.get("conversion_version", 0)) != CONVERSION_VERSION or class_map is None:
+            # Older files have no class map (or one fitted differently): rebuild it from the clip.
+            logger.info("voice %s has no current class map; rebuilding", path.name)
+            class_map, transcript, transcript_source = build_class_map(
+                audio, int(sample_rate), stats, transcript if transcript_source == "typed" else None
+            )
         return cls(
             name=str(meta["name"]),
             audio=audio,
             sample_rate=int(sample_rate),
             stats=stats,
-            report=ReferenceReport.from_dict(meta["report"]),
+            report=dataclasses.replace(
+                ReferenceReport.from_dict(meta["report"]), transcript=transcript, transcript_source=transcript_source
+            ),
             content_hash=str(meta["content_hash"]),
             analysis_version=version,
+            class_map=class_map,
+            transcript=transcript,
+            transcript_source=transcript_source,
         )
 
 
-def make_profile(source: AudioSource, name: str | None = None) -> VoiceProfile:
-    """Ingest and analyse a reference (path or (audio, rate)), cached by the clip's content hash."""
+def make_profile(source: AudioSource, name: str | None = None, text: str | None = None) -> VoiceProfile:
+    """Ingest and analyse a reference (path or (audio, rate)), cached by the clip's content hash.
+
+    ``text``: what the clip says, if known (else it is recognised, or a fallback is used).
+    """
+    text = _clean_text(text)
     digest = content_hash(source)
-    profile = _PROFILES.get_or_create(digest, lambda: _build_profile(source, digest))
+    profile = _PROFILES.get_or_create((digest, _text_key(text)), lambda: _build_profile(source, digest, text))
     wanted = name or _default_name(source, digest)
     return profile if profile.name == wanted else profile.renamed(wanted)
 
@@ -173,17 +219,42 @@ def clear_profile_cache() -> None:
     _PROFILES.clear()
 
 
-def _build_profile(source: AudioSource, digest: str) -> VoiceProfile:
+def _build_profile(source: AudioSource, digest: str, text: str | None) -> VoiceProfile:
     ref = load_reference(source)
     ref.audio.flags.writeable = False
+    stats = analyze(ref.audio, ref.sample_rate)
+    class_map, transcript, transcript_source = build_class_map(ref.audio, ref.sample_rate, stats, text)
     return VoiceProfile(
         name=_default_name(source, digest),
         audio=ref.audio,
         sample_rate=ref.sample_rate,
-        stats=analyze(ref.audio, ref.sample_rate),
-        report=ref.report,
+        stats=stats,
+        report=dataclasses.replace(ref.report, transcript=transcript, transcript_source=transcript_source),
         content_hash=digest,
+        class_map=class_map,
+        transcript=transcript,
+        transcript_source=transcript_source,
     )
+
+
+_MAX_TEXT_CHARS = 2000  # a 30 s clip says ~500 characters; more is not a transcript
+
+
+def _clean_text(text: str | None) -> str | None:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise VoiceError("voice text must be a string")
+    text = " ".join(text.split())
+    if len(text) > _MAX_TEXT_CHARS:
+        raise VoiceError(f"voice text is too long ({len(text)} characters; at most {_MAX_TEXT_CHARS})")
+    return text or None
+
+
+def _text_key(text: str | None) -> str:
+    import hashlib
+
+    return hashlib.sha256((text or "").encode()).hexdigest()[:12]
 
 
 def _default_name(source: AudioSource, digest: str) -> str:

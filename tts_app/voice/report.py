@@ -25,6 +25,8 @@ class ReferenceReport:
     snr_db: float  # active level over the noise floor (quietest frames): a rough SNR
     gain_db: float  # applied by loudness normalisation
     warnings: list[str] = field(default_factory=list)
+    transcript: str = ""  # the words the voice match was aligned on
+    transcript_source: str = "none"  # "typed", "recognised" or "none" (fallback alignment)
 
     @property
     def ok(self) -> bool:
@@ -47,6 +49,11 @@ class ReferenceReport:
             f"Level {self.level_dbfs:.1f} dBFS (peak {self.peak_dbfs:.1f} dBFS, normalised by {self.gain_db:+.1f} dB), "
             f"clipping {100 * self.clipping_fraction:.2f}% of samples, background noise about {self.snr_db:.0f} dB below the voice."
         )
+        if self.transcript_source == "none":
+            text += " No transcript (none typed, none recognised): matched by sound classes without word alignment."
+        else:
+            words = self.transcript if len(self.transcript) <= 200 else self.transcript[:200] + "..."
+            text += f' Transcript ({self.transcript_source}): "{words}".'
         if self.warnings:
             text += " Warnings: " + "; ".join(self.warnings) + "."
         return text

@@ -12,27 +12,30 @@ from tts_app.voice.library import RESERVED_NAMES, VoiceLibrary, default_library
 from tts_app.voice.profile import VoiceProfile, make_profile
 
 
-def resolve_voice(voice: Any, library: VoiceLibrary | None = None) -> VoiceProfile | None:
+def resolve_voice(voice: Any, library: VoiceLibrary | None = None, text: str | None = None) -> VoiceProfile | None:
     """None / "" / "default" -> None (the model's own voice); a VoiceProfile as is; a saved or
     built-in voice name; a path to an audio clip (str or Path); or an ``(audio, sample_rate)`` tuple.
+    ``text``: what the clip says (optional; better than the recogniser's guess).
 
     Raises VoiceError (a ValueError) with a one-line reason for anything else.
     """
-    if voice is None or isinstance(voice, VoiceProfile):
-        return voice
+    if voice is None:
+        return None
+    if isinstance(voice, VoiceProfile):
+        return voice.with_transcript(text)
     if isinstance(voice, tuple) and len(voice) == 2 and any(isinstance(v, np.ndarray) for v in voice):
-        return make_profile(voice)
+        return make_profile(voice, text=text)
     if isinstance(voice, Path):
-        return make_profile(voice)
+        return make_profile(voice, text=text)
     if isinstance(voice, str):
         name = voice.strip()
         if not name or name.lower() in RESERVED_NAMES:
             return None
         library = library or default_library()
         if name in library:
-            return library.load(name)
+            return library.load(name).with_transcript(text)
         if Path(name).expanduser().is_file():
-            return make_profile(Path(name).expanduser())
+            return make_profile(Path(name).expanduser(), text=text)
         if "/" in name or "\\" in name or Path(name).suffix:
             raise VoiceError(f"reference file not found: {name}")
         raise VoiceError(f"unknown voice {name!r}; available: {', '.join(library.names()) or 'none'}")
