@@ -92,12 +92,15 @@ def _waiting_status(handles: Sequence[Any], started: float) -> str:
     return f"**Decoding…** {len(handles) - waiting} of {len(handles)} lines running; the other {waiting}: {note} ({elapsed:.1f} s)"
 
 
-def resolve_profile(voice: Any) -> Any:
-    """The voice's profile, analysed once for all the lines of a run; a bad clip raises gr.Error."""
+def resolve_profile(voice: Any, text: str | None = None) -> Any:
+    """The voice's profile, analysed once for all the lines of a run; a bad clip raises gr.Error.
+
+    ``text``: what the clip says, when the visitor typed it (the voice is then matched on it).
+    """
     from tts_app.voice import resolve_voice
 
     try:
-        return resolve_voice(voice)
+        return resolve_voice(voice, text=(text or "").strip() or None)
     except ValueError as exc:  # VoiceError: one line, ready for the page
         raise UserError(f"This voice cannot be used: {exc}") from exc
 
@@ -173,6 +176,7 @@ async def generate(
     history: list[dict[str, Any]] | None,
     request: gr.Request,
     outputs: SpeakOutputs,
+    voice_text: str | None = None,
 ) -> AsyncIterator[dict[Any, Any]]:
     """Speak every line of ``text`` in one engine batch; stream line by line when ``streaming``.
 
@@ -181,7 +185,8 @@ async def generate(
     """
     try:
         async for update in _generate(
-            text, voice_mode, builtin_voice, reference_clip, voice_strength, speed, seed, streaming, history, request, outputs
+            text, voice_mode, builtin_voice, reference_clip, voice_strength, speed, seed, streaming, history, request, outputs,
+            voice_text if voice_mode == MODE_UPLOAD else None,
         ):
             yield update
     except gr.Error as exc:
@@ -201,6 +206,7 @@ async def _generate(
     history: list[dict[str, Any]] | None,
     request: gr.Request,
     outputs: SpeakOutputs,
+    voice_text: str | None,
 ) -> AsyncIterator[dict[Any, Any]]:
     try:
         lines = parse_lines(text)
@@ -216,7 +222,7 @@ async def _generate(
     engine = await asyncio.to_thread(get_engine)
     if voice is not None:
         yield {outputs.status: "**Analysing the reference…**"}
-    profile = await asyncio.to_thread(resolve_profile, voice)
+    profile = await asyncio.to_thread(resolve_profile, voice, voice_text)
     handles = await asyncio.to_thread(_submit_all, lines, profile, seed_value, speed_value, strength_value)
     ACTIVE_RUNS.add(session, handles)
     run = SpeakRun(lines, int(engine.sample_rate), bool(streaming), started)
@@ -302,14 +308,23 @@ def stop(request: gr.Request) -> str:
     return "■ Nothing was running."
 
 
-def voice_report(voice_mode: str, builtin_voice: str | None, reference_clip: str | None) -> str:
-    """The reference report for the current voice choice; a bad clip gives a warning, never a trace."""
+def voice_report(voice_mode: str, builtin_voice: str | None, reference_clip: str | None, voice_text: str | None = None) -> str:
+    """The reference report for the current voice choice; a bad clip gives a warning, never a trace.
+
+    With a typed transcript of an uploaded clip, the report is the matched voice's (it names the transcript used).
+    """
     if voice_mode == MODE_UPLOAD and not reference_clip:
         return "Upload a clip (wav, flac, mp3, ogg) or record one with the microphone."
     try:
         if voice_mode == MODE_BUILTIN and is_saved_voice(builtin_voice):
             return saved_voice_report(str(builtin_voice))
         clip = clip_for_report(voice_mode, builtin_voice, reference_clip)
+        typed = (voice_text or "").strip()
+        if voice_mode == MODE_UPLOAD and clip is not None and typed:
+            from tts_app.voice import resolve_voice  # heavy: imported on first use
+
+            report = resolve_voice(str(clip), text=typed).report  # VoiceError (a ValueError) as below
+            return f"{'✓' if report.ok else '⚠'} {report.summary()}"
         return reference_report(clip)
     except (ValueError, OSError) as exc:
         gr.Warning(f"This reference clip cannot be used: {exc}")

@@ -69,7 +69,10 @@ def _cleanup(request: gr.Request) -> None:
 
 def _mode_visibility(mode: str) -> tuple[Any, ...]:
     builtin, upload = mode == MODE_BUILTIN, mode == MODE_UPLOAD
-    return gr.update(visible=builtin), gr.update(visible=builtin), gr.update(visible=upload), gr.update(visible=upload)
+    return (
+        gr.update(visible=builtin), gr.update(visible=builtin), gr.update(visible=upload), gr.update(visible=upload),
+        gr.update(visible=upload),
+    )
 
 
 def _render_line_players(items: list[dict[str, str]] | None) -> None:
@@ -126,6 +129,11 @@ def build_demo() -> gr.Blocks:
                             label="Reference clip: upload (wav, flac, mp3, ogg) or record",
                             visible=False,
                             elem_id="reference-upload",
+                        )
+                        voice_text = gr.Textbox(
+                            label="What the clip says (optional)",
+                            placeholder="Type the clip's words: the voice is matched on them more closely",
+                            max_length=2000, lines=2, visible=False, elem_id="voice-text",
                         )
                         with gr.Row(equal_height=True, visible=False, elem_id="save-voice-row") as save_row:
                             save_name = gr.Textbox(
@@ -225,16 +233,20 @@ def build_demo() -> gr.Blocks:
             seed: float = 0,
             streaming: bool = True,
             history: list[dict[str, Any]] | None = None,
+            voice_text: str | None = None,
             request: gr.Request = None,  # type: ignore[assignment] - Gradio fills it in
         ) -> AsyncIterator[dict[Any, Any]]:
             """Speak each non-empty line of the text (one engine batch), streaming the lines in order."""
             async for update in handlers.generate(
-                text, voice_mode, builtin_voice, reference_clip, voice_strength, speed, seed, streaming, history, request, outputs
+                text, voice_mode, builtin_voice, reference_clip, voice_strength, speed, seed, streaming, history, request, outputs,
+                voice_text=voice_text,
             ):
                 yield update
 
-        voice_inputs = [voice_mode, builtin, upload]
-        voice_mode.change(_mode_visibility, voice_mode, [pick_row, preview, upload, save_row], queue=False, api_visibility="private")
+        voice_inputs = [voice_mode, builtin, upload, voice_text]
+        voice_mode.change(
+            _mode_visibility, voice_mode, [pick_row, preview, upload, save_row, voice_text], queue=False, api_visibility="private"
+        )
         voice_mode.change(handlers.voice_report, voice_inputs, report, api_name="reference_report")
         builtin.change(lambda name: gr.update(visible=is_saved_voice(name)), builtin, delete_btn, queue=False, api_visibility="private")
         builtin.change(handlers.builtin_preview, builtin, preview, api_visibility="private").then(
@@ -246,12 +258,13 @@ def build_demo() -> gr.Blocks:
         streaming.change(lambda on: gr.update(visible=bool(on)), streaming, stream, queue=False, api_visibility="private")
         run = generate_btn.click(
             generate,
-            [text, voice_mode, builtin, upload, strength, speed, seed, streaming, history],
+            [text, voice_mode, builtin, upload, strength, speed, seed, streaming, history, voice_text],
             outputs.as_list(),
             api_name="generate",
             show_progress="hidden",  # the status box tells progress and errors: no per-output spinners or "Error" pills
         )
-        save_btn.click(save_voice, [save_name, upload], [library_status, voice_mode, builtin], api_visibility="private")
+        save_btn.click(save_voice, [save_name, upload, voice_text], [library_status, voice_mode, builtin], api_visibility="private")
+        voice_text.blur(handlers.voice_report, voice_inputs, report, api_visibility="private")
         delete_btn.click(delete_voice, builtin, [library_status, builtin], api_visibility="private")
         ab_tab.select(lambda a, b: (refresh_choices(a, True), refresh_choices(b, True)), ab_voices, ab_voices, queue=False, api_visibility="private")
         stop_btn.click(handlers.stop, None, status, cancels=[run], api_name="stop")

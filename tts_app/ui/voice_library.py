@@ -24,7 +24,7 @@ def _choices_update(value: str | None) -> Any:
     return gr.update(choices=voice_choices(), value=value)
 
 
-def save_voice(name: str | None, reference_clip: str | None) -> tuple[str, Any, Any]:
+def save_voice(name: str | None, reference_clip: str | None, voice_text: str | None = None) -> tuple[str, Any, Any]:
     """Analyse the uploaded clip and store its profile as ``name``; returns status, mode and voice-list updates."""
     from tts_app.voice import default_library, resolve_voice
     from tts_app.voice.library import check_name
@@ -42,7 +42,7 @@ def save_voice(name: str | None, reference_clip: str | None) -> tuple[str, Any, 
             raise ValueError(f"a voice named {name!r} already exists; delete it first or choose another name")
         if len(library.saved_names()) >= MAX_SAVED_VOICES:
             raise ValueError(f"the library is full ({MAX_SAVED_VOICES} saved voices); delete one first")
-        profile = resolve_voice(str(Path(reference_clip)))
+        profile = resolve_voice(str(Path(reference_clip)), text=(voice_text or "").strip() or None)
         library.save(profile, name, overwrite=False)
     except ValueError as exc:  # VoiceError is one: a one-line reason for the page
         gr.Warning(f"Not saved: {exc}")
