@@ -161,3 +161,13 @@ def test_generate_reads_well_in_gradio_client(client: Client) -> None:
     labels = [r["label"] for r in endpoint["returns"]]
     assert labels and not [label for label in labels if not label or label.startswith("value_")], labels
     assert "Status" in labels, labels
+
+
+def test_typed_transcript_shows_in_the_reference_report(client: Client) -> None:
+    """The voice panel's "What the clip says" box reaches the profile: the report names the typed words."""
+    clip = handle_file(str(VOICES / "lj_female_us.wav"))
+    words = "printing in the only sense with which we are at present concerned"
+    plain = client.predict(UPLOAD, "lj_female_us", clip, "", api_name="/reference_report")
+    typed = client.predict(UPLOAD, "lj_female_us", clip, words, api_name="/reference_report")
+    assert "Transcript (typed)" not in plain
+    assert f'Transcript (typed): "{words}"' in typed
