@@ -34,7 +34,7 @@ _RATE_RE = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*(%?)\s*$")
 
 
 def is_ssml(text: str) -> bool:
-    return text.lstrip().startswith("<speak")
+    return text.lstrip().startswith(("<speak", "<?xml"))
 
 
 @dataclass
