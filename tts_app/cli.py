@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--stream", action="store_true", help="write audio window by window as it decodes")
     s.add_argument("--voice", help="reference clip or saved/built-in voice name to match")
     s.add_argument("--voice-strength", type=float, default=1.0, help="0 keeps the model's voice, 1 matches fully")
+    s.add_argument("--no-normalize", action="store_true", help="read numbers, dates and abbreviations as written")
+    s.add_argument("--lexicon", help="JSON pronunciation lexicon: {\"word\": \"respelling\" or \"/ipa/\"}")
     s.add_argument("-v", "--verbose", action="store_true", help="log engine progress to stderr")
     return p
 
@@ -64,8 +66,13 @@ def _write(handle, path: Path, sample_rate: int, stream: bool) -> None:
 
 def synth(args: argparse.Namespace) -> dict:
     from .engine import Engine
+    from .text import load_lexicon
 
     lines = _read_lines(args.input)
+    try:
+        lexicon = load_lexicon(args.lexicon) if args.lexicon else None
+    except TextError as e:
+        raise CliError(str(e)) from None
     outdir = Path(args.outdir)
     try:
         outdir.mkdir(parents=True, exist_ok=True)
@@ -80,7 +87,15 @@ def synth(args: argparse.Namespace) -> dict:
         for n, line in enumerate(lines, 1):
             try:
                 handles.append(
-                    engine.submit(line, voice=args.voice, seed=args.seed, speed=args.speed, voice_strength=args.voice_strength)
+                    engine.submit(
+                        line,
+                        voice=args.voice,
+                        seed=args.seed,
+                        speed=args.speed,
+                        voice_strength=args.voice_strength,
+                        normalize=not args.no_normalize,
+                        lexicon=lexicon,
+                    )
                 )
             except TextError as e:  # other ValueErrors (speed, voice) are not about a line
                 raise CliError(f"line {n}: {e}") from None
