@@ -38,6 +38,8 @@ CASES = [
     ("2026 was good", "twenty twenty six was good"),
     ("the 1990s and the 80s", "the nineteen nineties and the eighties"),
     ("by 2005", "by two thousand five"),
+    ("in 2025, more than 2026 items", "in twenty twenty five, more than two thousand twenty six items"),
+    ("open 24/7", "open twenty four seven"),
     # Roman numerals
     ("Henry VIII", "Henry the eighth"),
     ("Louis XIV", "Louis the fourteenth"),

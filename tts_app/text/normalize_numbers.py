@@ -192,9 +192,9 @@ _MIXED_FRACTION = re.compile(r"(?<![\w.,/])(\d+)\s(\d+)/(\d+)(?![\w/]|\.\d)")
 _FRACTION = re.compile(r"(?<![\w.,/])(\d+)/(\d+)(?![\w/]|\.\d)")
 _ORDINAL = re.compile(r"\b(\d[\d,]*)(st|nd|rd|th)\b", re.IGNORECASE)
 _DECADE = re.compile(r"(?<![\w.,])(?:(1\d\d0|20\d0)|'?([1-9]0))'?s\b")
-_YEAR = re.compile(rf"(?<![\w.,-])({_YEAR_NUM})(?![\w,]|\.\d)")
+_YEAR = re.compile(rf"(?<![\w.,-])({_YEAR_NUM})(?!\w|[.,]\d)")
 _YEAR_BEFORE = re.compile(
-    r"(?:\b(?:in|since|by|until|till|from|before|after|during|of|year|circa|around|through|to|and|or|early|late|"
+    r"(?:\b(?:in|since|by|until|till|from|before|after|during|of|year|circa|around|through|to|early|late|"
     r"mid|spring|summer|autumn|fall|winter|" + _MONTH + r")\s+|[\(\-\u2013])$",
     re.IGNORECASE,
 )
@@ -246,6 +246,8 @@ def _range(m: re.Match) -> str:
 
 def _fraction(num: str, den: str) -> str:
     n, d = int(num), int(den)
+    if (n, d) == (24, 7):
+        return "twenty four seven"  # "open 24/7"
     if d == 0 or d > 100:
         return f"{cardinal(num)} over {cardinal(den)}"
     return fraction(n, d)
