@@ -68,10 +68,16 @@ _NUMBER_ABBR = re.compile(r"\b(No|no|Nos|nos)\.\s?(?=\d)")
 _DOTTED_ACRONYM = re.compile(r"\b((?:[A-Z]\.){2,})(?=[\s,;:!?)]|$)")
 _INITIAL = re.compile(r"(?<![\w.])([A-Z])\.(?=\s+[A-Z])")
 _ALLCAPS = re.compile(r"\b([A-Z]{2,6})\b")
+_TWO_CAPS = re.compile(r"[A-Z]{2}")
+_DOTTED_WORD = re.compile(r"([A-Za-z]+)\.")  # one scan tells which dotted rules can apply
+_DOT_LETTER = re.compile(r"\w\.[A-Za-z]")
 _SHOUTED = re.compile(r"(?:\b[A-Z']{2,}\b[\s,!.?]+){3,}[A-Z']{2,}")
-_SYMBOLS = ((re.compile(r"\s&\s"), " and "), (re.compile(r"(?<=\w)&(?=\w)"), " and "), (re.compile(r"#(?=\d)"), "number "),
-            (re.compile(r"(?<=\s)[=](?=\s)"), "equals"),
-            (re.compile(r"(?<=\s)\+(?=\s)"), "plus"))  # fmt: skip
+_SYMBOLS = (("&", re.compile(r"\s&\s"), " and "), ("&", re.compile(r"(?<=\w)&(?=\w)"), " and "),
+            ("#", re.compile(r"#(?=\d)"), "number "), ("=", re.compile(r"(?<=\s)[=](?=\s)"), "equals"),
+            ("+", re.compile(r"(?<=\s)\+(?=\s)"), "plus"))  # fmt: skip
+_LATIN_LAST = frozenset({"g", "G", "e", "E", "a", "A", "cf", "Cf", "CF"})
+_NUMBER_WORDS = frozenset({"No", "no", "Nos", "nos"})
+_ABBR_WORDS = frozenset(_TITLES) | frozenset(_TRAILING)
 
 
 def sentence_goes_on(text: str, end: int) -> bool:
@@ -175,28 +181,42 @@ def _acronym(m: re.Match) -> str:
 
 def expand_web(text: str) -> str:
     """URLs, e-mail addresses, bare domains and file names, before any rule eats their dots."""
-    text = _URL.sub(_url, text)
-    text = _EMAIL.sub(lambda m: _speak_address(m.group(0)), text)
+    if "://" in text or "www." in text:
+        text = _URL.sub(_url, text)
+    if "@" in text:
+        text = _EMAIL.sub(lambda m: _speak_address(m.group(0)), text)
+    if _DOT_LETTER.search(text) is None:  # no "name.ext" or "host.tld"
+        return text
     text = _DOMAIN.sub(_url, text)
     return _FILE.sub(_file, text)
 
 
 def expand_abbreviations(text: str) -> str:
     """Titles, Latin and other dotted abbreviations; dotted acronyms and initials lose their dots."""
-    text = _LATIN.sub(_latin, text)
-    text = _NUMBER_ABBR.sub("number ", text)
-    text = _ST.sub(_saint_or_street, text)
-    text = _ABBR.sub(_abbr, text)
-    text = _MONTH_NO_DOT.sub(lambda m: _MONTH_ABBR[m.group(1)], text)
-    text = _DOTTED_ACRONYM.sub(_dotted, text)
-    text = _INITIAL.sub(_initial, text)
-    for pattern, spoken in _SYMBOLS:
-        text = pattern.sub(spoken, text)
+    # Cheap gates first: most prose has none of these, and each full regex scan costs.
+    dotted = set(_DOTTED_WORD.findall(text))
+    if dotted:
+        if dotted & _LATIN_LAST:
+            text = _LATIN.sub(_latin, text)
+        if dotted & _NUMBER_WORDS:
+            text = _NUMBER_ABBR.sub("number ", text)
+        if "St" in dotted:
+            text = _ST.sub(_saint_or_street, text)
+        if dotted & _ABBR_WORDS:
+            text = _ABBR.sub(_abbr, text)
+        if any(len(w) == 1 and w.isupper() for w in dotted):
+            text = _DOTTED_ACRONYM.sub(_dotted, text)
+            text = _INITIAL.sub(_initial, text)
+    if any(ch.isdigit() for ch in text):
+        text = _MONTH_NO_DOT.sub(lambda m: _MONTH_ABBR[m.group(1)], text)
+    for mark, pattern, spoken in _SYMBOLS:
+        if mark in text:
+            text = pattern.sub(spoken, text)
     return text
 
 
 def expand_acronyms(text: str) -> str:
     """All-caps words espeak would spell but people say as words; skipped for shouted (all-caps) text."""
-    if _SHOUTED.search(text):
+    if _TWO_CAPS.search(text) is None or _SHOUTED.search(text):
         return text
     return _ALLCAPS.sub(_acronym, text)

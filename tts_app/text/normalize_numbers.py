@@ -211,7 +211,9 @@ _SECTION_ROMAN = re.compile(
 _NAME_ROMAN = re.compile(rf"\b([A-Z][a-z]+)\s+((?=[IVXL]{{2,}}\b|V\b){_ROMAN})\b")
 _NUMBER = re.compile(rf"(?:(?<![\w.)])([-\u2212]))?(?<![\w.])({_NUM})(?!\w)|(?<![\w.])\.(\d+)\b")
 _DIMENSIONS = re.compile(r"(?<![\w.,])(\d+)\s?[×x]\s?(\d+)(?![\w.]\w)")
-_GLUED = re.compile(r"(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
+_GLUED = re.compile(r"([A-Za-z])(?=\d)|(\d)(?=[A-Za-z])")
+_DIGIT = re.compile(r"\d")
+_MONEY_MARK = re.compile(r"[$€£¥¢]|USD|EUR|GBP|JPY|CAD|AUD")
 
 
 def roman_value(numeral: str) -> int:
@@ -275,17 +277,23 @@ def _number(m: re.Match) -> str:
 
 def expand_numbers(text: str) -> str:
     """Every number-bearing shape in ``text`` as words, most specific first."""
-    text = _MONEY_SYMBOL.sub(_money_symbol, text)
-    text = _MONEY_CODE_FIRST.sub(_money_code_first, text)
-    text = _MONEY_CODE_AFTER.sub(_money_code_after, text)
-    text = _CENTS.sub(lambda m: f"{cardinal(m.group(1))} cent{'' if m.group(1) == '1' else 's'}", text)
-    text = _DATE_ISO.sub(_date_iso, text)
-    text = _DATE_MDY.sub(_date_mdy, text)
+    if _DIGIT.search(text) is None:  # prose without digits: only Roman numerals can apply
+        return _roman(text)
+    if _MONEY_MARK.search(text):
+        text = _MONEY_SYMBOL.sub(_money_symbol, text)
+        text = _MONEY_CODE_FIRST.sub(_money_code_first, text)
+        text = _MONEY_CODE_AFTER.sub(_money_code_after, text)
+        text = _CENTS.sub(lambda m: f"{cardinal(m.group(1))} cent{'' if m.group(1) == '1' else 's'}", text)
+    if "-" in text:
+        text = _DATE_ISO.sub(_date_iso, text)
+    if "/" in text:
+        text = _DATE_MDY.sub(_date_mdy, text)
     text = _DATE_DAY_MONTH.sub(_date_day_month, text)
     text = _DATE_MONTH_DAY.sub(_date_month_day, text)
     text = _MONTH_YEAR.sub(lambda m: f"{m.group(1)} {year(m.group(2))}", text)
     text = time_words(text)
-    text = _PHONE.sub(lambda m: telephone(m.group(0)), text)
+    if "+" in text or "-" in text or "(" in text or "." in text:
+        text = _PHONE.sub(lambda m: telephone(m.group(0)), text)
     text = _DIMENSIONS.sub(lambda m: f"{cardinal(m.group(1))} by {cardinal(m.group(2))}", text)
     text = _RANGE.sub(_range, text)
     text = _PERCENT.sub(lambda m: f"{cardinal(m.group(1) + m.group(2))} percent", text)
@@ -294,8 +302,12 @@ def expand_numbers(text: str) -> str:
     text = _MIXED_FRACTION.sub(_mixed, text)
     text = _FRACTION.sub(lambda m: _fraction(m.group(1), m.group(2)), text)
     text = _ORDINAL.sub(lambda m: ordinal(m.group(1)), text)
-    text = _SECTION_ROMAN.sub(lambda m: f"{m.group(1)} {cardinal(roman_value(m.group(2)))}", text)
-    text = _NAME_ROMAN.sub(lambda m: f"{m.group(1)} the {ordinal(roman_value(m.group(2)))}", text)
+    text = _roman(text)
     text = _YEAR.sub(_year_or_number, text)
-    text = _GLUED.sub(" ", text)
+    text = _GLUED.sub(r"\1\2 ", text)
     return _NUMBER.sub(_number, text)
+
+
+def _roman(text: str) -> str:
+    text = _SECTION_ROMAN.sub(lambda m: f"{m.group(1)} {cardinal(roman_value(m.group(2)))}", text)
+    return _NAME_ROMAN.sub(lambda m: f"{m.group(1)} the {ordinal(roman_value(m.group(2)))}", text)

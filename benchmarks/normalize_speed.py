@@ -1,0 +1,54 @@
+"""Cost of English normalisation: milliseconds per 1,000 characters of input (goal: under 2 ms).
+
+Two inputs: ordinary prose (shared eval sentences when present, else a built-in paragraph) and
+text dense with numbers, dates and abbreviations (benchmarks/data/normalization_sentences.tsv).
+Best of several repeats, since the machine is shared.
+
+    python benchmarks/normalize_speed.py
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.normalize_wer import SENTENCES, isa_flags, load_pairs  # noqa: E402
+from benchmarks.voice_similarity import cpu_name  # noqa: E402
+from tts_app.text import expand_text  # noqa: E402
+
+PROSE = (
+    "The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background. "
+    "It's easy to tell the depth of a well. These days a chicken leg is a rare dish. "
+)
+
+
+def ms_per_1000_chars(text: str, repeats: int = 7) -> float:
+    pieces = [text[i : i + 1000] for i in range(0, len(text), 1000)]
+    expand_text(pieces[0])  # warm: regexes compiled at import, caches filled
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for p in pieces:
+            expand_text(p)
+        best = min(best, time.perf_counter() - t0)
+    return 1000.0 * best / (len(text) / 1000.0)
+
+
+def main() -> int:
+    shared = REPO_ROOT.parent / "shared" / "eval" / "sentences.txt"
+    prose = shared.read_text(encoding="utf-8") if shared.is_file() else PROSE * 40
+    dense = " ".join(w for w, _ in load_pairs(SENTENCES))
+    prose, dense = (prose * (50_000 // len(prose) + 1))[:50_000], (dense * (50_000 // len(dense) + 1))[:50_000]
+    print(f"{cpu_name()} ({isa_flags()})")
+    for name, text in (("prose", prose), ("numbers/dates/abbreviations", dense)):
+        print(f"{name}: {ms_per_1000_chars(text):.3f} ms per 1,000 characters (50,000 characters, best of 7)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
