@@ -19,7 +19,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from benchmarks.normalize_wer import SENTENCES, isa_flags, load_pairs  # noqa: E402
 from benchmarks.voice_similarity import cpu_name  # noqa: E402
-from tts_app.text import expand_text  # noqa: E402
+from tts_app.text import expand_text, phonemize  # noqa: E402
 
 PROSE = (
     "The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background. "
@@ -27,14 +27,14 @@ PROSE = (
 )
 
 
-def ms_per_1000_chars(text: str, repeats: int = 7) -> float:
+def ms_per_1000_chars(fn, text: str, repeats: int = 7) -> float:
     pieces = [text[i : i + 1000] for i in range(0, len(text), 1000)]
-    expand_text(pieces[0])  # warm: regexes compiled at import, caches filled
+    fn(pieces[0])  # warm: regexes compiled at import, caches filled
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
         for p in pieces:
-            expand_text(p)
+            fn(p)
         best = min(best, time.perf_counter() - t0)
     return 1000.0 * best / (len(text) / 1000.0)
 
@@ -46,7 +46,11 @@ def main() -> int:
     prose, dense = (prose * (50_000 // len(prose) + 1))[:50_000], (dense * (50_000 // len(dense) + 1))[:50_000]
     print(f"{cpu_name()} ({isa_flags()})")
     for name, text in (("prose", prose), ("numbers/dates/abbreviations", dense)):
-        print(f"{name}: {ms_per_1000_chars(text):.3f} ms per 1,000 characters (50,000 characters, best of 7)")
+        norm = ms_per_1000_chars(expand_text, text)
+        # espeak on the same text, same run: a yardstick that the shared CPU's load scales alike
+        espeak = ms_per_1000_chars(lambda t: phonemize(t, "en-us"), text[:10_000], repeats=3)
+        print(f"{name}: normalisation {norm:.3f} ms per 1,000 characters; espeak phonemization {espeak:.2f} ms "
+              f"({100 * norm / espeak:.1f}% of it)")
     return 0
 
 

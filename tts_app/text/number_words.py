@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from num2words import num2words
 
@@ -24,6 +25,7 @@ def digits(text: str) -> str:
     return " ".join(_DIGIT_WORDS[int(ch)] for ch in text if ch.isdigit())
 
 
+@lru_cache(maxsize=4096)  # num2words is the slow part of a number-dense text
 def cardinal(number: str | int) -> str:
     """'1,234' -> 'one thousand two hundred thirty four'; '-5' -> 'minus five'; '2.50' -> 'two point five zero'."""
     s = str(number).replace(",", "").strip()
@@ -39,6 +41,7 @@ def cardinal(number: str | int) -> str:
     return ("minus " + words) if negative else words
 
 
+@lru_cache(maxsize=4096)  # num2words is the slow part of a number-dense text
 def ordinal(number: str | int) -> str:
     """'22' -> 'twenty second'."""
     return _tidy(num2words(int(str(number).replace(",", "")), to="ordinal"))
@@ -53,6 +56,7 @@ def ordinal_plural(number: int) -> str:
     return ordinal(number) + "s"
 
 
+@lru_cache(maxsize=4096)  # num2words is the slow part of a number-dense text
 def year(number: str | int) -> str:
     """'2026' -> 'twenty twenty six'; '1905' -> 'nineteen oh five'; '2005' -> 'two thousand five'."""
     return _tidy(num2words(int(number), to="year"))
