@@ -109,13 +109,18 @@ def _submit_all(lines: Sequence[str], voice: Any, seed: int, speed: float, stren
     """Submit every line at once (so they batch); on any refusal cancel what was already queued."""
     from tts_app.engine import EngineBusy
 
+    from tts_app.text import saved_lexicon
+
     engine = get_engine()
     profile = resolve_profile(voice)
+    lexicon = saved_lexicon()  # the Pronunciation tab's words, read in every run
     handles: list[Any] = []
     try:
         for number, line in enumerate(lines, start=1):
             try:
-                handles.append(engine.submit(line, voice=profile, seed=seed, speed=speed, voice_strength=strength))
+                handles.append(
+                    engine.submit(line, voice=profile, seed=seed, speed=speed, voice_strength=strength, lexicon=lexicon)
+                )
             except EngineBusy as exc:
                 raise gr.Error("The server is busy (the engine queue is full). Try again in a moment.") from exc
             except ValueError as exc:

@@ -81,7 +81,7 @@ def build_lexicon_panel() -> None:
         "Words here are read your way in every request (UI and API). A pronunciation is a respelling "
         "(`Nguyen` -> `win`) or IPA between slashes (`/ʃɪvˈɔːn/`)."
     )
-    table = gr.Dataframe(headers=HEADERS, datatype=["str", "str"], col_count=(2, "fixed"), value=lexicon_rows,
+    table = gr.Dataframe(headers=HEADERS, datatype=["str", "str"], column_count=(2, "fixed"), value=lexicon_rows,
                          interactive=True, label="Lexicon")  # fmt: skip
     with gr.Row():
         word = gr.Textbox(label="Word", scale=2)
@@ -92,6 +92,6 @@ def build_lexicon_panel() -> None:
         save = gr.Button("Save lexicon", variant="primary")
         reload = gr.Button("Reload")
     status = gr.Markdown()
-    say.click(say_it, [word, pron], preview)
-    save.click(save_rows, table, status)
-    reload.click(lexicon_rows, None, table)
+    say.click(say_it, [word, pron], preview, api_visibility="private")
+    save.click(save_rows, table, status, api_visibility="private")
+    reload.click(lexicon_rows, None, table, api_visibility="private")
