@@ -51,6 +51,11 @@ def main() -> int:
         espeak = ms_per_1000_chars(lambda t: phonemize(t, "en-us"), text[:10_000], repeats=3)
         print(f"{name}: normalisation {norm:.3f} ms per 1,000 characters; espeak phonemization {espeak:.2f} ms "
               f"({100 * norm / espeak:.1f}% of it)")
+    # Hostile input: 5,000 characters of one repeated shape each; the rules must stay near-linear.
+    shapes = ["a." * 2500, "a" * 4999 + "@", "1" * 5000, "1," * 2500, "A" * 5000, "1-" * 2500, "1/" * 2500,
+              "$1" * 2500, "12:30 pm " * 500, "e.g. " * 1000, "www." + "a." * 2490, "Jan 1 " * 800]  # fmt: skip
+    worst = max((ms_per_1000_chars(expand_text, s[:5000], repeats=1) * 5, s[:12]) for s in shapes)
+    print(f"worst hostile 5,000-character input: {worst[0]:.0f} ms ({worst[1]!r}...)")
     return 0
 
 

@@ -55,9 +55,14 @@ _SEPARATORS = {".": " dot ", "/": " slash ", "-": " dash ", "_": " underscore ",
 _SEP_RE = re.compile(r"([./\-_:?=&@#~+%])")
 
 _URL = re.compile(r"\b(?:https?://|www\.)[^\s<>\"']+", re.IGNORECASE)
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-_DOMAIN = re.compile(r"\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|org|net|edu|gov|io|ai|dev|co\.uk|uk|de)\b(?:/[^\s<>\"']*)?")
-_FILE = re.compile(r"(?<![\w.])[\w-]+(?:\.[\w-]+)*\.(" + "|".join(sorted(_EXTENSIONS, key=len, reverse=True)) + r")\b(?![.\w]\w)")
+# Bounded repeats and a lookbehind at the start keep these linear on hostile input ("a.a.a.a...").
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}\b")
+_DOMAIN = re.compile(
+    r"(?<![\w.-])[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){0,8}\.(?:com|org|net|edu|gov|io|ai|dev|co\.uk|uk|de)\b(?:/[^\s<>\"']*)?"
+)
+_FILE = re.compile(
+    r"(?<![\w.])[\w-]{1,100}(?:\.[\w-]{1,100}){0,8}\.(" + "|".join(sorted(_EXTENSIONS, key=len, reverse=True)) + r")\b(?![.\w]\w)"
+)
 _URL_TRAILING = ".,;:!?)]}'\""
 
 _ABBR = re.compile(r"(?<![\w.])(" + "|".join(sorted(_TITLES | _TRAILING, key=len, reverse=True)) + r")\.(?=[\s,;:!?)\"']|$)")
@@ -69,7 +74,7 @@ _DOTTED_ACRONYM = re.compile(r"\b((?:[A-Z]\.){2,})(?=[\s,;:!?)]|$)")
 _INITIAL = re.compile(r"(?<![\w.])([A-Z])\.(?=\s+[A-Z])")
 _ALLCAPS = re.compile(r"\b([A-Z]{2,6})\b")
 _TWO_CAPS = re.compile(r"[A-Z]{2}")
-_DOTTED_WORD = re.compile(r"([A-Za-z]+)\.")  # one scan tells which dotted rules can apply
+_DOTTED_WORD = re.compile(r"(?<![A-Za-z])([A-Za-z]{1,8})\.")  # one scan tells which dotted rules can apply
 _DOT_LETTER = re.compile(r"\w\.[A-Za-z]")
 _SHOUTED = re.compile(r"(?:\b[A-Z']{2,}\b[\s,!.?]+){3,}[A-Z']{2,}")
 _SYMBOLS = (("&", re.compile(r"\s&\s"), " and "), ("&", re.compile(r"(?<=\w)&(?=\w)"), " and "),
@@ -80,10 +85,19 @@ _NUMBER_WORDS = frozenset({"No", "no", "Nos", "nos"})
 _ABBR_WORDS = frozenset(_TITLES) | frozenset(_TRAILING)
 
 
+_NEXT_CHAR = re.compile(r"\s*(\S)")
+
+
+def next_char(text: str, end: int) -> str:
+    """The first non-space character at or after ``end`` ('' at the end); no copy of the rest of the text."""
+    m = _NEXT_CHAR.match(text, end)
+    return m.group(1) if m else ""
+
+
 def sentence_goes_on(text: str, end: int) -> bool:
     """True when what follows ``end`` is not a new sentence (a lowercase word, a digit or punctuation)."""
-    rest = text[end:].lstrip()
-    return bool(rest) and not rest[0].isupper()
+    ch = next_char(text, end)
+    return bool(ch) and not ch.isupper()
 
 
 def spell(text: str) -> str:
@@ -132,7 +146,7 @@ def _file(m: re.Match) -> str:
 
 def _abbr(m: re.Match) -> str:
     word = m.group(1)
-    if word == "Dr" and _previous_word(m)[:1].isupper() and not m.string[m.end() :].lstrip()[:1].isupper():
+    if word == "Dr" and _previous_word(m)[:1].isupper() and not next_char(m.string, m.end()).isupper():
         return "Drive" if sentence_goes_on(m.string, m.end()) else "Drive."  # "Elm Dr. is"
     if word in _TITLES:
         return _TITLES[word]
@@ -141,7 +155,7 @@ def _abbr(m: re.Match) -> str:
 
 
 def _previous_word(m: re.Match) -> str:
-    return m.string[: m.start()].rstrip().rpartition(" ")[2]
+    return m.string[max(0, m.start() - 40) : m.start()].rstrip().rpartition(" ")[2]
 
 
 def _initial(m: re.Match) -> str:
@@ -156,7 +170,7 @@ def _saint_or_street(m: re.Match) -> str:
     # "in St. Louis" is a saint; "Main St." is a street (it follows a capitalised name).
     before = _previous_word(m)
     after_name = before[:1].isupper() and before[-1:].isalpha()
-    if m.string[m.end() :].lstrip()[:1].isupper() and not after_name:
+    if next_char(m.string, m.end()).isupper() and not after_name:
         return "Saint"
     return "Street" if sentence_goes_on(m.string, m.end()) else "Street."
 

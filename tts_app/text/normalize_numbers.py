@@ -190,7 +190,7 @@ _YEAR_NUM = r"1\d{3}|20\d{2}"
 _RANGE = re.compile(rf"(?<![\w.,/-])({_NUM})\s?[-\u2013]\s?({_NUM})(?![\w/-]|\.\d)")
 _MIXED_FRACTION = re.compile(r"(?<![\w.,/])(\d+)\s(\d+)/(\d+)(?![\w/]|\.\d)")
 _FRACTION = re.compile(r"(?<![\w.,/])(\d+)/(\d+)(?![\w/]|\.\d)")
-_ORDINAL = re.compile(r"\b(\d[\d,]*)(st|nd|rd|th)\b", re.IGNORECASE)
+_ORDINAL = re.compile(r"\b(\d{1,3}(?:,\d{3})+|\d+)(st|nd|rd|th)\b", re.IGNORECASE)
 _DECADE = re.compile(r"(?<![\w.,])(?:(1\d\d0|20\d0)|'?([1-9]0))'?s\b")
 _YEAR = re.compile(rf"(?<![\w.,-])({_YEAR_NUM})(?!\w|[.,]\d)")
 _YEAR_BEFORE = re.compile(
@@ -203,6 +203,7 @@ _NOT_COUNTED = frozenset(
     "was is will were saw had has became brought marked and or but to in at on for the when as with which that "
     "would could should may might did does began ended".split()
 )
+_NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
 _ROMAN = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
 _SECTION_ROMAN = re.compile(
     rf"\b(Chapter|Part|Volume|Book|Act|Scene|Section|Article|Phase|Level|Appendix|Episode|World War|Super Bowl|"
@@ -228,7 +229,7 @@ def roman_value(numeral: str) -> int:
 def _is_year(text: str, start: int, end: int) -> bool:
     if _YEAR_BEFORE.search(text[max(0, start - 12) : start]):
         return True
-    after = re.match(r"\s+([A-Za-z]+)", text[end:])
+    after = _NEXT_WORD.match(text, end)
     if after is None:
         return True
     word = after.group(1)

@@ -9,7 +9,7 @@ from num2words import num2words
 
 _DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 # Beyond this a run of digits is an identifier, read digit by digit.
-_MAX_CARDINAL = 10**15
+_MAX_CARDINAL_DIGITS = 15
 _AND = re.compile(r"\band\b ?")
 _PUNCT = re.compile(r"[-,]")
 _SPACES = re.compile(r"\s+")
@@ -32,7 +32,7 @@ def cardinal(number: str | int) -> str:
     negative = s.startswith(("-", "\u2212"))
     s = s.lstrip("-\u2212+")
     whole, _, frac = s.partition(".")
-    if whole and whole.isdigit() and (len(whole) > 1 and whole.startswith("0") or int(whole) >= _MAX_CARDINAL):
+    if whole and whole.isdigit() and (len(whole) > 1 and whole.startswith("0") or len(whole) > _MAX_CARDINAL_DIGITS):
         words = digits(whole)  # "007", long ids
     else:
         words = _tidy(num2words(int(whole or "0")))
