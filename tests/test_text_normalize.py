@@ -149,3 +149,7 @@ def test_acronyms_are_read_as_letters_or_words(acronym, letters):
     stresses = "".join(sentence).count("\u02c8") + "".join(sentence).count("\u02cc")
     # letters carry a stress each (ɛf bˌiː ˈaɪ); a word has one for "the..is" span plus its own
     assert (stresses >= 3) == letters
+
+
+def test_a_huge_number_is_read_digit_by_digit_not_refused():
+    assert expand_text("1" * 5000) == " ".join(["one"] * 5000)
