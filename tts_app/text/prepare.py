@@ -5,7 +5,6 @@ Normalisation runs before espeak splits sentences, so "Dr. Smith" stays one phra
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,7 +18,6 @@ from .phonemize import phonemize
 from .slots import SLOT_RE, PhonemeSlots, ipa_symbols
 from .ssml import JOIN, Segment, is_ssml, parse_ssml
 
-_LOGGER = logging.getLogger(__name__)
 _SENTENCE_END = (".", "!", "?")
 _MARKS = frozenset(".,;:!?")
 _LEADING_MARKS = re.compile(r"^[\s.,;:!?]*")
