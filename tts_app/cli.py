@@ -35,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--voice-text", help="what the --voice clip says (else it is recognised); improves the match")
     s.add_argument("--voice-strength", type=float, default=1.0, help="0 keeps the model's voice, 1 matches fully")
     s.add_argument("--precision", choices=["exact", "fast"], default="exact", help="exact: float32 (default); fast: int8/bfloat16 decoder")
+    s.add_argument("--no-normalize", action="store_true", help="read numbers, dates and abbreviations as written")
+    s.add_argument("--lexicon", help="JSON pronunciation lexicon: {\"word\": \"respelling\" or \"/ipa/\"}")
     s.add_argument("-v", "--verbose", action="store_true", help="log engine progress to stderr")
     f = sub.add_parser("fetch", help="download a Qwen3-TTS checkpoint from the Hugging Face hub (opt-in)")
     f.add_argument("model", help="qwen3-0.6b or qwen3-1.7b")
@@ -70,8 +72,13 @@ def _write(handle, path: Path, sample_rate: int, stream: bool) -> None:
 
 def synth(args: argparse.Namespace) -> dict:
     from .engine import Engine
+    from .text import load_lexicon
 
     lines = _read_lines(args.input)
+    try:
+        lexicon = load_lexicon(args.lexicon) if args.lexicon else None
+    except TextError as e:
+        raise CliError(str(e)) from None
     outdir = Path(args.outdir)
     try:
         outdir.mkdir(parents=True, exist_ok=True)
@@ -87,8 +94,14 @@ def synth(args: argparse.Namespace) -> dict:
             try:
                 handles.append(
                     engine.submit(
-                        line, voice=args.voice, seed=args.seed, speed=args.speed,
-                        voice_strength=args.voice_strength, voice_text=args.voice_text,
+                        line,
+                        voice=args.voice,
+                        seed=args.seed,
+                        speed=args.speed,
+                        voice_strength=args.voice_strength,
+                        voice_text=args.voice_text,
+                        normalize=not args.no_normalize,
+                        lexicon=lexicon,
                     )
                 )
             except TextError as e:  # other ValueErrors (speed, voice) are not about a line

@@ -60,6 +60,8 @@ class SynthesisSettings:
     noise_w: float | None = None
     sentence_pause_s: float = 0.25
     clause_pause_s: float = 0.12
+    normalize: bool = True  # spell out numbers, dates, abbreviations... before phonemizing
+    lexicon: Any = None  # tts_app.text.Lexicon: the caller's pronunciations, or None
 
     def __post_init__(self) -> None:
         if not SPEED_MIN <= self.speed <= SPEED_MAX:

@@ -7,8 +7,10 @@ wav, pcm; see audio_formats.py), ``speed`` (config.SPEED_MIN to SPEED_MAX) and
 streams as the engine produces audio. ``pcm`` is raw signed 16-bit little-endian mono
 at the engine's sample rate, which the ``X-Sample-Rate`` header states (OpenAI's own
 pcm is 24 kHz; ours is the model's rate, 22,050 Hz for the default Piper voice, never
-resampled). Extensions: ``seed``, ``voice_strength``, and ``stream`` (false returns a
-complete file whose header states its length: WAV sizes, FLAC and MP3 totals).
+resampled). Extensions: ``seed``, ``voice_strength``, ``stream`` (false returns a
+complete file whose header states its length: WAV sizes, FLAC and MP3 totals), ``normalize``
+(false reads numbers and abbreviations as written) and ``lexicon`` (word -> respelling or
+/ipa/, over the saved one).
 Every invalid request gets a 4xx with an OpenAI-shaped JSON error.
 """
 
@@ -57,6 +59,8 @@ class SpeechRequest(BaseModel):
     stream: bool = True
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     voice_strength: float = Field(default=1.0, ge=0.0, le=1.0)
+    normalize: bool = True  # false reads numbers, dates and abbreviations as written
+    lexicon: dict[str, str] | None = Field(default=None, max_length=500)  # word -> respelling or /ipa/, over the saved one
 
 
 async def _until_shutdown(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -146,9 +150,20 @@ async def create_speech(request: Request) -> Response:
         engine = await asyncio.to_thread(engine_for, MODEL_ID if body.model in MODEL_ALIASES else body.model)
     except ModelUnavailable as exc:  # the message says how to get the model
         return error_response(400, str(exc), param="model", code="model_not_found")
+    from tts_app.text import parse_lexicon, saved_lexicon
     try:
+        lexicon = await asyncio.to_thread(saved_lexicon)
+        if body.lexicon:
+            lexicon = parse_lexicon({**(lexicon.to_json_dict() if lexicon else {}), **body.lexicon})
         handle = await asyncio.to_thread(
-            engine.submit, body.input, voice=voice, seed=body.seed, speed=body.speed, voice_strength=body.voice_strength
+            engine.submit,
+            body.input,
+            voice=voice,
+            seed=body.seed,
+            speed=body.speed,
+            voice_strength=body.voice_strength,
+            normalize=body.normalize,
+            lexicon=lexicon,
         )
     except EngineBusy:
         return error_response(503, "the engine queue is full; retry shortly", code="engine_busy", error_type="server_error")

@@ -54,10 +54,11 @@ class Backend(ABC):
     sample_rate: int = 22050
     max_text_chars: int = 10_000
 
-    def check_text(self, text: str) -> Any:
+    def check_text(self, text: str, settings: Any = None) -> Any:
         """Validate and parse text in the caller's thread; raise TextError (a ValueError) with a one-line reason.
 
-        The result travels to ``prepare`` as ``RowInput.parsed``.
+        ``settings`` (a SynthesisSettings, or None for the defaults) says how to read it
+        (normalisation on or off, a lexicon). The result travels to ``prepare`` as ``RowInput.parsed``.
         """
         if not isinstance(text, str):
             raise TextError("text must be a string")

@@ -8,9 +8,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..config import SynthesisSettings
+from ..config import SPEED_MAX, SPEED_MIN, SynthesisSettings
 from ..model import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
-from ..text import Chunk, TextError, chunk_sentences, normalize_text, phonemize, to_ids
+from ..text import TextError, TextOptions, prepare_text, to_ids
 from .base import Backend, RowInput, StepOutput
 
 _LOGGER = logging.getLogger(__name__)
@@ -23,6 +23,7 @@ class ParsedText:
     text: str
     chunk_ids: tuple[tuple[int, ...], ...]
     pauses_s: tuple[float, ...]
+    rates: tuple[float, ...] = ()  # per chunk, times the request's speed (SSML <prosody rate>); empty: all 1
 
 
 @dataclass
@@ -39,6 +40,11 @@ class PiperRow:
     plan: list[Window] = field(default_factory=list)
     next_window: int = 0
     pause_s: float = 0.0  # silence after the chunk being decoded
+
+    @property
+    def chunk_rate(self) -> float:
+        rates = self.parsed.rates
+        return rates[self.next_chunk] if rates else 1.0
 
     @property
     def needs_latents(self) -> bool:
@@ -64,22 +70,24 @@ class PiperBackend(Backend):
         self.max_text_chars = max_text_chars
 
     # -- text side (caller's thread) ------------------------------------------
-    def check_text(self, text: str) -> ParsedText:
+    def check_text(self, text: str, settings: SynthesisSettings | None = None) -> ParsedText:
         super().check_text(text)
-        clean = normalize_text(text)
-        chunks: list[Chunk] = chunk_sentences(phonemize(clean, self.model.config.espeak_voice))
+        s = settings if settings is not None else SynthesisSettings()
+        options = TextOptions(s.normalize, s.lexicon, s.sentence_pause_s, s.clause_pause_s)
         id_map = self.model.config.phoneme_id_map
+        prepared = prepare_text(text, self.model.config.espeak_voice, id_map, options)
+        chunks = prepared.chunks
         ids = tuple(tuple(to_ids(c.phonemes, id_map)) for c in chunks)
         if not ids:
             raise TextError("text has nothing to speak")
-        return ParsedText(clean, ids, tuple(c.pause_after_s for c in chunks))
+        return ParsedText(prepared.text, ids, tuple(c.pause_after_s for c in chunks), tuple(c.rate for c in chunks))
 
     # -- model side (worker thread) -------------------------------------------
     def prepare(self, rows: Sequence[RowInput]) -> list[PiperRow]:
         states = []
         for row in rows:
-            parsed = row.parsed if isinstance(row.parsed, ParsedText) else self.check_text(row.text)
             settings = row.settings if row.settings is not None else SynthesisSettings(seed=row.seed, speed=row.speed)
+            parsed = row.parsed if isinstance(row.parsed, ParsedText) else self.check_text(row.text, settings)
             streamer = None
             if row.voice is not None and row.voice_strength > 0:
                 streamer = row.voice.streamer(row.voice_strength, sample_rate=self.sample_rate)
@@ -98,7 +106,7 @@ class PiperBackend(Backend):
                 ids=s.parsed.chunk_ids[s.next_chunk],
                 rng=s.rng,
                 length_scale=cfg.length_scale,
-                speed=s.settings.speed,
+                speed=min(SPEED_MAX, max(SPEED_MIN, s.settings.speed * s.chunk_rate)),  # SSML prosody rate times the request's speed
                 noise_scale=cfg.noise_scale if s.settings.noise_scale is None else s.settings.noise_scale,
                 noise_w=cfg.noise_w if s.settings.noise_w is None else s.settings.noise_w,
             )

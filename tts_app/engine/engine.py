@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -91,17 +92,23 @@ class Engine:
         voice_strength: float = 1.0,
         settings: SynthesisSettings | None = None,
         voice_text: str | None = None,
+        normalize: bool = True,
+        lexicon: Any = None,
     ) -> RequestHandle:
         """Queue one utterance and return at once. Raises ValueError for bad input, EngineBusy when full.
 
         ``voice_text``: what the voice's reference clip says, if known (the voice match aligns on it).
+        ``normalize`` False reads the text as written (no number or abbreviation expansion); ``lexicon``
+        is a tts_app.text.Lexicon. Both override what ``settings`` says only when they differ from the defaults.
         """
         if self._closed:
             raise EngineClosed("the engine is closed")
         settings = settings if settings is not None else SynthesisSettings(seed=int(seed), speed=float(speed))
+        if not normalize or lexicon is not None:
+            settings = replace(settings, normalize=settings.normalize and bool(normalize), lexicon=lexicon or settings.lexicon)
         if not 0.0 <= voice_strength <= 1.0:
             raise ValueError(f"voice_strength must be between 0 and 1, got {voice_strength}")
-        parsed = self.backend.check_text(text)
+        parsed = self.backend.check_text(text, settings)
         profile = self._resolve_voice(voice, voice_text)
         row = RowInput(0, text, settings.seed, settings.speed, profile, float(voice_strength), settings, parsed)
         req = Request(row)

@@ -14,6 +14,7 @@ class Chunk:
 
     phonemes: tuple[str, ...]
     pause_after_s: float  # silence to put after this chunk's audio
+    rate: float = 1.0  # speaking rate of this chunk relative to the request's (SSML <prosody rate>)
 
 
 def _cut_points(phonemes: list[str], max_len: int) -> list[int]:

@@ -23,6 +23,12 @@ def _keep(ch: str) -> str:
     return ch
 
 
+def clean_chars(text: str) -> str:
+    """NFKC, controls and non-Latin letters and emoji out, whitespace collapsed; never raises."""
+    text = unicodedata.normalize("NFKC", text)
+    return _WS.sub(" ", "".join(_keep(ch) for ch in text))
+
+
 def normalize_text(text: str) -> str:
     """Return ``text`` cleaned for the English phonemizer.
 
@@ -32,8 +38,7 @@ def normalize_text(text: str) -> str:
         raise TextError(f"text must be a string, not {type(text).__name__}")
     if not text.strip():
         raise TextError("text is empty")
-    text = unicodedata.normalize("NFKC", text)
-    cleaned = _WS.sub(" ", "".join(_keep(ch) for ch in text)).strip()
+    cleaned = clean_chars(text).strip()
     if not any(ch.isalnum() for ch in cleaned):
         if any(unicodedata.category(ch).startswith("L") for ch in text):
             raise TextError("no English text to speak: this voice reads Latin-script text only")

@@ -108,13 +108,17 @@ def resolve_profile(voice: Any, text: str | None = None) -> Any:
 def _submit_all(lines: Sequence[str], profile: Any, seed: int, speed: float, strength: float) -> list[Any]:
     """Submit every line at once (so they batch); on any refusal cancel what was already queued."""
     from tts_app.engine import EngineBusy
+    from tts_app.text import saved_lexicon
 
     engine = get_engine()
+    lexicon = saved_lexicon()  # the Pronunciation tab's words, read in every run
     handles: list[Any] = []
     try:
         for number, line in enumerate(lines, start=1):
             try:
-                handles.append(engine.submit(line, voice=profile, seed=seed, speed=speed, voice_strength=strength))
+                handles.append(
+                    engine.submit(line, voice=profile, seed=seed, speed=speed, voice_strength=strength, lexicon=lexicon)
+                )
             except EngineBusy as exc:
                 raise UserError("The server is busy (the engine queue is full). Try again in a moment.") from exc
             except ValueError as exc:

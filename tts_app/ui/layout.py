@@ -12,6 +12,7 @@ from tts_app.ui import handlers
 from tts_app.ui.ab import build_ab_tab
 from tts_app.ui.api_help import api_help_markdown
 from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, history_table, history_zip, take_audio
+from tts_app.ui.lexicon_panel import build_lexicon_panel
 from tts_app.ui.run_figures import FIGURE_HEADERS, FIGURE_TYPES
 from tts_app.ui.session_files import remove_session
 from tts_app.ui.stream_pacer import allow_slow_encoder_start
@@ -217,6 +218,9 @@ def build_demo() -> gr.Blocks:
                     zip_btn = gr.DownloadButton(
                         "Download all takes (.zip)", value=None, interactive=False, scale=1, elem_id="history-zip"
                     )
+
+            with gr.Tab("Pronunciation", id="lexicon"):
+                build_lexicon_panel()
 
             with gr.Tab("API", id="api"):
                 gr.Markdown(api_help_markdown(), elem_id="api-help")

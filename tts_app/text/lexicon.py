@@ -1,0 +1,152 @@
+"""A user pronunciation lexicon: whole words (case-insensitive) -> a respelling or IPA.
+
+File format (UTF-8 JSON object): ``{"Nguyen": "nwin", "Siobhan": "/ʃɪvˈɔːn/"}``.
+A value between slashes is IPA, spoken as is; any other value is a respelling,
+read by the normal text rules in place of the word.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import TextError
+from .slots import PhonemeSlots, check_ipa
+
+_LOGGER = logging.getLogger(__name__)
+
+LEXICON_FILE = "lexicon.json"
+MAX_ENTRIES = 5000
+MAX_FILE_BYTES = 1_000_000
+_WORD_RE = re.compile(r"^[^\W_](?:[\w'’.-]{0,62}[^\W_])?$")
+_RESPELLING_RE = re.compile(r"^[A-Za-z][A-Za-z '’-]{0,199}$")
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """Validated entries keyed by lowercased word; IPA values keep their slashes off."""
+
+    respell: Mapping[str, str] = field(default_factory=dict)
+    ipa: Mapping[str, str] = field(default_factory=dict)
+    _pattern: re.Pattern | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        words = sorted({*self.respell, *self.ipa}, key=len, reverse=True)
+        if words:
+            alt = "|".join(re.escape(w) for w in words)
+            object.__setattr__(self, "_pattern", re.compile(rf"(?<![\w'’])({alt})(?![\w'’])", re.IGNORECASE))
+
+    def __len__(self) -> int:
+        return len(self.respell) + len(self.ipa)
+
+    def to_json_dict(self) -> dict[str, str]:
+        return {**self.respell, **{w: f"/{p}/" for w, p in self.ipa.items()}}
+
+    def check(self, id_map: Mapping[str, object]) -> None:
+        """Refuse IPA with symbols the voice has no id for (one-line TextError)."""
+        for word, ipa in self.ipa.items():
+            check_ipa(ipa, id_map, f"lexicon entry {word!r}")
+
+    def apply(self, text: str, slots: PhonemeSlots) -> str:
+        """Replace listed words: respellings as text, IPA as a phoneme slot."""
+        if self._pattern is None:
+            return text
+
+        def one(m: re.Match) -> str:
+            key = m.group(1).lower()
+            if key in self.ipa:
+                return slots.add(self.ipa[key], f"lexicon entry {key!r}")
+            return self.respell[key]
+
+        return self._pattern.sub(one, text)
+
+
+def parse_lexicon(data: object) -> Lexicon:
+    """Validate a decoded JSON object into a Lexicon; TextError with a one-line reason otherwise."""
+    if not isinstance(data, dict):
+        raise TextError("a lexicon must be a JSON object of word -> pronunciation")
+    if len(data) > MAX_ENTRIES:
+        raise TextError(f"a lexicon has at most {MAX_ENTRIES} entries, this one has {len(data)}")
+    respell: dict[str, str] = {}
+    ipa: dict[str, str] = {}
+    for word, value in data.items():
+        if not isinstance(word, str) or not _WORD_RE.match(word):
+            raise TextError(f"lexicon word {str(word)[:40]!r} must be one word of letters, digits, ' or -")
+        if not isinstance(value, str):
+            raise TextError(f"lexicon entry {word!r}: the pronunciation must be a string")
+        value = value.strip()
+        key = word.lower()
+        if len(value) > 2 and value.startswith("/") and value.endswith("/"):
+            ipa[key] = value[1:-1].strip()
+            if not ipa[key] or len(ipa[key]) > 200:
+                raise TextError(f"lexicon entry {word!r}: IPA must be 1 to 200 characters")
+        elif _RESPELLING_RE.match(value):
+            respell[key] = value
+        else:
+            raise TextError(
+                f"lexicon entry {word!r}: use a respelling of letters and spaces, or IPA between slashes like /nwɪn/"
+            )
+    return Lexicon(respell, ipa)
+
+
+def load_lexicon(path: str | Path) -> Lexicon:
+    """Read and validate a lexicon file; TextError (one line) for anything wrong with it."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise TextError(f"{path.name} is larger than {MAX_FILE_BYTES // 1000} kB")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise TextError(f"cannot read lexicon {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise TextError(f"lexicon {path.name} is not UTF-8") from None
+    except json.JSONDecodeError as e:
+        raise TextError(f"lexicon {path.name} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    return parse_lexicon(data)
+
+
+def saved_lexicon_path() -> Path:
+    """The server's lexicon: lexicon.json next to the saved voices."""
+    from ..voice.library import voices_dir  # the text side needs no voice code unless a lexicon is saved
+
+    return voices_dir() / LEXICON_FILE
+
+
+def save_lexicon(lexicon: Lexicon, path: str | Path | None = None) -> Path:
+    """Write atomically (a reader never sees half a file)."""
+    path = Path(path) if path is not None else saved_lexicon_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(lexicon.to_json_dict(), ensure_ascii=False, indent=1, sort_keys=True), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+_CACHE_LOCK = threading.Lock()
+_CACHE: dict[Path, tuple[float, Lexicon]] = {}
+
+
+def saved_lexicon() -> Lexicon | None:
+    """The saved lexicon, re-read only when the file changed; None when there is none or it is broken."""
+    path = saved_lexicon_path()
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return None
+    with _CACHE_LOCK:
+        hit = _CACHE.get(path)
+        if hit is not None and hit[0] == mtime:
+            return hit[1]
+    try:
+        lex = load_lexicon(path)
+    except TextError as e:
+        _LOGGER.warning("saved lexicon ignored: %s", e)
+        return None
+    with _CACHE_LOCK:
+        _CACHE[path] = (mtime, lex)
+    return lex

@@ -1,0 +1,131 @@
+"""The whole text side for one request: SSML or plain text -> lexicon -> normalisation -> phonemes -> chunks.
+
+Normalisation runs before espeak splits sentences, so "Dr. Smith" stays one phrase.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .chunk import Chunk, chunk_sentences
+from .errors import TextError
+from .expand import expand_text
+from .lexicon import Lexicon
+from .normalize import normalize_text
+from .phonemize import phonemize
+from .slots import SLOT_RE, PhonemeSlots, ipa_symbols
+from .ssml import JOIN, Segment, is_ssml, parse_ssml
+
+_SENTENCE_END = (".", "!", "?")
+_MARKS = frozenset(".,;:!?")
+_LEADING_MARKS = re.compile(r"^[\s.,;:!?]*")
+_FINAL_ARTICLE = re.compile(r"(?:^|\s)[aA]\s*$")
+
+
+def _phonemize_fragment(part: str, espeak_voice: str) -> list[list[str]]:
+    """espeak reads a fragment-final "a" (the word before a slot) as the letter; say the article."""
+    if _FINAL_ARTICLE.search(part) is None:
+        return phonemize(part, espeak_voice)
+    head = part.rstrip()[:-1]
+    got = phonemize(head, espeak_voice) if head.strip() else []
+    if not got:
+        return [["ɐ"]]
+    got[-1] = [*got[-1], *([] if got[-1][-1:] == [" "] else [" "]), "ɐ"]
+    return got
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """How to read one request's text."""
+
+    normalize: bool = True
+    lexicon: Lexicon | None = None
+    sentence_pause_s: float = 0.25
+    clause_pause_s: float = 0.12
+    max_phonemes: int = 400
+
+
+@dataclass(frozen=True)
+class PreparedText:
+    text: str  # what was phonemized, after normalisation (phoneme slots shown as /ipa/)
+    chunks: list[Chunk]
+    warnings: list[str] = field(default_factory=list)
+
+
+def phonemize_spliced(text: str, espeak_voice: str, slots: PhonemeSlots) -> list[list[str]]:
+    """Phonemes by sentence, with each slot's IPA spliced in as a word of its own."""
+    sentences: list[list[str]] = [[]]
+    for part in SLOT_RE.split(text):
+        if part in slots.ipa:
+            _append(sentences, [ipa_symbols(slots.ipa[part])])
+            continue
+        # Punctuation right after a slot ("a /təmˈɑːtoʊ/. Then"): espeak skips a fragment's leading marks.
+        lead = _LEADING_MARKS.match(part).group(0)
+        marks = [ch for ch in lead if ch in _MARKS]
+        if marks and sentences[-1]:
+            sentences[-1].extend(marks)
+            if marks[-1] in _SENTENCE_END:
+                sentences.append([])
+        rest = part[len(lead) :]
+        if rest.strip():
+            _append(sentences, _phonemize_fragment(rest, espeak_voice))
+            if rest.rstrip().endswith(_SENTENCE_END):
+                sentences.append([])
+    return [s for s in sentences if any(p.strip() for p in s)]
+
+
+def _append(sentences: list[list[str]], got: list[list[str]]) -> None:
+    """The first sentence of ``got`` continues the sentence left open; the rest follow."""
+    if not got:
+        return
+    current = sentences[-1]
+    if current and current[-1] != " ":
+        current.append(" ")
+    current.extend(got[0])
+    sentences.extend(list(s) for s in got[1:])
+
+
+def _show(text: str, slots: PhonemeSlots) -> str:
+    return SLOT_RE.sub(lambda m: f"/{slots.ipa.get(m.group(1), '')}/", text)
+
+
+def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], options: TextOptions) -> PreparedText:
+    """Chunks ready for ``to_ids``; TextError with a one-line reason for text that cannot be spoken."""
+    if not isinstance(text, str):
+        raise TextError(f"text must be a string, not {type(text).__name__}")
+    if is_ssml(text):
+        parsed = parse_ssml(text)
+        segments, slots, warnings = parsed.segments, parsed.slots, parsed.warnings
+    else:
+        segments, slots, warnings = [Segment(normalize_text(text))], PhonemeSlots(), []
+    if options.lexicon is not None:
+        options.lexicon.check(id_map)
+    chunks: list[Chunk] = []
+    shown: list[str] = []
+    final_break = False
+    for seg in segments:
+        words = options.lexicon.apply(seg.text, slots) if options.lexicon is not None else seg.text
+        if options.normalize:
+            words = expand_text(words)
+        shown.append(_show(words, slots))
+        sentences = phonemize_spliced(words, espeak_voice, slots)
+        pieces = chunk_sentences(sentences, options.max_phonemes, options.sentence_pause_s, options.clause_pause_s)
+        if not pieces:
+            continue
+        pause = seg.pause_after_s
+        if pause is None or (pause == JOIN and words.rstrip().endswith(_SENTENCE_END)):
+            pause = options.sentence_pause_s
+        elif pause == JOIN:
+            pause = 0.0
+        pieces[-1] = Chunk(pieces[-1].phonemes, pause)
+        chunks.extend(Chunk(c.phonemes, c.pause_after_s, seg.rate) for c in pieces)
+        final_break = seg.pause_is_break
+    slots.check(id_map)
+    if not chunks:
+        raise TextError("text has nothing to speak")
+    # The end of the utterance gets no pause, unless the SSML asked for one with a final <break>.
+    last = chunks[-1]
+    chunks[-1] = Chunk(last.phonemes, last.pause_after_s if final_break else 0.0, last.rate)
+    return PreparedText(" ".join(shown), chunks, warnings)

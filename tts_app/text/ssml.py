@@ -1,0 +1,209 @@
+"""A subset of SSML, parsed with defusedxml (no entity expansion, no DTD, no external fetches).
+
+Supported: <speak>, <break time|strength>, <phoneme alphabet="ipa" ph>, <say-as interpret-as=
+characters|spell-out|cardinal|number|ordinal|date|telephone>, <sub alias>, <prosody rate>, <p>, <s>.
+Other elements are read as their text, with a warning in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from xml.etree.ElementTree import Element, ParseError
+
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import fromstring
+
+from .abbreviations import spell
+from .errors import TextError
+from .normalize import clean_chars
+from .normalize_numbers import month_day, telephone
+from .number_words import cardinal, ordinal, year
+from .slots import PhonemeSlots
+
+_LOGGER = logging.getLogger(__name__)
+
+MAX_BREAK_S = 10.0
+PARAGRAPH_PAUSE_S = 0.5
+JOIN = -1.0  # a segment boundary that adds no pause of its own (a rate change mid-sentence)
+_STRENGTHS = {"none": 0.0, "x-weak": 0.1, "weak": 0.2, "medium": 0.4, "strong": 0.7, "x-strong": 1.2}
+_RATES = {"x-slow": 0.5, "slow": 0.75, "medium": 1.0, "default": 1.0, "fast": 1.25, "x-fast": 1.6}
+_TIME_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$")
+_RATE_RE = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*(%?)\s*$")
+
+
+def is_ssml(text: str) -> bool:
+    return text.lstrip().startswith(("<speak", "<?xml"))
+
+
+@dataclass
+class Segment:
+    """Text spoken at one rate, then a pause: ``pause_after_s`` None is the usual sentence pause, JOIN none."""
+
+    text: str
+    rate: float = 1.0
+    pause_after_s: float | None = None
+    pause_is_break: bool = False  # the pause came from <break>: exact, and kept even at the very end
+
+
+@dataclass
+class ParsedSsml:
+    segments: list[Segment]
+    slots: PhonemeSlots
+    warnings: list[str] = field(default_factory=list)
+
+
+def _break_seconds(el: Element) -> float:
+    t = el.get("time")
+    if t is not None:
+        m = _TIME_RE.match(t)
+        if m is None:
+            raise TextError(f"SSML <break time={t[:20]!r}>: write a time like 500ms or 1.5s")
+        seconds = float(m.group(1)) / (1000.0 if m.group(2) == "ms" else 1.0)
+        if seconds > MAX_BREAK_S:
+            raise TextError(f"SSML <break>: at most {MAX_BREAK_S:g} s, got {t!r}")
+        return seconds
+    strength = el.get("strength", "medium")
+    if strength not in _STRENGTHS:
+        raise TextError(f"SSML <break strength={strength[:20]!r}>: use one of {', '.join(_STRENGTHS)}")
+    return _STRENGTHS[strength]
+
+
+def _rate(value: str) -> float:
+    if value in _RATES:
+        return _RATES[value]
+    m = _RATE_RE.match(value)
+    if m is None:
+        raise TextError(f"SSML <prosody rate={value[:20]!r}>: use x-slow..x-fast, a percentage or a number")
+    n = float(m.group(1))
+    if m.group(2):
+        rate = 1.0 + n / 100.0 if value.strip()[0] in "+-" else n / 100.0
+    else:
+        rate = n
+    if not 0.25 <= rate <= 4.0:
+        raise TextError(f"SSML <prosody rate={value[:20]!r}>: the rate must be between 25% and 400%")
+    return rate
+
+
+def _say_date(text: str, fmt: str) -> str:
+    parts = [int(p) for p in re.findall(r"\d+", text)]
+    order = {"mdy": "mdy", "dmy": "dmy", "ymd": "ymd", "md": "md", "dm": "dm"}.get(fmt or "mdy")
+    if order is None or len(parts) != len(order):
+        raise TextError(f"SSML <say-as interpret-as='date'>: cannot read {text[:30]!r} as {fmt or 'mdy'}")
+    v = dict(zip(order, parts))
+    if not (1 <= v["m"] <= 12 and 1 <= v["d"] <= 31):
+        raise TextError(f"SSML <say-as interpret-as='date'>: {text[:30]!r} is not a valid date")
+    return month_day(v["m"], v["d"], str(v["y"]) if "y" in v else None)
+
+
+def _say_as(el: Element, text: str) -> str:
+    kind = (el.get("interpret-as") or "").lower()
+    digits_only = re.sub(r"[,\s]", "", text)
+    if kind in ("characters", "spell-out", "verbatim"):
+        return spell(text)
+    if kind in ("cardinal", "number") and re.fullmatch(r"-?\d+(\.\d+)?", digits_only):
+        return cardinal(digits_only)
+    if kind == "ordinal" and re.fullmatch(r"\d+", digits_only):
+        return ordinal(digits_only)
+    if kind == "date":
+        return _say_date(text, (el.get("format") or "").lower())
+    if kind == "telephone":
+        return telephone(text)
+    if kind == "year" and re.fullmatch(r"\d{3,4}", digits_only):
+        return year(digits_only)
+    raise TextError(f"SSML <say-as interpret-as={kind[:20]!r}>: cannot read {text[:30]!r} that way")
+
+
+class _Builder:
+    """Walks the tree once, cutting segments at breaks, sentences, paragraphs and rate changes."""
+
+    def __init__(self) -> None:
+        self.segments: list[Segment] = []
+        self.buf: list[str] = []
+        self.rates = [1.0]
+        self.slots = PhonemeSlots()
+        self.warnings: list[str] = []
+
+    def add(self, text: str | None) -> None:
+        if text:
+            self.buf.append(clean_chars(text))
+
+    def cut(self, pause: float | None, add: bool = False) -> None:
+        """End the current segment with ``pause``; with ``add`` a pause adds to one just ended (break after break)."""
+        text = "".join(self.buf).strip()
+        self.buf = []
+        if text:
+            self.segments.append(Segment(text, self.rates[-1], pause, add))
+        elif self.segments:
+            last = self.segments[-1]
+            if add and last.pause_is_break:
+                last.pause_after_s += pause
+            elif add or last.pause_after_s == JOIN:
+                last.pause_after_s, last.pause_is_break = pause, add
+        elif add and pause:
+            self.warn("a <break> before any text is ignored")
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+        _LOGGER.warning("SSML: %s", message)
+
+    def walk(self, el: Element) -> None:
+        tag = el.tag.rpartition("}")[2]  # drop the SSML namespace
+        inner = "".join(el.itertext())
+        if tag == "break":
+            self.cut(_break_seconds(el), add=True)
+        elif tag == "phoneme":
+            if (el.get("alphabet") or "ipa").lower() != "ipa":
+                raise TextError(f"SSML <phoneme alphabet={el.get('alphabet')[:20]!r}>: only ipa is supported")
+            ph = el.get("ph")
+            if not ph:
+                raise TextError("SSML <phoneme> needs a ph attribute")
+            self.buf.append(f" {self.slots.add(ph, f'SSML <phoneme ph={ph[:30]!r}>')} ")
+        elif tag == "say-as":
+            self.add(f" {_say_as(el, inner)} ")
+        elif tag == "sub":
+            alias = el.get("alias")
+            if alias is None:
+                raise TextError("SSML <sub> needs an alias attribute")
+            self.add(f" {alias} ")
+        elif tag in ("speak", "p", "s", "prosody"):
+            self.walk_children(el, tag)
+        else:
+            self.warn(f"unknown element <{tag[:30]}> read as text")
+            self.walk_children(el, tag)
+        self.add(el.tail)
+
+    def walk_children(self, el: Element, tag: str) -> None:
+        boundary = {"p": PARAGRAPH_PAUSE_S, "s": None, "prosody": JOIN}.get(tag, "none")
+        if boundary != "none":
+            self.cut(JOIN)
+        if tag == "prosody":
+            self.rates.append(self.rates[-1] * _rate(el.get("rate", "medium")))
+            if set(el.keys()) - {"rate"}:
+                self.warn(f"<prosody> attributes other than rate are ignored: {', '.join(sorted(el.keys()))[:60]}")
+        self.add(el.text)
+        for child in el:
+            self.walk(child)
+        if boundary != "none":
+            self.cut(boundary)
+        if tag == "prosody":
+            self.rates.pop()
+
+
+def parse_ssml(text: str) -> ParsedSsml:
+    """Parse ``<speak>...</speak>``; TextError (one line, with the position) when it is not well-formed."""
+    try:
+        root = fromstring(text.strip(), forbid_dtd=True)
+    except ParseError as e:
+        line, col = e.position
+        reason = str(e).split(":")[0]
+        raise TextError(f"SSML is not well-formed: {reason} at line {line}, column {col + 1}") from None
+    except DefusedXmlException:
+        raise TextError("SSML may not contain a DTD, entity declarations or external references") from None
+    if root.tag.rpartition("}")[2] != "speak":
+        raise TextError("SSML must have <speak> as its root element")
+    builder = _Builder()
+    builder.walk(root)
+    builder.cut(None)
+    return ParsedSsml(builder.segments, builder.slots, builder.warnings)
