@@ -6,23 +6,13 @@ import pytest
 from tts_app.backends.base import RowInput
 from tts_app.model import LatentRequest, plan_windows
 from tts_app.text import normalize_text, phonemize, to_ids
+from backend_driver import run_rows
 
 
 def _ids(vits, text):
     return [to_ids(p, vits.config.phoneme_id_map) for p in phonemize(normalize_text(text), "en-us")]
 
 
-def _run(backend, rows):
-    """Drive rows through prepare/step to the end, like the engine does; one audio per row."""
-    states = backend.prepare(rows)
-    audio = [[] for _ in rows]
-    active = list(range(len(rows)))
-    while active:
-        outs = backend.step([states[i] for i in active])
-        for i, out in zip(active, outs):
-            audio[i].append(out.audio)
-        active = [i for i, out in zip(active, outs) if not out.done]
-    return [np.concatenate(a) for a in audio]
 
 
 def _texts(sentences):
@@ -60,9 +50,9 @@ def test_ragged_text_stage_rows_equal_solo_runs(vits, sentences):
 def test_batched_audio_rows_equal_solo_runs(piper_backend, sentences, batch_size):
     texts = _texts(sentences)[-batch_size:] if batch_size == 2 else _texts(sentences)
     rows = [RowInput(k, t, seed=k, parsed=piper_backend.check_text(t)) for k, t in enumerate(texts)]
-    batched = _run(piper_backend, rows)
+    batched = run_rows(piper_backend, rows)
     for row, audio in zip(rows, batched):
-        (solo,) = _run(piper_backend, [row])
+        (solo,) = run_rows(piper_backend, [row])
         assert solo.shape == audio.shape
         assert np.abs(solo - audio).max() <= 1e-4
 
@@ -72,14 +62,14 @@ def test_a_row_never_depends_on_its_batch_mates(piper_backend, sentences):
     row = RowInput(0, text, seed=7, parsed=piper_backend.check_text(text))
     others_a = [RowInput(1, sentences[1], seed=1, parsed=piper_backend.check_text(sentences[1]))]
     others_b = [RowInput(k, sentences[k], seed=99, parsed=piper_backend.check_text(sentences[k])) for k in (2, 3, 4)]
-    a = _run(piper_backend, [row, *others_a])[0]
-    b = _run(piper_backend, [*others_b, row])[-1]
+    a = run_rows(piper_backend, [row, *others_a])[0]
+    b = run_rows(piper_backend, [*others_b, row])[-1]
     assert np.array_equal(a, b)
 
 
 def test_seeds_change_the_audio_and_repeat_exactly(piper_backend, sentences):
     parsed = piper_backend.check_text(sentences[5])
-    a, b, c = _run(piper_backend, [RowInput(0, "", seed=s, parsed=parsed) for s in (1, 1, 2)])
+    a, b, c = run_rows(piper_backend, [RowInput(0, "", seed=s, parsed=parsed) for s in (1, 1, 2)])
     assert np.array_equal(a, b)
     assert a.shape != c.shape or np.abs(a - c).max() > 1e-2
 
@@ -161,7 +151,7 @@ def test_window_plan_covers_every_frame_once(n_frames):
 
 def test_long_line_speaks_with_pauses_between_sentences(piper_backend):
     line = ("The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background, then wait. " * 20)[:2000]
-    (audio,) = _run(piper_backend, [RowInput(0, line, parsed=piper_backend.check_text(line))])
+    (audio,) = run_rows(piper_backend, [RowInput(0, line, parsed=piper_backend.check_text(line))])
     seconds = audio.size / piper_backend.sample_rate
     assert 90 < seconds < 240  # about 2,000 characters of speech
     assert np.abs(audio).max() <= 1.0

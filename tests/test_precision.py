@@ -8,6 +8,7 @@ import pytest
 from tts_app.backends.base import RowInput
 from tts_app.model.model_cache import ShapeLog, model_cache_dir
 from tts_app.model.precision import check_precision, decoder_kind
+from backend_driver import run_rows
 
 
 def test_fast_precision_follows_the_cpu_flags():
@@ -60,24 +61,14 @@ def fast_backend():
     return PiperBackend(load_default_voice(precision="fast"))
 
 
-def _run(backend, rows):
-    states = backend.prepare(rows)
-    audio = [[] for _ in rows]
-    active = list(range(len(rows)))
-    while active:
-        outs = backend.step([states[i] for i in active])
-        for i, out in zip(active, outs):
-            audio[i].append(out.audio)
-        active = [i for i, out in zip(active, outs) if not out.done]
-    return [np.concatenate(a) for a in audio]
 
 
 def test_fast_batched_rows_equal_their_solo_runs(fast_backend, sentences):
     texts = [sentences[0], " ".join(sentences[1:4]), "Hi.", sentences[5]]
     rows = [RowInput(k, t, seed=k, parsed=fast_backend.check_text(t)) for k, t in enumerate(texts)]
-    batched = _run(fast_backend, rows)
+    batched = run_rows(fast_backend, rows)
     for row, audio in zip(rows, batched):
-        (solo,) = _run(fast_backend, [row])
+        (solo,) = run_rows(fast_backend, [row])
         assert solo.shape == audio.shape
         assert np.array_equal(solo, audio)
 
@@ -99,8 +90,8 @@ def test_fast_batched_decoder_call_equals_per_row_calls(fast_backend):
 def test_fast_output_stays_close_to_exact(fast_backend, piper_backend, sentences):
     """Same durations (float32 text stage), waveform close to float32: a broken quantization fails here."""
     row = RowInput(0, sentences[2], seed=3, parsed=piper_backend.check_text(sentences[2]))
-    (fast,) = _run(fast_backend, [row])
-    (exact,) = _run(piper_backend, [row])
+    (fast,) = run_rows(fast_backend, [row])
+    (exact,) = run_rows(piper_backend, [row])
     assert fast.shape == exact.shape
     snr_db = 10 * np.log10(np.sum(exact**2) / np.sum((fast - exact) ** 2))
     assert fast_backend.model.decoder_kind in ("int8", "bf16")
