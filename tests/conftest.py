@@ -5,7 +5,6 @@ Keep this file small; add fixtures other test files need here.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import subprocess

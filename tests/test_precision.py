@@ -1,6 +1,5 @@
 """Precision choice, the model cache, and the fast precision's batch invariance."""
 
-import json
 
 import numpy as np
 import pytest

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
-import numpy as np
 
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.shared_engine import engine_loaded, get_engine
@@ -54,6 +53,21 @@ class SpeakOutputs:
 
     def as_list(self) -> list[Any]:
         return [self.stream, self.full, self.files, self.status, self.figures, self.lines, self.history]
+
+
+@dataclass(frozen=True)
+class SpeakForm:
+    """The Speak tab's values for one Generate click, as the page sent them (not yet checked)."""
+
+    text: str
+    voice_mode: str
+    builtin_voice: str | None
+    reference_clip: str | None
+    voice_strength: float
+    speed: float
+    seed: float
+    streaming: bool
+    voice_text: str | None = None  # what the uploaded clip says, if the visitor typed it
 
 
 def _mean_service_s() -> float | None:
@@ -169,29 +183,15 @@ def _done_status(summary: dict[str, Any], count: int) -> str:
 
 
 async def generate(
-    text: str,
-    voice_mode: str,
-    builtin_voice: str | None,
-    reference_clip: str | None,
-    voice_strength: float,
-    speed: float,
-    seed: float,
-    streaming: bool,
-    history: list[dict[str, Any]] | None,
-    request: gr.Request,
-    outputs: SpeakOutputs,
-    voice_text: str | None = None,
+    form: SpeakForm, history: list[dict[str, Any]] | None, request: gr.Request, outputs: SpeakOutputs
 ) -> AsyncIterator[dict[Any, Any]]:
-    """Speak every line of ``text`` in one engine batch; stream line by line when ``streaming``.
+    """Speak every line of ``form.text`` in one engine batch; stream line by line when ``form.streaming``.
 
     A refused or failed run puts its one-line reason in the status box and raises gr.Error (the
     toast, and the API client's exception); the outputs of the last run stay as they were.
     """
     try:
-        async for update in _generate(
-            text, voice_mode, builtin_voice, reference_clip, voice_strength, speed, seed, streaming, history, request, outputs,
-            voice_text if voice_mode == MODE_UPLOAD else None,
-        ):
+        async for update in _generate(form, history, request, outputs):
             yield update
     except gr.Error as exc:
         yield {outputs.status: f"⚠ **Not spoken:** {exc.message}"}
@@ -199,25 +199,15 @@ async def generate(
 
 
 async def _generate(
-    text: str,
-    voice_mode: str,
-    builtin_voice: str | None,
-    reference_clip: str | None,
-    voice_strength: float,
-    speed: float,
-    seed: float,
-    streaming: bool,
-    history: list[dict[str, Any]] | None,
-    request: gr.Request,
-    outputs: SpeakOutputs,
-    voice_text: str | None,
+    form: SpeakForm, history: list[dict[str, Any]] | None, request: gr.Request, outputs: SpeakOutputs
 ) -> AsyncIterator[dict[Any, Any]]:
     try:
-        lines = parse_lines(text)
-        voice, voice_label = resolve_voice(voice_mode, builtin_voice, reference_clip)
+        lines = parse_lines(form.text)
+        voice, voice_label = resolve_voice(form.voice_mode, form.builtin_voice, form.reference_clip)
     except (TextLimitError, VoiceChoiceError) as exc:
         raise UserError(str(exc)) from exc
-    speed_value, seed_value, strength_value = _settings_values(speed, seed, voice_strength)
+    speed_value, seed_value, strength_value = _settings_values(form.speed, form.seed, form.voice_strength)
+    voice_text = form.voice_text if form.voice_mode == MODE_UPLOAD else None
     session = request.session_hash or "anonymous"
     started = time.perf_counter()
 
@@ -229,7 +219,7 @@ async def _generate(
     profile = await asyncio.to_thread(resolve_profile, voice, voice_text)
     handles = await asyncio.to_thread(_submit_all, lines, profile, seed_value, speed_value, strength_value)
     ACTIVE_RUNS.add(session, handles)
-    run = SpeakRun(lines, int(engine.sample_rate), bool(streaming), started)
+    run = SpeakRun(lines, int(engine.sample_rate), bool(form.streaming), started)
     events: asyncio.Queue[Event] = asyncio.Queue()
     pumps = [asyncio.create_task(pump(i, h, events)) for i, h in enumerate(handles)]
     getter: asyncio.Future[Event] | None = None
@@ -282,7 +272,7 @@ async def _generate(
             voice_strength=strength_value,
             speed=speed_value,
             seed=seed_value,
-            streaming=bool(streaming),
+            streaming=bool(form.streaming),
             figures=summary,
             line_files=[line_paths.get(i, "") for i in range(len(run.lines))],
             full_file=full_path,

@@ -241,10 +241,10 @@ def build_demo() -> gr.Blocks:
             request: gr.Request = None,  # type: ignore[assignment] - Gradio fills it in
         ) -> AsyncIterator[dict[Any, Any]]:
             """Speak each non-empty line of the text (one engine batch), streaming the lines in order."""
-            async for update in handlers.generate(
-                text, voice_mode, builtin_voice, reference_clip, voice_strength, speed, seed, streaming, history, request, outputs,
-                voice_text=voice_text,
-            ):
+            form = handlers.SpeakForm(
+                text, voice_mode, builtin_voice, reference_clip, voice_strength, speed, seed, streaming, voice_text
+            )
+            async for update in handlers.generate(form, history, request, outputs):
                 yield update
 
         voice_inputs = [voice_mode, builtin, upload, voice_text]
