@@ -166,3 +166,37 @@ def test_metrics_per_request_and_aggregate(engine):
     assert set(m.as_dict()) >= {"queue_wait_s", "time_to_first_audio_s", "total_s", "audio_s", "rtf", "batch_sizes"}
     s = engine.stats()
     assert s["finished"] >= 1 and s["steps"] >= 4 and s["audio_s"] >= 0.4
+
+
+class _SlowTextBackend(FakeBackend):
+    """Parsing takes a while (as normalisation and phonemes do), so one-by-one submits would
+    let the worker start the first line alone."""
+
+    def check_text(self, text, settings=None):
+        time.sleep(0.05)
+        return super().check_text(text, settings)
+
+
+def test_submit_many_enters_the_queue_together():
+    backend = _SlowTextBackend()
+    with Engine(backend, max_batch_size=8, max_wait_ms=0, max_queue=16) as e:
+        handles = e.submit_many(["a b c", "d e", "f g h i"], seed=3)
+        for h, text in zip(handles, ["a b c", "d e", "f g h i"]):
+            assert np.array_equal(h.result(timeout=10), expected(text, 3))
+    assert backend.prepared == [3]  # one text stage for the three lines
+    assert backend.batches[0] == 3
+
+
+def test_submit_many_queues_all_or_none():
+    with Engine(FakeBackend(step_sleep_s=0.05), max_batch_size=1, max_wait_ms=0, max_queue=3) as e:
+        from tts_app.engine import LineRejected
+
+        with pytest.raises(LineRejected, match="empty") as caught:
+            e.submit_many(["fine", "   ", "also fine"])
+        assert caught.value.index == 1
+        first = e.submit("a b c d", seed=0)
+        time.sleep(0.05)  # running: the queue is empty again
+        with pytest.raises(EngineBusy, match="busy"):
+            e.submit_many(["a", "b", "c", "d"])  # four do not fit in a queue of three
+        assert e.stats()["queued"] == 0 and e.stats()["submitted"] == 1
+        first.result(timeout=10)

@@ -56,11 +56,11 @@ def _fn_index(base: str, api_name: str) -> int:
 
 
 def _report_data(path: str) -> list:
-    return [UPLOAD, None, _file_data(path)]
+    return [UPLOAD, None, _file_data(path), ""]  # the last: what the clip says (none typed)
 
 
 def _generate_data(path: str) -> list:
-    return ["Hello there.", UPLOAD, None, _file_data(path), 1.0, 1.0, 0, False]
+    return ["Hello there.", UPLOAD, None, _file_data(path), 1.0, 1.0, 0, False, ""]
 
 
 def _healthy(base: str) -> bool:

@@ -56,7 +56,7 @@ def _call(client: httpx.Client, base: str, api_name: str, data: list) -> str:
 def _generate(client: httpx.Client, base: str, n: int, voice: dict | None = None) -> str:
     mode = "Upload or record" if voice else "Model's own voice"
     text = f"Line {n}.\nAnother {n}." if n % 3 == 0 else f"Request {n}."
-    return _call(client, base, "generate", [text, mode, "lj_female_us", voice, 1.0, 1.0, n, n % 2 == 0])
+    return _call(client, base, "generate", [text, mode, "lj_female_us", voice, 1.0, 1.0, n, n % 2 == 0, ""])
 
 
 def _store_bytes(root: Path) -> int:
@@ -135,7 +135,7 @@ def _mixed_job(base: str, upload_every: int) -> Callable[[httpx.Client, int], No
         elif kind == 2 and n % upload_every == 2:
             path = client.post(f"{base}/gradio_api/upload", files={"files": (f"clip{n}.wav", clip)}).json()[0]
             voice = {"path": path, "meta": {"_type": "gradio.FileData"}}
-            _call(client, base, "reference_report", ["Upload or record", None, voice])
+            _call(client, base, "reference_report", ["Upload or record", None, voice, ""])
             _generate(client, base, n, voice)
         elif kind == 3:
             _call(client, base, "ab_render", [f"Pair {n}.", True, "piper-joe-medium", "lj_female_us", 1.0, n, 1.0,

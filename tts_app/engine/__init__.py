@@ -1,6 +1,6 @@
 """The engine: request queue, continuous batching and streaming handles."""
 
-from .engine import Engine, EngineClosed
+from .engine import Engine, EngineClosed, LineRejected
 from .handle import RequestCancelled, RequestHandle
 from .metrics import RequestMetrics
 from .request import RequestStatus
@@ -10,6 +10,7 @@ __all__ = [
     "Engine",
     "EngineBusy",
     "EngineClosed",
+    "LineRejected",
     "RequestCancelled",
     "RequestHandle",
     "RequestMetrics",

@@ -25,6 +25,15 @@ class EngineClosed(RuntimeError):
     """The engine was closed before the request finished."""
 
 
+class LineRejected(ValueError):
+    """One text of ``submit_many`` cannot be spoken; ``index`` is its place (from 0), ``error`` the reason."""
+
+    def __init__(self, index: int, error: ValueError) -> None:
+        super().__init__(str(error))
+        self.index = index
+        self.error = error
+
+
 def _default_backend(precision: str) -> Backend:
     from ..backends.piper import PiperBackend
     from ..model.loader import load_default_voice
@@ -101,6 +110,31 @@ class Engine:
         ``normalize`` False reads the text as written (no number or abbreviation expansion); ``lexicon``
         is a tts_app.text.Lexicon. Both override what ``settings`` says only when they differ from the defaults.
         """
+        try:
+            (handle,) = self.submit_many(
+                [text], voice, seed, speed, voice_strength, settings, voice_text, normalize, lexicon
+            )
+        except LineRejected as exc:
+            raise exc.error from None  # one text: the caller wants the text's own error
+        return handle
+
+    def submit_many(
+        self,
+        texts: Sequence[str],
+        voice: Any = None,
+        seed: int = 0,
+        speed: float = 1.0,
+        voice_strength: float = 1.0,
+        settings: SynthesisSettings | None = None,
+        voice_text: str | None = None,
+        normalize: bool = True,
+        lexicon: Any = None,
+    ) -> list[RequestHandle]:
+        """Queue several utterances with the same settings as one group: all or none are queued, and
+        they enter the queue together, so the worker admits them in the same step (the lines of one
+        click share their batches). Raises LineRejected (a ValueError naming the text's index) for a
+        bad text, ValueError for bad settings, EngineBusy when the queue cannot take them all.
+        """
         if self._closed:
             raise EngineClosed("the engine is closed")
         settings = settings if settings is not None else SynthesisSettings(seed=int(seed), speed=float(speed))
@@ -108,22 +142,34 @@ class Engine:
             settings = replace(settings, normalize=settings.normalize and bool(normalize), lexicon=lexicon or settings.lexicon)
         if not 0.0 <= voice_strength <= 1.0:
             raise ValueError(f"voice_strength must be between 0 and 1, got {voice_strength}")
-        parsed = self.backend.check_text(text, settings)
-        profile = self._resolve_voice(voice, voice_text)
-        row = RowInput(0, text, settings.seed, settings.speed, profile, float(voice_strength), settings, parsed)
-        req = Request(row)
-        row.request_id = req.id
-        handle = RequestHandle(self, req)
-        with self._lock:
+        parsed_all = []
+        for index, text in enumerate(texts):
             try:
+                parsed_all.append(self.backend.check_text(text, settings))
+            except ValueError as exc:
+                raise LineRejected(index, exc) from exc
+        profile = self._resolve_voice(voice, voice_text)  # once for the group: a clip is analysed once
+        requests = []
+        for text, parsed in zip(texts, parsed_all):
+            row = RowInput(0, text, settings.seed, settings.speed, profile, float(voice_strength), settings, parsed)
+            req = Request(row)
+            row.request_id = req.id
+            requests.append(req)
+        with self._lock:
+            if len(self._scheduler.waiting) + len(requests) > self._scheduler.max_queue:
+                self._counters.rejected += len(requests)
+                raise EngineBusy(
+                    f"the engine is busy ({len(self._scheduler.waiting)} requests queued); try again shortly"
+                )
+            handles = []
+            for req in requests:
                 self._scheduler.add(req)
-            except EngineBusy:
-                self._counters.rejected += 1
-                raise
-            self._counters.submitted += 1
-            self._handles[req.id] = handle
+                handle = RequestHandle(self, req)
+                self._handles[req.id] = handle
+                handles.append(handle)
+            self._counters.submitted += len(requests)
             self._lock.notify_all()
-        return handle
+        return handles
 
     @staticmethod
     def _resolve_voice(voice: Any, voice_text: str | None = None) -> Any:

@@ -120,29 +120,22 @@ def resolve_profile(voice: Any, text: str | None = None) -> Any:
 
 
 def _submit_all(lines: Sequence[str], profile: Any, seed: int, speed: float, strength: float) -> list[Any]:
-    """Submit every line at once (so they batch); on any refusal cancel what was already queued."""
-    from tts_app.engine import EngineBusy
+    """Submit every line as one group: they enter the engine together (so they batch), or none does."""
+    from tts_app.engine import EngineBusy, LineRejected
     from tts_app.text import saved_lexicon
 
-    engine = get_engine()
     lexicon = saved_lexicon()  # the Pronunciation tab's words, read in every run
-    handles: list[Any] = []
     try:
-        for number, line in enumerate(lines, start=1):
-            try:
-                handles.append(
-                    engine.submit(line, voice=profile, seed=seed, speed=speed, voice_strength=strength, lexicon=lexicon)
-                )
-            except EngineBusy as exc:
-                raise UserError("The server is busy (the engine queue is full). Try again in a moment.") from exc
-            except ValueError as exc:
-                prefix = f"Line {number}: " if len(lines) > 1 else ""
-                raise UserError(f"{prefix}{exc}") from exc
-    except gr.Error:
-        for handle in handles:
-            handle.cancel()
-        raise
-    return handles
+        return get_engine().submit_many(
+            lines, voice=profile, seed=seed, speed=speed, voice_strength=strength, lexicon=lexicon
+        )
+    except EngineBusy as exc:
+        raise UserError("The server is busy (the engine queue is full). Try again in a moment.") from exc
+    except LineRejected as exc:
+        prefix = f"Line {exc.index + 1}: " if len(lines) > 1 else ""
+        raise UserError(f"{prefix}{exc}") from exc
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
 
 
 def _settings_values(speed: float | None, seed: float | None, strength: float | None) -> tuple[float, int, float]:
