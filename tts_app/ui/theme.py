@@ -48,6 +48,10 @@ footer { opacity: 0.75; }
 #run-figures th, #run-figures td, #history-table th, #history-table td { white-space: nowrap; }
 #api-help { contain: inline-size; overflow-wrap: anywhere; }
 #api-help pre, #api-help table { display: block; max-width: 100%; overflow-x: auto; }
+/* Five tab names do not fit a phone's width, and the tab bar's one-line row set the page's width:
+   let it wrap onto a second line instead (what Gradio's own .wrap state does). */
+.tabs .tab-wrapper { height: auto; min-width: 0; }
+.tabs .tab-container { flex-wrap: wrap; height: auto; overflow: visible; min-width: 0; }
 """
 
 # The live player (hls.js) gets a first buffered range that starts a few milliseconds after 0
