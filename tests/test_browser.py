@@ -55,7 +55,7 @@ LINES = [
 ]
 ARTIFACTS_REFUSED = REPO / "tests" / "artifacts" / "browser_refused.png"
 PHONE = {"width": 390, "height": 844}
-TABS = ["Speak", "A/B listening", "History", "API"]
+TABS = ["Speak", "A/B listening", "History", "Pronunciation", "API"]
 
 # Runs before the page's own scripts: taps the live player into Web Audio to record what it
 # plays, and notes when it starts playing and when each line player appears.
@@ -366,7 +366,7 @@ def _voice_choices(page: Any, elem_id: str) -> list[str]:
     return options
 
 
-TAB_CONTENT = {"Speak": "#generate-btn", "A/B listening": "#ab-render", "History": "#history-table", "API": "#api-help"}
+TAB_CONTENT = {"Speak": "#generate-btn", "A/B listening": "#ab-render", "History": "#history-table", "Pronunciation": "#lexicon-table", "API": "#api-help"}
 
 
 def _open_tab(page: Any, name: str) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 
 from tts_app.text import TextError, parse_lexicon, saved_lexicon
 from tts_app.text.lexicon import save_lexicon
+from tts_app.ui.user_error import UserError
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +53,9 @@ def save_rows(rows: Any) -> str:
         lex.check(_id_map())
         path = save_lexicon(lex)
     except TextError as exc:
-        raise gr.Error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     except OSError as exc:
-        raise gr.Error(f"could not save the lexicon: {exc.strerror or exc}") from exc
+        raise UserError(f"could not save the lexicon: {exc.strerror or exc}") from exc
     logger.info("lexicon saved: %d entries at %s", len(lex), path)
     return f"Saved {len(lex)} entries."
 
@@ -65,13 +66,13 @@ def say_it(word: str, pronunciation: str) -> tuple[int, np.ndarray]:
 
     word = (word or "").strip()
     if not word:
-        raise gr.Error("Type a word to hear it.")
+        raise UserError("Type a word to hear it.")
     try:
         lex = parse_lexicon({word: pronunciation}) if (pronunciation or "").strip() else None
         engine = get_engine()
         audio = engine.submit(SAY_IT_TEMPLATE.format(word=word), lexicon=lex).result(timeout=60)
     except ValueError as exc:  # TextError and bad settings: one line for the user
-        raise gr.Error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     return engine.sample_rate, audio
 
 
@@ -81,7 +82,7 @@ def build_lexicon_panel() -> None:
         "Words here are read your way in every request (UI and API). A pronunciation is a respelling "
         "(`Nguyen` -> `win`) or IPA between slashes (`/ʃɪvˈɔːn/`)."
     )
-    table = gr.Dataframe(headers=HEADERS, datatype=["str", "str"], column_count=(2, "fixed"), value=lexicon_rows,
+    table = gr.Dataframe(elem_id="lexicon-table", headers=HEADERS, datatype=["str", "str"], column_count=(2, "fixed"), value=lexicon_rows,
                          interactive=True, label="Lexicon")  # fmt: skip
     with gr.Row():
         word = gr.Textbox(label="Word", scale=2)
