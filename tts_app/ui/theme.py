@@ -44,7 +44,7 @@ footer { opacity: 0.75; }
 #voice-library-status p { margin: 0; font-size: 0.86rem; }
 /* Tables scroll sideways inside their own box, never the page (phones): their content must not set
    the column's width (contain: inline-size), and they never squeeze a column to a letter per line. */
-#run-figures, #history-table { contain: inline-size; max-width: 100%; }
+#run-figures, #history-table, #lexicon-table { contain: inline-size; max-width: 100%; }
 #run-figures th, #run-figures td, #history-table th, #history-table td { white-space: nowrap; }
 #api-help { contain: inline-size; overflow-wrap: anywhere; }
 #api-help pre, #api-help table { display: block; max-width: 100%; overflow-x: auto; }
