@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import soundfile as sf
 from gradio_client import Client, handle_file
@@ -171,3 +172,19 @@ def test_typed_transcript_shows_in_the_reference_report(client: Client) -> None:
     typed = client.predict(UPLOAD, "lj_female_us", clip, words, api_name="/reference_report")
     assert "Transcript (typed)" not in plain
     assert f'Transcript (typed): "{words}"' in typed
+
+
+def test_normalisation_toggle_reaches_the_engine(client: Client) -> None:
+    """The Settings checkbox: on reads "3/14/2026" as a date, off as written; the audio differs."""
+    text = "On 3/14/2026 Dr. Smith paid $1,234.56."
+
+    def speak(normalize: bool) -> np.ndarray:
+        job = client.submit(text, OWN, None, None, 1.0, 1.0, 0, False, "", normalize, api_name="/generate")
+        _stream, full, _files, status, _figures = job.result()
+        assert status.startswith("✓"), status
+        audio, _rate = sf.read(full, dtype="float32")
+        return audio
+
+    on, off = speak(True), speak(False)
+    assert len(on) != len(off) or not np.array_equal(on, off)
+    assert np.array_equal(on, speak(True))  # the toggle, not the run, makes the difference

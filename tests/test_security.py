@@ -60,7 +60,7 @@ def _report_data(path: str) -> list:
 
 
 def _generate_data(path: str) -> list:
-    return ["Hello there.", UPLOAD, None, _file_data(path), 1.0, 1.0, 0, False, ""]
+    return ["Hello there.", UPLOAD, None, _file_data(path), 1.0, 1.0, 0, False, "", True]
 
 
 def _healthy(base: str) -> bool:

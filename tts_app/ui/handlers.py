@@ -68,6 +68,7 @@ class SpeakForm:
     seed: float
     streaming: bool
     voice_text: str | None = None  # what the uploaded clip says, if the visitor typed it
+    normalize: bool = True  # False: read numbers, dates and abbreviations as written
 
 
 def _mean_service_s() -> float | None:
@@ -119,7 +120,9 @@ def resolve_profile(voice: Any, text: str | None = None) -> Any:
         raise UserError(f"This voice cannot be used: {exc}") from exc
 
 
-def _submit_all(lines: Sequence[str], profile: Any, seed: int, speed: float, strength: float) -> list[Any]:
+def _submit_all(
+    lines: Sequence[str], profile: Any, seed: int, speed: float, strength: float, normalize: bool
+) -> list[Any]:
     """Submit every line as one group: they enter the engine together (so they batch), or none does."""
     from tts_app.engine import EngineBusy, LineRejected
     from tts_app.text import saved_lexicon
@@ -127,7 +130,7 @@ def _submit_all(lines: Sequence[str], profile: Any, seed: int, speed: float, str
     lexicon = saved_lexicon()  # the Pronunciation tab's words, read in every run
     try:
         return get_engine().submit_many(
-            lines, voice=profile, seed=seed, speed=speed, voice_strength=strength, lexicon=lexicon
+            lines, voice=profile, seed=seed, speed=speed, voice_strength=strength, lexicon=lexicon, normalize=normalize
         )
     except EngineBusy as exc:
         raise UserError("The server is busy (the engine queue is full). Try again in a moment.") from exc
@@ -210,7 +213,9 @@ async def _generate(
     if voice is not None:
         yield {outputs.status: "**Analysing the reference…**"}
     profile = await asyncio.to_thread(resolve_profile, voice, voice_text)
-    handles = await asyncio.to_thread(_submit_all, lines, profile, seed_value, speed_value, strength_value)
+    handles = await asyncio.to_thread(
+        _submit_all, lines, profile, seed_value, speed_value, strength_value, form.normalize is not False
+    )
     ACTIVE_RUNS.add(session, handles)
     run = SpeakRun(lines, int(engine.sample_rate), bool(form.streaming), started)
     events: asyncio.Queue[Event] = asyncio.Queue()

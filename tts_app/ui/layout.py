@@ -164,6 +164,10 @@ def build_demo() -> gr.Blocks:
                             speed = gr.Slider(SPEED_MIN, SPEED_MAX, value=1.0, step=0.05, label="Speed", scale=3)
                             seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", scale=1)
                             streaming = gr.Checkbox(value=True, label="Stream", scale=1, elem_id="streaming-toggle")
+                        normalize = gr.Checkbox(
+                            value=True, label="Read numbers, dates and abbreviations as words", elem_id="normalize-toggle",
+                            info="Off: the text is read as written ($5 is 'dollar five').",
+                        )
                         with gr.Row():
                             generate_btn = gr.Button("Generate", variant="primary", scale=3, elem_id="generate-btn")
                             stop_btn = gr.Button("Stop", variant="stop", scale=1, elem_id="stop-btn")
@@ -238,11 +242,13 @@ def build_demo() -> gr.Blocks:
             streaming: bool = True,
             history: list[dict[str, Any]] | None = None,
             voice_text: str | None = None,
+            normalize_text: bool = True,
             request: gr.Request = None,  # type: ignore[assignment] - Gradio fills it in
         ) -> AsyncIterator[dict[Any, Any]]:
             """Speak each non-empty line of the text (one engine batch), streaming the lines in order."""
             form = handlers.SpeakForm(
-                text, voice_mode, builtin_voice, reference_clip, voice_strength, speed, seed, streaming, voice_text
+                text, voice_mode, builtin_voice, reference_clip, voice_strength, speed, seed, streaming, voice_text,
+                normalize_text,
             )
             async for update in handlers.generate(form, history, request, outputs):
                 yield update
@@ -262,7 +268,7 @@ def build_demo() -> gr.Blocks:
         streaming.change(lambda on: gr.update(visible=bool(on)), streaming, stream, queue=False, api_visibility="private")
         run = generate_btn.click(
             generate,
-            [text, voice_mode, builtin, upload, strength, speed, seed, streaming, history, voice_text],
+            [text, voice_mode, builtin, upload, strength, speed, seed, streaming, history, voice_text, normalize],
             outputs.as_list(),
             api_name="generate",
             show_progress="hidden",  # the status box tells progress and errors: no per-output spinners or "Error" pills
