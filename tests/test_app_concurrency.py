@@ -53,14 +53,28 @@ def test_eight_sessions_batch_together(app_server: str, artifacts_dir: Path) -> 
 
 
 def test_queued_sessions_see_their_place_and_an_estimate(app_server: str) -> None:
-    # Three sessions of four long lines: twelve requests for the engine's eight slots, so the last
-    # session's lines wait in the engine queue, and its page says so while it waits.
+    # Enough sessions of four long lines to fill every engine slot and then some (the slot count is
+    # read from the server, not assumed), so the later sessions' lines wait in the engine queue,
+    # and their pages say so while they wait.
     long_line = " ".join(["A long line keeps its slot in the engine busy for a while."] * 5)
     text = "\n".join([long_line] * 4)
-    clients = [Client(app_server + "/", verbose=False) for _ in range(3)]
-    jobs = [c.submit(text, "Model's own voice", None, None, 1.0, 1.0, 0, False, api_name="/generate") for c in clients]
+    slots = int(Client(app_server + "/", verbose=False).predict(api_name="/engine_stats")["max_batch_size"])
+    sessions = slots // 4 + 2  # at least eight lines more than the engine has slots
+    clients = [Client(app_server + "/", verbose=False) for _ in range(sessions)]
+    barrier = threading.Barrier(sessions)
+    jobs: list = [None] * sessions
+
+    def visit(index: int) -> None:
+        barrier.wait(timeout=60)
+        jobs[index] = clients[index].submit(text, "Model's own voice", None, None, 1.0, 1.0, 0, False, api_name="/generate")
+
+    threads = [threading.Thread(target=visit, args=(i,)) for i in range(sessions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=90)
     for job in jobs:
-        job.result(timeout=180)
+        job.result(timeout=300)
     statuses = [out[3] for job in jobs for out in job.outputs() if isinstance(out[3], str)]
     queued = [s for s in statuses if "in the engine queue" in s]
     assert queued, statuses
