@@ -45,7 +45,7 @@ def test_fifty_lines_of_two_thousand_characters_pass() -> None:
 
 def test_pacer_holds_a_runway_then_sends_short_segments_in_order() -> None:
     rate = 1000
-    pacer = StreamPacer(rate, prebuffer_s=1.5, max_segment_s=0.8, min_segment_s=0.4)
+    pacer = StreamPacer(rate, prebuffer_s=1.5, max_segment_s=0.8, min_segment_s=0.4, first_segment_max_s=0.8)
     sent: list[np.ndarray] = []
     audio = np.arange(5000, dtype=np.float32)
     for start in range(0, 4000, 300):
@@ -58,6 +58,28 @@ def test_pacer_holds_a_runway_then_sends_short_segments_in_order() -> None:
     sent.extend(pacer.take(final=True))
     assert all(len(p) <= 800 for p in sent)
     assert np.array_equal(np.concatenate(sent), np.concatenate([audio[:4200], audio[4200:]]))
+
+
+def test_pacer_first_segment_holds_the_whole_first_window() -> None:
+    # The first window (0.6 s here) goes out as one segment, the player's runway; later audio in
+    # pieces of at most 0.4 s, and the first segment is capped too.
+    pacer = StreamPacer(1000, prebuffer_s=0.3, max_segment_s=0.4, min_segment_s=0.2, first_segment_max_s=1.0)
+    pacer.push(np.ones(600, np.float32))
+    assert [len(p) for p in pacer.take()] == [600]
+    pacer.push(np.ones(900, np.float32))
+    assert [len(p) for p in pacer.take()] == [400, 400]
+    capped = StreamPacer(1000, prebuffer_s=0.3, max_segment_s=0.4, min_segment_s=0.2, first_segment_max_s=1.0)
+    capped.push(np.ones(2300, np.float32))
+    assert [len(p) for p in capped.take()] == [1000, 400, 400, 400]
+
+
+def test_prebuffer_outlasts_the_engine_step() -> None:
+    from tts_app.ui.stream_pacer import MAX_PREBUFFER_S, PREBUFFER_S, prebuffer_for
+
+    assert prebuffer_for(None) == prebuffer_for(0.0) == PREBUFFER_S  # no steps yet: the default
+    assert prebuffer_for(0.05) == PREBUFFER_S  # an idle machine: the first windows are runway enough
+    assert prebuffer_for(0.9) == pytest.approx(1.8)  # a busy one: two steps of runway
+    assert prebuffer_for(60.0) == MAX_PREBUFFER_S
 
 
 def test_pacer_flushes_a_short_run() -> None:

@@ -9,6 +9,7 @@ import threading
 import gradio as gr
 import uvicorn
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse, Response
 
 from tts_app.api.openai_speech import router as openai_router
 from tts_app.ffmpeg_path import ensure_ffmpeg_on_path
@@ -17,7 +18,7 @@ from tts_app.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, reque
 from tts_app.model_engines import close_model_engines
 from tts_app.output_store import output_store
 from tts_app.session_sweeper import HeartbeatTracker, start_session_sweeper
-from tts_app.shared_engine import close_engine, get_engine
+from tts_app.shared_engine import close_engine, engine_loaded, get_engine
 from tts_app.shutdown import StoppingServer, on_stop
 from tts_app.ui.theme import APP_CSS, APP_HEAD, app_theme
 from tts_app.voice.library import BUILTIN_VOICES_DIR
@@ -42,7 +43,15 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+        # Alive as soon as the server answers; "engine" says whether the model has loaded yet.
+        return {"status": "ok", "engine": "ready" if engine_loaded() else "loading"}
+
+    @app.get("/readyz", include_in_schema=False)
+    async def readyz() -> Response:
+        # For load balancers and scripts: 503 while the model loads in the background, then 200.
+        if engine_loaded():
+            return JSONResponse({"status": "ready"})
+        return JSONResponse({"status": "loading"}, status_code=503)
 
     app = gr.mount_gradio_app(
         app,

@@ -18,6 +18,7 @@ from tts_app.ui.history import Take, add_take
 from tts_app.ui.run_figures import estimate_wait_s
 from tts_app.ui.run_model import Event, LineFailed, SpeakRun, next_batch, pump
 from tts_app.ui.session_files import new_file
+from tts_app.ui.stream_pacer import prebuffer_for
 from tts_app.ui.text_lines import TextLimitError, parse_lines
 from tts_app.ui.user_error import UserError
 from tts_app.ui.voice_input import (
@@ -217,7 +218,8 @@ async def _generate(
         _submit_all, lines, profile, seed_value, speed_value, strength_value, form.normalize is not False
     )
     ACTIVE_RUNS.add(session, handles)
-    run = SpeakRun(lines, int(engine.sample_rate), bool(form.streaming), started)
+    prebuffer_s = prebuffer_for(engine.stats().get("mean_step_s"))
+    run = SpeakRun(lines, int(engine.sample_rate), bool(form.streaming), started, prebuffer_s=prebuffer_s)
     events: asyncio.Queue[Event] = asyncio.Queue()
     pumps = [asyncio.create_task(pump(i, h, events)) for i, h in enumerate(handles)]
     getter: asyncio.Future[Event] | None = None

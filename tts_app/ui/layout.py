@@ -15,7 +15,7 @@ from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, history_table, hi
 from tts_app.ui.lexicon_panel import build_lexicon_panel
 from tts_app.ui.run_figures import FIGURE_HEADERS, FIGURE_TYPES
 from tts_app.ui.session_files import remove_session
-from tts_app.ui.stream_pacer import allow_slow_encoder_start
+from tts_app.ui.stream_encoder import tune_stream_encoder
 from tts_app.ui.text_lines import MAX_LINE_CHARS, MAX_LINES
 from tts_app.ui.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin, is_saved_voice
 from tts_app.ui.voice_library import delete_voice, refresh_choices, save_voice, voice_choices
@@ -95,7 +95,7 @@ def _render_line_players(items: list[dict[str, str]] | None) -> None:
 
 def build_demo() -> gr.Blocks:
     """Build the whole app (no model is loaded here: the engine is created on first use)."""
-    allow_slow_encoder_start()
+    tune_stream_encoder()
     first_voice = default_builtin()
     with gr.Blocks(title="tts_app · streaming text to speech", delete_cache=(1800, 3600)) as demo:
         history = gr.State([])

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from tts_app.ui.run_figures import RunFigures
-from tts_app.ui.stream_pacer import StreamPacer
+from tts_app.ui.stream_pacer import PREBUFFER_S, StreamPacer
 from tts_app.wav_io import join_with_pauses
 
 LINE_PAUSE_S = 0.3  # silence between lines, in the stream and in the joined file
@@ -51,12 +51,19 @@ class RunStep:
 class SpeakRun:
     """The state of one run: feed it engine events, read back what to show."""
 
-    def __init__(self, lines: Sequence[str], sample_rate: int, streaming: bool, started: float | None = None) -> None:
+    def __init__(
+        self,
+        lines: Sequence[str],
+        sample_rate: int,
+        streaming: bool,
+        started: float | None = None,
+        prebuffer_s: float = PREBUFFER_S,
+    ) -> None:
         self.sample_rate = int(sample_rate)
         self.lines = [LineState(text=line) for line in lines]
         self.figures = RunFigures()
         self.started = time.perf_counter() if started is None else started
-        self._pacer = StreamPacer(self.sample_rate) if streaming else None
+        self._pacer = StreamPacer(self.sample_rate, prebuffer_s=prebuffer_s) if streaming else None
         self._next_line = 0  # the line the live stream is on
 
     @property

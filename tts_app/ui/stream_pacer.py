@@ -11,32 +11,25 @@ step before the first sound.
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
-logger = logging.getLogger(__name__)
-
-PREBUFFER_S = 0.3  # audio held back before the player starts: less than any first window gives
+PREBUFFER_S = 0.6  # the first window (0.4-0.5 s) and the start of the second: a runway for the third
 MAX_SEGMENT_S = 0.4  # short segments: the player reloads the playlist after the newest one's duration
 MIN_SEGMENT_S = 0.2  # no tiny segments while more audio is coming
-ENCODER_START_WAIT_S = 3.0  # how long the first segment may wait for Gradio's ffmpeg to start
+# The first segment carries the whole first window (the player's runway while the engine's
+# second window decodes); stream_encoder.py makes Gradio encode all of it into that segment.
+FIRST_SEGMENT_MAX_S = 1.0
+# The runway must outlast the wait for the engine's next window: on a busy CPU a step takes
+# longer, and the player, started on too little, stalls (heard as a gap) until it comes.
+STEP_MARGIN = 2.0
+MAX_PREBUFFER_S = 3.0
 
 
-def allow_slow_encoder_start(wait_s: float = ENCODER_START_WAIT_S) -> None:
-    """Let the stream's first segment wait for the AAC encoder (one ffmpeg process per stream) to start.
-
-    Gradio waits 0.1 s for its first frames; on a busy machine ffmpeg takes longer, the first
-    segment comes out empty, and the browser's player, handed a playlist with no segment, fails
-    and retries with a back-off (10 s to first sound in the browser test). The wait ends as soon
-    as frames arrive, so a quick start costs nothing.
-    """
-    from gradio import audio_stream_encoder
-
-    if isinstance(getattr(audio_stream_encoder, "STARTUP_WAIT", None), (int, float)):
-        audio_stream_encoder.STARTUP_WAIT = max(float(audio_stream_encoder.STARTUP_WAIT), wait_s)
-    else:  # a Gradio without this constant: nothing to tune, say so once
-        logger.warning("gradio.audio_stream_encoder.STARTUP_WAIT not found; the first stream segment may be empty")
+def prebuffer_for(mean_step_s: float | None) -> float:
+    """Seconds of audio to hold before the first segment, given the engine's mean step time."""
+    if not mean_step_s or mean_step_s <= 0:
+        return PREBUFFER_S
+    return min(MAX_PREBUFFER_S, max(PREBUFFER_S, STEP_MARGIN * float(mean_step_s)))
 
 
 class StreamPacer:
@@ -48,10 +41,12 @@ class StreamPacer:
         prebuffer_s: float = PREBUFFER_S,
         max_segment_s: float = MAX_SEGMENT_S,
         min_segment_s: float = MIN_SEGMENT_S,
+        first_segment_max_s: float = FIRST_SEGMENT_MAX_S,
     ) -> None:
         self._prebuffer = int(prebuffer_s * sample_rate)
         self._max = max(int(max_segment_s * sample_rate), 1)
         self._min = min(int(min_segment_s * sample_rate), self._max)
+        self._first_max = max(int(first_segment_max_s * sample_rate), self._max)
         self._pending: list[np.ndarray] = []
         self._pending_len = 0
         self._started = False
@@ -69,7 +64,8 @@ class StreamPacer:
 
     def take(self, final: bool = False) -> list[np.ndarray]:
         """Segments ready to send; ``final`` (no more audio coming) flushes everything."""
-        if not self._started:
+        first = not self._started
+        if first:
             if self._pending_len < self._prebuffer and not final:
                 return []
             self._started = self._pending_len > 0
@@ -80,9 +76,11 @@ class StreamPacer:
         audio = np.concatenate(self._pending)
         pieces: list[np.ndarray] = []
         start = 0
-        while len(audio) - start > self._max:
-            pieces.append(audio[start : start + self._max])
-            start += self._max
+        limit = self._first_max if first else self._max
+        while len(audio) - start > limit:
+            pieces.append(audio[start : start + limit])
+            start += limit
+            limit = self._max
         rest = audio[start:]
         if len(rest) >= self._min or final:
             pieces.append(rest)
