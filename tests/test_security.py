@@ -309,3 +309,25 @@ def test_gradio_own_upload_folder_check_runs_for_the_mounted_app() -> None:
         assert posted.status_code == 200  # no guard: Gradio accepts the event...
         text = client.get(f"/gradio_api/call/reference_report/{posted.json()['event_id']}").text
     assert "event: error" in text and "not uploaded by a user" in text, text  # ...and its own check refuses the file
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (["Hello there.", "Model's own voice", None, None, 1.0, 99.0, 0, False, "", True], "99"),  # speed off the slider
+        (["Hello there.", "Not a mode", None, None, 1.0, 1.0, 0, False, "", True], "Not a mode"),  # a choice not offered
+    ],
+    ids=["slider-out-of-range", "radio-choice-not-offered"],
+)
+def test_gradio_input_checks_are_one_log_line(app_server: str, artifacts_dir: Path, data: list, message: str) -> None:
+    log = artifacts_dir / "app_server.log"
+    before = log.stat().st_size
+    status, text = _call(app_server, "generate", data)
+    assert status == 200 and "event: error" in text and message in text, text
+    time.sleep(0.5)  # the server's log line lands after the event's reply
+    with log.open("rb") as handle:
+        handle.seek(before)
+        new = handle.read().decode(errors="replace")
+    assert "user error: " in new and message in new, new
+    assert "Traceback" not in new, new
+    assert _healthy(app_server)

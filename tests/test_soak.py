@@ -146,11 +146,6 @@ def _mixed_job(base: str, upload_every: int) -> Callable[[httpx.Client, int], No
     return job
 
 
-@pytest.mark.xfail(
-    reason="issue 10 item 7 open: RSS still grows ~1.7 MB per /generate call after Gradio's sessions are "
-    "forgotten and the heap trimmed (measured 2026-11-23); the holder is outside Python objects (not found yet)",
-    strict=False,
-)
 def test_memory_comes_back_after_600_mixed_requests(fresh_server: tuple[str, int, Path], artifacts_dir: Path) -> None:
     base, pid, _gradio_dir = fresh_server
     job = _mixed_job(base, upload_every=10)

@@ -58,7 +58,9 @@ def sweep_sessions(blocks: Any, idle_s: float) -> int:
     cutoff = datetime.datetime.now() - datetime.timedelta(seconds=idle_s)
     busy = {session for session, events in queue.pending_event_ids_session.items() if events}
     dropped = 0
-    for session in list(holder.session_data):
+    # A session may hold streams (an API call's live audio) without any stored state: walk both.
+    sessions = set(holder.session_data) | set(blocks.pending_streams) | set(blocks.pending_diff_streams)
+    for session in sessions:
         last = holder.time_last_used.get(session)
         if session in _open_heartbeats or session in busy or (last is not None and last > cutoff):
             continue

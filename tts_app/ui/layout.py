@@ -17,6 +17,7 @@ from tts_app.ui.run_figures import FIGURE_HEADERS, FIGURE_TYPES
 from tts_app.ui.session_files import remove_session
 from tts_app.ui.stream_encoder import tune_stream_encoder
 from tts_app.ui.text_lines import MAX_LINE_CHARS, MAX_LINES
+from tts_app.ui.user_error import quiet_input_validation
 from tts_app.ui.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin, is_saved_voice
 from tts_app.ui.voice_library import delete_voice, refresh_choices, save_voice, voice_choices
 from tts_app.voice_names import builtin_voice_path
@@ -285,5 +286,6 @@ def build_demo() -> gr.Blocks:
         demo.load(refresh_choices, builtin, builtin, queue=False, api_visibility="private")
         demo.unload(_cleanup)
 
+    quiet_input_validation(demo)  # after every component exists
     demo.queue(max_size=QUEUE_MAX_SIZE, default_concurrency_limit=CONCURRENCY)
     return demo

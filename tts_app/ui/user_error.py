@@ -15,3 +15,27 @@ class UserError(gr.Error):
     def __init__(self, message: str, **kwargs: object) -> None:
         super().__init__(message, print_exception=False, **kwargs)
         logger.info("user error: %s", message)
+
+
+def quiet_input_validation(blocks: gr.Blocks) -> int:
+    """Turn the input checks of Gradio's own components (a slider value out of range, a choice
+    not offered) into UserError: the same message for the visitor, one log line instead of a
+    traceback. Returns how many components were wrapped."""
+    wrapped = 0
+    for block in blocks.blocks.values():
+        preprocess = getattr(block, "preprocess", None)
+        if not callable(preprocess) or getattr(preprocess, "_quiet", False):
+            continue
+
+        def checked(payload: object, _preprocess=preprocess) -> object:
+            try:
+                return _preprocess(payload)
+            except UserError:
+                raise
+            except gr.Error as exc:
+                raise UserError(str(exc.message)) from exc
+
+        checked._quiet = True  # type: ignore[attr-defined]
+        block.preprocess = checked
+        wrapped += 1
+    return wrapped
