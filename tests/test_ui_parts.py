@@ -45,7 +45,7 @@ def test_fifty_lines_of_two_thousand_characters_pass() -> None:
 
 def test_pacer_holds_a_runway_then_sends_short_segments_in_order() -> None:
     rate = 1000
-    pacer = StreamPacer(rate, prebuffer_s=1.5, max_segment_s=0.8, min_segment_s=0.4, first_segment_max_s=0.8)
+    pacer = StreamPacer(rate, prebuffer_s=1.5, max_segment_s=0.8, min_segment_s=0.4)
     sent: list[np.ndarray] = []
     audio = np.arange(5000, dtype=np.float32)
     for start in range(0, 4000, 300):
@@ -60,36 +60,39 @@ def test_pacer_holds_a_runway_then_sends_short_segments_in_order() -> None:
     assert np.array_equal(np.concatenate(sent), np.concatenate([audio[:4200], audio[4200:]]))
 
 
-def test_pacer_first_segment_holds_the_whole_first_window() -> None:
-    # The first window (0.6 s here) goes out as one segment, the player's runway; later audio in
-    # pieces of at most 0.4 s, and the first segment is capped too.
-    pacer = StreamPacer(1000, prebuffer_s=0.3, max_segment_s=0.4, min_segment_s=0.2, first_segment_max_s=1.0)
+def test_pacer_first_piece_is_small_and_the_runway_follows_at_once() -> None:
+    # The player's first playlist reload comes after twice the first segment's duration, so the
+    # first piece is short and the rest of the pre-buffer follows in the same take.
+    pacer = StreamPacer(1000, prebuffer_s=1.0, max_segment_s=0.3, min_segment_s=0.15, first_piece_s=0.25)
+    pacer.push(np.ones(700, np.float32))
+    assert pacer.take() == []  # under the pre-buffer
     pacer.push(np.ones(600, np.float32))
-    assert [len(p) for p in pacer.take()] == [600]
-    pacer.push(np.ones(900, np.float32))
-    assert [len(p) for p in pacer.take()] == [400, 400]
-    capped = StreamPacer(1000, prebuffer_s=0.3, max_segment_s=0.4, min_segment_s=0.2, first_segment_max_s=1.0)
-    capped.push(np.ones(2300, np.float32))
-    assert [len(p) for p in capped.take()] == [1000, 400, 400, 400]
+    assert [len(p) for p in pacer.take()] == [250, 300, 300, 300, 150]
+    pacer.push(np.ones(100, np.float32))
+    assert pacer.take() == []  # under the smallest segment while more is coming
+    assert [len(p) for p in pacer.take(final=True)] == [100]
 
 
 def test_prebuffer_outlasts_the_engine_step() -> None:
-    from tts_app.ui.stream_pacer import MAX_PREBUFFER_S, PREBUFFER_S, prebuffer_for
+    from tts_app.ui.stream_pacer import MAX_PREBUFFER_S, PREBUFFER_S, UNKNOWN_STEP_PREBUFFER_S, prebuffer_for
 
-    assert prebuffer_for(None) == prebuffer_for(0.0) == PREBUFFER_S  # no steps yet: the default
-    assert prebuffer_for(0.05) == PREBUFFER_S  # an idle machine: the first windows are runway enough
-    assert prebuffer_for(0.9) == pytest.approx(1.8)  # a busy one: two steps of runway
-    assert prebuffer_for(60.0) == MAX_PREBUFFER_S
+    assert prebuffer_for(0.0, 0, 5) == UNKNOWN_STEP_PREBUFFER_S  # no step timed yet
+    assert UNKNOWN_STEP_PREBUFFER_S > 64 * 256 / 22050  # more than the engine's first window
+    assert prebuffer_for(1.0, 40, 1) == PREBUFFER_S  # 25 ms per row-step, one line: the floor
+    assert prebuffer_for(1.0, 10, 5) == pytest.approx(1.0)  # 0.1 s per row-step, 5 lines: two 0.5 s steps
+    assert prebuffer_for(60.0, 10, 5) == MAX_PREBUFFER_S
 
 
 def test_pacer_flushes_a_short_run() -> None:
-    from tts_app.ui.stream_pacer import PREBUFFER_S
+    from tts_app.ui.stream_pacer import FIRST_PIECE_S, PREBUFFER_S
 
     short = int(PREBUFFER_S * 1000) - 50  # under the pre-buffer: held until the run ends
     pacer = StreamPacer(1000)
-    pacer.push(np.ones(short, np.float32))
+    pacer.push(np.arange(short, dtype=np.float32))
     assert pacer.take() == []
-    assert [len(p) for p in pacer.take(final=True)] == [short]
+    pieces = pacer.take(final=True)
+    assert len(pieces[0]) == int(FIRST_PIECE_S * 1000)
+    assert np.array_equal(np.concatenate(pieces), np.arange(short, dtype=np.float32))
 
 
 def test_figures_table_and_summary() -> None:

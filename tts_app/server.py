@@ -87,10 +87,16 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     return app
 
 
+WARM_UP_TEXT = "Ready."
+
+
 def _warm_engine() -> None:
     try:
-        get_engine()
-    except (OSError, RuntimeError, ValueError, ImportError):
+        engine = get_engine()
+        # One short request through the whole engine: the first visitor finds every stage warm,
+        # and the engine has timed a step (the live stream's pre-buffer is sized from it).
+        engine.submit(WARM_UP_TEXT).result(timeout=120)
+    except (OSError, RuntimeError, ValueError, ImportError, TimeoutError):
         logger.exception("engine warm-up failed; the first request will retry")
 
 

@@ -218,7 +218,8 @@ async def _generate(
         _submit_all, lines, profile, seed_value, speed_value, strength_value, form.normalize is not False
     )
     ACTIVE_RUNS.add(session, handles)
-    prebuffer_s = prebuffer_for(engine.stats().get("mean_step_s"))
+    stats = engine.stats()
+    prebuffer_s = prebuffer_for(float(stats.get("step_time_s") or 0.0), int(stats.get("rows_stepped") or 0), len(lines))
     run = SpeakRun(lines, int(engine.sample_rate), bool(form.streaming), started, prebuffer_s=prebuffer_s)
     events: asyncio.Queue[Event] = asyncio.Queue()
     pumps = [asyncio.create_task(pump(i, h, events)) for i, h in enumerate(handles)]
@@ -323,6 +324,20 @@ def voice_report(voice_mode: str, builtin_voice: str | None, reference_clip: str
     except (ValueError, OSError) as exc:
         gr.Warning(f"This reference clip cannot be used: {exc}")
         return f"⚠ **This reference clip cannot be used:** {exc}"
+
+
+def prepare_voice(voice_mode: str, builtin_voice: str | None, reference_clip: str | None, voice_text: str | None = None) -> None:
+    """Analyse an uploaded clip right after its report, so Generate finds its profile ready.
+
+    Runs as its own queued event (bounded like every event); a bad clip is left to the report
+    and to Generate, which say why in one line.
+    """
+    if voice_mode != MODE_UPLOAD or not reference_clip:
+        return
+    try:
+        resolve_profile(str(reference_clip), voice_text)
+    except gr.Error:
+        pass  # already shown by the report; Generate raises it again
 
 
 def builtin_preview(name: str | None) -> Any:

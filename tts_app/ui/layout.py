@@ -265,7 +265,7 @@ def build_demo() -> gr.Blocks:
         )
         upload.change(handlers.on_upload, upload, voice_mode, api_visibility="private").then(
             handlers.voice_report, voice_inputs, report, api_visibility="private"
-        )
+        ).then(handlers.prepare_voice, voice_inputs, None, show_progress="hidden", api_visibility="private")
         streaming.change(lambda on: gr.update(visible=bool(on)), streaming, stream, queue=False, api_visibility="private")
         run = generate_btn.click(
             generate,

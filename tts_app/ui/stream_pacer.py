@@ -1,12 +1,17 @@
 """Cut the live stream into segments an HLS player can keep up with.
 
-Gradio turns each streamed yield into one HLS segment. The browser's player (hls.js) reloads
-a live playlist after the duration of its newest segment when the playlist grew, and after
-half the target duration (0.5 s: the longest segment rounded up to whole seconds) when it
-did not. So short segments keep the player looking for new audio every few tenths of a
-second, and the first yield need only hold the engine's first window (64 latent frames, up to
-0.74 s at 22,050 Hz, less the decoder's right context): waiting for more costs a whole engine
-step before the first sound.
+Gradio turns each streamed yield into one HLS segment (AAC, one ffmpeg per stream); the browser's
+player is hls.js, whose timing decides the design:
+- it reloads a live playlist after the duration of its newest segment when the playlist grew,
+  and after half the target duration (0.5 s) when it did not; but its *first* reload comes after
+  twice the first segment's duration (the manifest's schedule is counted twice). A first
+  segment that holds the runway therefore stalls the player before the next reload: measured,
+  0.88 s of audio, the reload at 1.76 s, a 0.8 s gap.
+- so the first segment is tiny (Gradio's encoder puts one AAC frame, 46 ms, in it) and carries
+  no runway: the player reloads ~0.1 s later and finds the rest of the pre-buffer, sent at once
+  as short segments behind it, and starts on that.
+- the pre-buffer itself covers the wait for the engine's next window: before any step is
+  timed, more than a first window; later two mean steps (at least 0.6 s, at most 3 s).
 """
 
 from __future__ import annotations
@@ -14,22 +19,30 @@ from __future__ import annotations
 import numpy as np
 
 PREBUFFER_S = 0.6  # the first window (0.4-0.5 s) and the start of the second: a runway for the third
-MAX_SEGMENT_S = 0.4  # short segments: the player reloads the playlist after the newest one's duration
-MIN_SEGMENT_S = 0.2  # no tiny segments while more audio is coming
-# The first segment carries the whole first window (the player's runway while the engine's
-# second window decodes); stream_encoder.py makes Gradio encode all of it into that segment.
-FIRST_SEGMENT_MAX_S = 1.0
+MAX_SEGMENT_S = 0.3  # short segments: reloads (after the newest one's duration) come often
+MIN_SEGMENT_S = 0.15  # no tiny segments while more audio is coming
+# The first piece: enough for ffmpeg to emit a frame at once (it holds two back), so the first
+# segment is one frame and the player's first reload comes quickly (see the module doc).
+FIRST_PIECE_S = 0.25
 # The runway must outlast the wait for the engine's next window: on a busy CPU a step takes
 # longer, and the player, started on too little, stalls (heard as a gap) until it comes.
 STEP_MARGIN = 2.0
 MAX_PREBUFFER_S = 3.0
+# Before the engine has timed any step (a fresh server's first run): more than a first window
+# (at most 0.74 s), so the player starts with the second window too instead of stalling after one.
+UNKNOWN_STEP_PREBUFFER_S = 1.0
 
 
-def prebuffer_for(mean_step_s: float | None) -> float:
-    """Seconds of audio to hold before the first segment, given the engine's mean step time."""
-    if not mean_step_s or mean_step_s <= 0:
-        return PREBUFFER_S
-    return min(MAX_PREBUFFER_S, max(PREBUFFER_S, STEP_MARGIN * float(mean_step_s)))
+def prebuffer_for(step_time_s: float, rows_stepped: int, rows: int) -> float:
+    """Seconds of audio to hold before the first segment of a run of ``rows`` lines.
+
+    The engine's next step advances every running row, so it is predicted as ``rows`` times the
+    mean cost of one row in one step so far (``step_time_s`` over ``rows_stepped``).
+    """
+    if rows_stepped <= 0 or step_time_s <= 0:
+        return UNKNOWN_STEP_PREBUFFER_S
+    next_step_s = step_time_s / rows_stepped * max(rows, 1)
+    return min(MAX_PREBUFFER_S, max(PREBUFFER_S, STEP_MARGIN * next_step_s))
 
 
 class StreamPacer:
@@ -41,12 +54,12 @@ class StreamPacer:
         prebuffer_s: float = PREBUFFER_S,
         max_segment_s: float = MAX_SEGMENT_S,
         min_segment_s: float = MIN_SEGMENT_S,
-        first_segment_max_s: float = FIRST_SEGMENT_MAX_S,
+        first_piece_s: float = FIRST_PIECE_S,
     ) -> None:
         self._prebuffer = int(prebuffer_s * sample_rate)
         self._max = max(int(max_segment_s * sample_rate), 1)
         self._min = min(int(min_segment_s * sample_rate), self._max)
-        self._first_max = max(int(first_segment_max_s * sample_rate), self._max)
+        self._first_piece = max(min(int(first_piece_s * sample_rate), self._max), 1)
         self._pending: list[np.ndarray] = []
         self._pending_len = 0
         self._started = False
@@ -76,7 +89,7 @@ class StreamPacer:
         audio = np.concatenate(self._pending)
         pieces: list[np.ndarray] = []
         start = 0
-        limit = self._first_max if first else self._max
+        limit = self._first_piece if first else self._max
         while len(audio) - start > limit:
             pieces.append(audio[start : start + limit])
             start += limit
