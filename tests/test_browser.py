@@ -427,3 +427,27 @@ def test_save_list_and_delete_a_voice(server: str, browser: Any) -> None:
     assert "browser_test_voice" not in httpx.get(server + "/v1/audio/voices", timeout=10).json()["voices"]
     assert "browser_test_voice" not in _voice_choices(page, "builtin-voice")
     page.close()
+
+
+def _engine_stats(base: str) -> dict:
+    posted = httpx.post(f"{base}/gradio_api/call/engine_stats", json={"data": []}, timeout=30).json()
+    text = httpx.get(f"{base}/gradio_api/call/engine_stats/{posted['event_id']}", timeout=60).text
+    return json.loads(text.split("event: complete\ndata: ", 1)[1].split("\n", 1)[0])[0]
+
+
+def test_closing_the_page_cancels_its_run(server: str, browser: Any) -> None:
+    page = _open(browser, server, {"width": 1360, "height": 900})
+    before = _engine_stats(server)
+    page.locator("#text-input textarea").fill("\n".join([LONG_LINE] * 6))
+    page.click("#generate-btn")
+    _wait_status(page, "Speaking", timeout_ms=120_000)  # audio is coming: the run is in the engine
+    page.close(run_before_unload=True)  # the tab goes away; Gradio tells the server (unload)
+    deadline = time.monotonic() + 30
+    while True:
+        stats = _engine_stats(server)
+        if stats["active"] == 0 and stats["queued"] == 0:
+            break
+        assert time.monotonic() < deadline, stats
+        time.sleep(0.2)
+    assert stats["cancelled"] > before["cancelled"], (before, stats)
+    assert stats["finished"] - before["finished"] < 6, "every line ran to its end after the page closed"

@@ -295,6 +295,11 @@ async def _generate(
         ACTIVE_RUNS.remove(session, handles)
 
 
+def cancel_session(session: str | None) -> int:
+    """Cancel every engine request of ``session`` (its page was closed); returns how many."""
+    return ACTIVE_RUNS.cancel(session) if session else 0
+
+
 def stop(request: gr.Request) -> str:
     """Cancel the engine requests of this session's run."""
     count = ACTIVE_RUNS.cancel(request.session_hash or "anonymous")

@@ -66,6 +66,8 @@ def _select_take(history: list[dict[str, Any]] | None, event: gr.SelectData) -> 
 
 
 def _cleanup(request: gr.Request) -> None:
+    """The page is gone: its runs are cancelled in the engine (no one will hear them), its files removed."""
+    handlers.cancel_session(request.session_hash)
     remove_session(request.session_hash)
 
 
