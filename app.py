@@ -3,13 +3,17 @@
 Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (or PORT), default 0.0.0.0:7860,
 as Hugging Face Spaces expects. The model loads once per process, on first use.
 `--precision fast` (or TTS_APP_PRECISION=fast) runs the voice's decoder in int8/bfloat16.
+`--model-path DIR` (or TTS_APP_QWEN3_PATH=DIR) offers a Qwen3-TTS checkpoint in the model selector.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
+from tts_app.models_available import ENV_VAR as QWEN3_PATH_ENV
+from tts_app.models_available import is_checkpoint
 from tts_app.server import launch
 from tts_app.ui.layout import build_demo
 
@@ -18,8 +22,16 @@ demo = build_demo()
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Serve the TTS app.")
     parser.add_argument("--precision", default=os.environ.get("TTS_APP_PRECISION", "exact"), help="exact (float32, default) or fast")
+    parser.add_argument(
+        "--model-path", default=None, metavar="DIR",
+        help="a Qwen3-TTS checkpoint folder to offer in the model selector (same as TTS_APP_QWEN3_PATH)",
+    )
     args = parser.parse_args()
     if args.precision not in ("exact", "fast"):
         parser.error(f"--precision must be exact or fast, got {args.precision!r}")
     os.environ["TTS_APP_PRECISION"] = args.precision  # read by tts_app/shared_engine.py
+    if args.model_path:
+        if not is_checkpoint(Path(args.model_path).expanduser()):
+            parser.error(f"--model-path {args.model_path}: not a Qwen3-TTS checkpoint (config.json, *.safetensors, speech_tokenizer/)")
+        os.environ[QWEN3_PATH_ENV] = args.model_path  # read by tts_app/models_available.py on every page load
     launch(demo)

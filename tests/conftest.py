@@ -66,8 +66,10 @@ def artifacts_dir() -> Path:
 
 
 @contextmanager
-def serve_app(log_path: Path, extra_env: dict[str, str] | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
-    """``python app.py`` on 127.0.0.1 and a free port until the block ends; yields its base URL and process.
+def serve_app(
+    log_path: Path, extra_env: dict[str, str] | None = None, args: tuple[str, ...] = ()
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``python app.py [args]`` on 127.0.0.1 and a free port until the block ends; yields its base URL and process.
 
     ``extra_env`` overrides the server's environment (e.g. a PATH without ffmpeg).
     """
@@ -77,7 +79,7 @@ def serve_app(log_path: Path, extra_env: dict[str, str] | None = None) -> Iterat
     env.update(extra_env or {})
     env.pop("PORT", None)
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen([sys.executable, "app.py", *args], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         base = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + SERVER_START_TIMEOUT_S

@@ -297,50 +297,81 @@ if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
 
 
+def _official_app(official, tmp_path, args: tuple[str, ...] = (), env: dict[str, str] | None = None):
+    """``python app.py`` serving the official tiny checkpoint (generation capped at 1 s, no hub)."""
+    from conftest import serve_app
+
+    extra = {"TTS_APP_QWEN3_MAX_SECONDS": "1", "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1", **(env or {})}
+    return serve_app(tmp_path / "app.log", extra, args)
+
+
 def test_app_serves_the_official_checkpoint_over_http(official, tmp_path):
     """``python app.py`` with TTS_APP_QWEN3_PATH = the official tiny checkpoint: /v1/models lists it,
     /v1/audio/speech speaks with it (24 kHz), and an absent size gets a 400 saying how to get it."""
-    import socket
-    import time
-
     import httpx
     import soundfile as sf
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
-           "GRADIO_ANALYTICS_ENABLED": "False", "TTS_APP_QWEN3_PATH": str(official["ckpt"]),
-           "TTS_APP_QWEN3_MAX_SECONDS": "1", "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
-    env.pop("PORT", None)
-    base = f"http://127.0.0.1:{port}"
-    with open(tmp_path / "app.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 300
-            while True:
-                assert proc.poll() is None, (tmp_path / "app.log").read_text()[-2000:]
-                try:
-                    if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, "app.py did not start"
-                time.sleep(0.5)
-            with httpx.Client(base_url=base, timeout=300) as http:
-                ids = {m["id"]: m for m in http.get("/v1/models").json()["data"]}
-                assert ids["qwen3-local"]["loaded"] is False and "qwen3-0.6b" not in ids
-                r = http.post("/v1/audio/speech", json={"model": "qwen3-local", "input": "Hello there.", "stream": False})
-                assert r.status_code == 200, r.text
-                audio, rate = sf.read(__import__("io").BytesIO(r.content), dtype="float32")
-                assert rate == 24000 and 0 < len(audio) <= 13 * 1920 and np.isfinite(audio).all()
-                assert http.get("/v1/models").json()["data"][1]["loaded"] is True
-                r = http.post("/v1/audio/speech", json={"model": "qwen3-1.7b", "input": "Hi."})
-                assert r.status_code == 400 and "fetch qwen3-1.7b" in r.json()["error"]["message"]
-        finally:
-            proc.terminate()
+    with _official_app(official, tmp_path, env={"TTS_APP_QWEN3_PATH": str(official["ckpt"])}) as (base, _process):
+        with httpx.Client(base_url=base, timeout=300) as http:
+            ids = {m["id"]: m for m in http.get("/v1/models").json()["data"]}
+            assert ids["qwen3-local"]["loaded"] is False and "qwen3-0.6b" not in ids
+            r = http.post("/v1/audio/speech", json={"model": "qwen3-local", "input": "Hello there.", "stream": False})
+            assert r.status_code == 200, r.text
+            audio, rate = sf.read(__import__("io").BytesIO(r.content), dtype="float32")
+            assert rate == 24000 and 0 < len(audio) <= 13 * 1920 and np.isfinite(audio).all()
+            assert http.get("/v1/models").json()["data"][1]["loaded"] is True
+            r = http.post("/v1/audio/speech", json={"model": "qwen3-1.7b", "input": "Hi."})
+            assert r.status_code == 400 and "fetch qwen3-1.7b" in r.json()["error"]["message"]
+
+
+def test_page_clones_a_voice_with_the_official_checkpoint(official, tmp_path):
+    """The browser: `python app.py --model-path <the official tiny checkpoint>`, the Speak tab's model
+    selector, an uploaded clip, Stream on: the run is streamed by the Qwen3-TTS engine and its line
+    file is 24 kHz audio. Random weights make noise, so what is checked is the path, not the words."""
+    import io
+
+    import httpx
+    import soundfile as sf
+    from test_browser import CHROMIUM, CHROMIUM_ARGS, REFERENCE, _require_browser, _upload_reference, _wait_status
+
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    ckpt = official["ckpt"]
+    label = f"Qwen3-TTS ({ckpt.name})"
+    with _official_app(official, tmp_path, args=("--model-path", str(ckpt))) as (base, _process):
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+                page = browser.new_page(viewport={"width": 1360, "height": 900})
+                errors: list[str] = []
+                page.on("pageerror", lambda exc: errors.append(str(exc)))
+                streamed: list[str] = []
+                page.on("request", lambda r: streamed.append(r.url) if "/stream/" in r.url and r.url.endswith(".aac") else None)
+                page.goto(base + "/", wait_until="domcontentloaded")
+                page.wait_for_selector("#generate-btn", timeout=60_000)
+                # The selector lists the checkpoint given on the command line (read at page load).
+                page.locator("#speak-model input").click()
+                page.get_by_role("option", name=label).click()
+                _upload_reference(page, REFERENCE, "f5_ref_en.wav")
+                page.locator("#text-input textarea").fill("Hello there.")
+                toggle = page.locator("#streaming-toggle input[type=checkbox]")
+                if not toggle.is_checked():
+                    toggle.check()
+                page.click("#generate-btn")
+                _wait_status(page, f"Done with {label}", timeout_ms=240_000)
+                page.wait_for_function(
+                    "() => document.querySelectorAll('#line-players .line-player a[download]').length === 1", timeout=30_000
+                )
+                href = page.eval_on_selector("#line-players .line-player a[download]", "e => e.href")
+                figures = page.inner_text("#run-figures")
+                page.screenshot(path=str(tmp_path / "qwen3_page.png"), full_page=True)
+                reply = httpx.get(href, timeout=30)  # while the page is open: a closed page's files are removed
+            finally:
+                browser.close()
+        assert reply.status_code == 200, (href, reply.status_code, reply.content[:200])
+        audio, rate = sf.read(io.BytesIO(reply.content), dtype="float32")
+    assert rate == 24000 and 0 < len(audio) <= 13 * 1920 and np.isfinite(audio).all()
+    assert streamed, "the live player fetched no stream segment"
+    assert not errors, errors
+    assert label in figures, figures  # the run row names the model

@@ -60,7 +60,7 @@ def _report_data(path: str) -> list:
 
 
 def _generate_data(path: str) -> list:
-    return ["Hello there.", UPLOAD, None, _file_data(path), 1.0, 1.0, 0, False, "", True]
+    return ["Hello there.", UPLOAD, None, _file_data(path), 1.0, 1.0, 0, False, "", True, "piper-joe-medium"]
 
 
 def _healthy(base: str) -> bool:
@@ -314,10 +314,11 @@ def test_gradio_own_upload_folder_check_runs_for_the_mounted_app() -> None:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (["Hello there.", "Model's own voice", None, None, 1.0, 99.0, 0, False, "", True], "99"),  # speed off the slider
-        (["Hello there.", "Not a mode", None, None, 1.0, 1.0, 0, False, "", True], "Not a mode"),  # a choice not offered
+        (["Hello there.", "Model's own voice", None, None, 1.0, 99.0, 0, False, "", True, "piper-joe-medium"], "99"),  # speed off the slider
+        (["Hello there.", "Not a mode", None, None, 1.0, 1.0, 0, False, "", True, "piper-joe-medium"], "Not a mode"),
+        (["Hello there.", "Model's own voice", None, None, 1.0, 1.0, 0, False, "", True, "../../etc/passwd"], "Unknown model"),  # a model not offered  # a choice not offered
     ],
-    ids=["slider-out-of-range", "radio-choice-not-offered"],
+    ids=["slider-out-of-range", "radio-choice-not-offered", "model-not-offered"],
 )
 def test_gradio_input_checks_are_one_log_line(app_server: str, artifacts_dir: Path, data: list, message: str) -> None:
     log = artifacts_dir / "app_server.log"

@@ -56,7 +56,7 @@ def _call(client: httpx.Client, base: str, api_name: str, data: list) -> str:
 def _generate(client: httpx.Client, base: str, n: int, voice: dict | None = None) -> str:
     mode = "Upload or record" if voice else "Model's own voice"
     text = f"Line {n}.\nAnother {n}." if n % 3 == 0 else f"Request {n}."
-    return _call(client, base, "generate", [text, mode, "lj_female_us", voice, 1.0, 1.0, n, n % 2 == 0, "", True])
+    return _call(client, base, "generate", [text, mode, "lj_female_us", voice, 1.0, 1.0, n, n % 2 == 0, "", True, "piper-joe-medium"])
 
 
 def _store_bytes(root: Path) -> int:

@@ -63,6 +63,14 @@ def engine_for(model_id: str) -> "Engine":
         return _engines[model_id]
 
 
+def model_loaded(model_id: str) -> bool:
+    """True once the engine serving ``model_id`` has been created (its model is in memory)."""
+    if model_id == EMBEDDED_ID:
+        return engine_loaded()
+    with _lock:
+        return model_id in _engines
+
+
 def served_models() -> list[dict[str, Any]]:
     """OpenAI's model-list entries: the embedded voice and each Qwen3-TTS checkpoint found, with ``loaded``."""
     rows = [{"id": EMBEDDED_ID, "object": "model", "owned_by": "tts_app", "loaded": engine_loaded()}]

@@ -53,6 +53,11 @@ class RequestHandle:
         return self._req.id
 
     @property
+    def engine(self) -> "Engine":
+        """The engine serving this request (its stats give queue estimates)."""
+        return self._engine
+
+    @property
     def status(self) -> RequestStatus:
         return self._req.status
 

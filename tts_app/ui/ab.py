@@ -13,9 +13,10 @@ import numpy as np
 
 from tts_app.api.openai_speech import MODEL_ID
 from tts_app.config import SPEED_MAX, SPEED_MIN
-from tts_app.shared_engine import get_engine
+from tts_app.model_engines import ModelUnavailable, engine_for
 from tts_app.ui.handlers import resolve_profile
 from tts_app.ui.history import Take, add_take
+from tts_app.ui.model_picker import check_model, model_dropdown
 from tts_app.ui.run_figures import RunFigures
 from tts_app.ui.session_files import new_file
 from tts_app.ui.text_lines import MAX_LINE_CHARS
@@ -79,8 +80,7 @@ def _describe(settings: dict[str, Any]) -> str:
 
 
 def _side_settings(model: str, voice: str, strength: float, seed: float, speed: float) -> dict[str, Any]:
-    if model != MODEL_ID:
-        raise UserError(f"Model {model!r} is not served here.")
+    model = check_model(model)  # one of the models found here, or a one-line error
     if voice != DEFAULT_VOICE and voice not in voice_names():
         raise UserError(f"Unknown voice {voice!r}.")
     try:
@@ -95,11 +95,14 @@ def _side_settings(model: str, voice: str, strength: float, seed: float, speed: 
 def _submit_pair(text: str, sides: list[dict[str, Any]]) -> list[Any]:
     from tts_app.engine import EngineBusy
 
-    engine = get_engine()
+    try:
+        engines = [engine_for(side["model"]) for side in sides]  # both sides on one model share its batches
+    except (ModelUnavailable, OSError, RuntimeError) as exc:
+        raise UserError(f"The model cannot be loaded: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
     profiles = [resolve_profile(None if side["voice"] == DEFAULT_VOICE else side["voice"]) for side in sides]
     handles: list[Any] = []
     try:
-        for side, profile in zip(sides, profiles, strict=True):
+        for side, profile, engine in zip(sides, profiles, engines, strict=True):
             handles.append(
                 engine.submit(text, voice=profile, seed=side["seed"], speed=side["speed"], voice_strength=side["strength"])
             )
@@ -128,7 +131,6 @@ async def render_pair(
     if len(utterance) > MAX_LINE_CHARS:
         raise UserError(f"The text has {len(utterance):,} characters; the limit is {MAX_LINE_CHARS:,}.")
     sides = [_side_settings(*side_values[:5]), _side_settings(*side_values[5:10])]
-    engine = await asyncio.to_thread(get_engine)
     handles = await asyncio.to_thread(_submit_pair, utterance, sides)
     try:
         audios = await asyncio.gather(*(h.aresult() for h in handles))
@@ -140,8 +142,8 @@ async def render_pair(
             handle.cancel()
     session = request.session_hash
     paths: list[str] = []
-    for label, audio in zip("AB", audios, strict=True):
-        paths.append(str(write_wav(new_file(session, f"ab-{label}", ".wav"), np.asarray(audio), engine.sample_rate)))
+    for label, audio, handle in zip("AB", audios, handles, strict=True):
+        paths.append(str(write_wav(new_file(session, f"ab-{label}", ".wav"), np.asarray(audio), handle.engine.sample_rate)))
 
     order = ["A", "B"]
     if blind:
@@ -214,8 +216,7 @@ def prefer(choice: str, state: dict[str, Any] | None) -> tuple[str, dict[str, An
 def _side_controls(label: str) -> SideControls:
     with gr.Column(variant="panel", elem_classes=["ab-side"]):
         gr.Markdown(f"#### Side {label}")
-        model = gr.Dropdown([MODEL_ID], value=MODEL_ID, label="Model", interactive=True,
-                            info="One model is served for now; model A vs B arrives with a second backend.")
+        model = model_dropdown(f"ab-model-{label.lower()}")
         voice = gr.Dropdown(
             _voice_choices(), value=_two_voices()[0 if label == "A" else 1], label="Voice", elem_id=f"ab-voice-{label.lower()}"
         )
@@ -226,8 +227,8 @@ def _side_controls(label: str) -> SideControls:
     return SideControls(model, voice, strength, seed, speed)
 
 
-def build_ab_tab(history: gr.State) -> list[gr.Dropdown]:
-    """The A/B tab's components and events (call inside ``with gr.Tab(...)``); returns its two voice lists."""
+def build_ab_tab(history: gr.State) -> tuple[list[gr.Dropdown], list[gr.Dropdown]]:
+    """The A/B tab's components and events (call inside ``with gr.Tab(...)``); returns its voice and model lists."""
     gr.Markdown(
         "Render one sentence under two settings and listen side by side: voice A vs voice B, "
         "matched vs unmatched (strength 1 vs 0), seed 1 vs seed 2. Turn on **blind** to hide which is which."
@@ -277,4 +278,4 @@ def build_ab_tab(history: gr.State) -> list[gr.Dropdown]:
     reveal_btn.click(reveal, state, reveal_md, api_name="ab_reveal")
     prefer_left.click(lambda s: prefer("Sample 1", s), state, [reveal_md, state], api_visibility="private")
     prefer_right.click(lambda s: prefer("Sample 2", s), state, [reveal_md, state], api_visibility="private")
-    return [side_a.voice, side_b.voice]
+    return [side_a.voice, side_b.voice], [side_a.model, side_b.model]

@@ -50,6 +50,6 @@ stream, full, files, status, figures = client.predict(
     api_name="/generate")
 ```
 
-`/generate` (text, voice mode, built-in voice, reference clip, strength, speed, seed, streaming, what the clip says, normalise text),
+`/generate` (text, voice mode, built-in voice, reference clip, strength, speed, seed, streaming, what the clip says, normalise text, model),
 `/stop`, `/reference_report`, `/ab_render`, `/ab_reveal`, `/engine_stats`.
 """

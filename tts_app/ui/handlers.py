@@ -12,9 +12,12 @@ from typing import Any
 import gradio as gr
 
 from tts_app.config import SPEED_MAX, SPEED_MIN
-from tts_app.shared_engine import engine_loaded, get_engine
+from tts_app.model_engines import ModelUnavailable, engine_for, model_loaded
+from tts_app.models_available import EMBEDDED_ID
+from tts_app.shared_engine import get_engine
 from tts_app.ui.active_runs import ACTIVE_RUNS
 from tts_app.ui.history import Take, add_take
+from tts_app.ui.model_picker import check_model, model_label
 from tts_app.ui.run_figures import estimate_wait_s
 from tts_app.ui.run_model import Event, LineFailed, SpeakRun, next_batch, pump
 from tts_app.ui.session_files import new_file
@@ -70,6 +73,7 @@ class SpeakForm:
     streaming: bool
     voice_text: str | None = None  # what the uploaded clip says, if the visitor typed it
     normalize: bool = True  # False: read numbers, dates and abbreviations as written
+    model: str | None = None  # the selector's value (None: the embedded voice)
 
 
 def _mean_service_s() -> float | None:
@@ -91,7 +95,7 @@ def _queue_note(handles: Sequence[Any]) -> tuple[int, str]:
     if not waiting:
         return 0, ""
     ahead = min(h.queue_position() for h in waiting)
-    estimate = estimate_wait_s(ahead, get_engine().stats(), _mean_service_s())
+    estimate = estimate_wait_s(ahead, waiting[0].engine.stats(), _mean_service_s())
     wait = f", about {estimate:.1f} s to wait" if estimate is not None else ""
     return len(waiting), f"{ahead} request{'s' if ahead != 1 else ''} ahead in the engine queue{wait}"
 
@@ -122,7 +126,7 @@ def resolve_profile(voice: Any, text: str | None = None) -> Any:
 
 
 def _submit_all(
-    lines: Sequence[str], profile: Any, seed: int, speed: float, strength: float, normalize: bool
+    engine: Any, lines: Sequence[str], profile: Any, seed: int, speed: float, strength: float, normalize: bool
 ) -> list[Any]:
     """Submit every line as one group: they enter the engine together (so they batch), or none does."""
     from tts_app.engine import EngineBusy, LineRejected
@@ -130,7 +134,7 @@ def _submit_all(
 
     lexicon = saved_lexicon()  # the Pronunciation tab's words, read in every run
     try:
-        return get_engine().submit_many(
+        return engine.submit_many(
             lines, voice=profile, seed=seed, speed=speed, voice_strength=strength, lexicon=lexicon, normalize=normalize
         )
     except EngineBusy as exc:
@@ -171,8 +175,9 @@ def _progress_status(run: SpeakRun, handles: Sequence[Any]) -> str:
 
 
 def _done_status(summary: dict[str, Any], count: int) -> str:
+    model = f" with {summary['model']}" if summary.get("model") else ""
     return (
-        f"✓ **Done:** {count} line{'s' if count != 1 else ''}, "
+        f"✓ **Done{model}:** {count} line{'s' if count != 1 else ''}, "
         f"{summary['audio_s']:.1f} s of audio in {summary['total_s']:.1f} s "
         f"(first audio {summary['time_to_first_audio_s'] or 0:.2f} s, RTF {summary['rtf'] or 0:.2f}, "
         f"max batch {summary['max_batch']})"
@@ -204,23 +209,28 @@ async def _generate(
     except (TextLimitError, VoiceChoiceError) as exc:
         raise UserError(str(exc)) from exc
     speed_value, seed_value, strength_value = _settings_values(form.speed, form.seed, form.voice_strength)
+    model_id = check_model(form.model)
     voice_text = form.voice_text if form.voice_mode == MODE_UPLOAD else None
     session = request.session_hash or "anonymous"
     started = time.perf_counter()
 
-    if not engine_loaded():
-        yield {outputs.status: "**Loading the model…** (first request of this server)"}
-    engine = await asyncio.to_thread(get_engine)
+    if not model_loaded(model_id):
+        yield {outputs.status: f"**Loading {model_label(model_id)}…** (its first request on this server)"}
+    try:
+        engine = await asyncio.to_thread(engine_for, model_id)
+    except (ModelUnavailable, OSError, RuntimeError) as exc:  # e.g. a checkpoint folder that cannot be read
+        raise UserError(f"{model_label(model_id)} cannot be loaded: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
     if voice is not None:
         yield {outputs.status: "**Analysing the reference…**"}
     profile = await asyncio.to_thread(resolve_profile, voice, voice_text)
     handles = await asyncio.to_thread(
-        _submit_all, lines, profile, seed_value, speed_value, strength_value, form.normalize is not False
+        _submit_all, engine, lines, profile, seed_value, speed_value, strength_value, form.normalize is not False
     )
     ACTIVE_RUNS.add(session, handles)
     stats = engine.stats()
     prebuffer_s = prebuffer_for(float(stats.get("step_time_s") or 0.0), int(stats.get("rows_stepped") or 0), len(lines))
     run = SpeakRun(lines, int(engine.sample_rate), bool(form.streaming), started, prebuffer_s=prebuffer_s)
+    run.figures.model = "" if model_id == EMBEDDED_ID else model_label(model_id)
     events: asyncio.Queue[Event] = asyncio.Queue()
     pumps = [asyncio.create_task(pump(i, h, events)) for i, h in enumerate(handles)]
     getter: asyncio.Future[Event] | None = None

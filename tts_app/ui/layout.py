@@ -12,7 +12,10 @@ from tts_app.ui import handlers
 from tts_app.ui.ab import build_ab_tab
 from tts_app.ui.api_help import api_help_markdown
 from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, history_table, history_zip, take_audio
+from tts_app.models_available import EMBEDDED_ID
 from tts_app.ui.lexicon_panel import build_lexicon_panel
+from tts_app.ui.model_picker import model_dropdown
+from tts_app.ui.model_picker import refresh as refresh_model
 from tts_app.ui.run_figures import FIGURE_HEADERS, FIGURE_TYPES
 from tts_app.ui.session_files import remove_session
 from tts_app.ui.stream_encoder import tune_stream_encoder
@@ -163,6 +166,7 @@ def build_demo() -> gr.Blocks:
                         gr.Examples(EXAMPLES, inputs=[text], label="Examples")
 
                         gr.Markdown("### 3 · Settings", elem_classes=["step-title"])
+                        model = model_dropdown("speak-model")
                         with gr.Row(equal_height=True):
                             speed = gr.Slider(SPEED_MIN, SPEED_MAX, value=1.0, step=0.05, label="Speed", scale=3)
                             seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", scale=1)
@@ -205,7 +209,7 @@ def build_demo() -> gr.Blocks:
                         )
 
             with gr.Tab("A/B listening", id="ab") as ab_tab:
-                ab_voices = build_ab_tab(history)
+                ab_voices, ab_models = build_ab_tab(history)
 
             with gr.Tab("History", id="history"):
                 gr.Markdown(
@@ -246,12 +250,13 @@ def build_demo() -> gr.Blocks:
             history: list[dict[str, Any]] | None = None,
             voice_text: str | None = None,
             normalize_text: bool = True,
+            model: str | None = EMBEDDED_ID,
             request: gr.Request = None,  # type: ignore[assignment] - Gradio fills it in
         ) -> AsyncIterator[dict[Any, Any]]:
             """Speak each non-empty line of the text (one engine batch), streaming the lines in order."""
             form = handlers.SpeakForm(
                 text, voice_mode, builtin_voice, reference_clip, voice_strength, speed, seed, streaming, voice_text,
-                normalize_text,
+                normalize_text, model,
             )
             async for update in handlers.generate(form, history, request, outputs):
                 yield update
@@ -271,7 +276,7 @@ def build_demo() -> gr.Blocks:
         streaming.change(lambda on: gr.update(visible=bool(on)), streaming, stream, queue=False, api_visibility="private")
         run = generate_btn.click(
             generate,
-            [text, voice_mode, builtin, upload, strength, speed, seed, streaming, history, voice_text, normalize],
+            [text, voice_mode, builtin, upload, strength, speed, seed, streaming, history, voice_text, normalize, model],
             outputs.as_list(),
             api_name="generate",
             show_progress="hidden",  # the status box tells progress and errors: no per-output spinners or "Error" pills
@@ -286,6 +291,10 @@ def build_demo() -> gr.Blocks:
         gr.api(handlers.engine_stats, api_name="engine_stats")
         demo.load(handlers.voice_report, voice_inputs, report, api_visibility="private")
         demo.load(refresh_choices, builtin, builtin, queue=False, api_visibility="private")
+        demo.load(
+            lambda *current: tuple(refresh_model(value) for value in current),
+            [model, *ab_models], [model, *ab_models], queue=False, api_visibility="private",
+        )
         demo.unload(_cleanup)
 
     quiet_input_validation(demo)  # after every component exists

@@ -49,6 +49,7 @@ class RunFigures:
     audio_s: float = 0.0
     max_queue_wait_s: float = 0.0
     batch_sizes: list[int] = field(default_factory=list)
+    model: str = ""  # the model's name when it is not the embedded voice (shown in the run row)
 
     def add_line(self, number: int, text: str, metrics: Mapping[str, Any]) -> None:
         """Add one line's row from its handle's ``metrics.as_dict()``."""
@@ -87,7 +88,7 @@ class RunFigures:
         rows = sorted(self.rows, key=lambda row: int(row[0]))
         summary = [
             "run",
-            f"{len(rows)} line{'s' if len(rows) != 1 else ''}",
+            f"{len(rows)} line{'s' if len(rows) != 1 else ''}" + (f" · {self.model}" if self.model else ""),
             round(self.max_queue_wait_s, 3),
             _round(self.time_to_first_audio_s),
             _round(self.total_s),
@@ -107,6 +108,7 @@ class RunFigures:
             "max_batch": self.max_batch,
             "queue_wait_s": round(self.max_queue_wait_s, 3),
             "batch_sizes": list(self.batch_sizes),
+            **({"model": self.model} if self.model else {}),
         }
 
 

@@ -1,0 +1,69 @@
+"""The model selector of the Speak and A/B tabs: the embedded voice, plus each Qwen3-TTS checkpoint found here.
+
+Choices are read again on every page load (``refresh``), so `python app.py --model-path DIR`
+(which sets $TTS_APP_QWEN3_PATH after the page was built) and a checkpoint fetched while the
+server runs both show up. The page's value is checked against that list on every run: a value
+from a hostile request gets a one-line error, never a path or a load.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from tts_app.models_available import EMBEDDED_ID, find_models
+from tts_app.ui.user_error import UserError
+
+# What a CPU user should expect from Qwen3-TTS (BENCHMARKS.md, "Qwen3-TTS on CPU"): the 0.6B model
+# with full-size random weights took about 45 CPU seconds per second of speech on this project's
+# 2-core AVX2 machine.
+CPU_NOTE = "Qwen3-TTS is a GPU model: on a 2-core CPU expect about 25-45 s of compute per second of speech."
+
+
+def model_choices() -> list[tuple[str, str]]:
+    """(label, id) of every model that can run here, the embedded voice first."""
+    return [(c.label, c.id) for c in find_models() if c.available]
+
+
+def model_help() -> str:
+    """One line under the selector: how to get Qwen3-TTS when none is here, else what to expect on CPU."""
+    missing = [c for c in find_models() if not c.available]
+    if len(missing) == len(find_models()) - 1:  # only the embedded voice is here
+        return missing[0].how_to_get if missing else ""
+    return CPU_NOTE
+
+
+def model_dropdown(elem_id: str) -> gr.Dropdown:
+    """The selector (its choices are refreshed on page load)."""
+    return gr.Dropdown(
+        model_choices(),
+        value=EMBEDDED_ID,
+        label="Model",
+        info=model_help(),
+        allow_custom_value=True,  # checked by check_model on every run (choices change after the build)
+        elem_id=elem_id,
+    )
+
+
+def refresh(current: str | None) -> Any:
+    """The selector's update for a page load: today's choices, the current value kept if still there."""
+    choices = model_choices()
+    value = current if current in {model_id for _label, model_id in choices} else EMBEDDED_ID
+    return gr.update(choices=choices, value=value, info=model_help())
+
+
+def check_model(value: str | None) -> str:
+    """The model id a run asked for, if it can run here; raises UserError (one line) otherwise."""
+    model_id = (value or EMBEDDED_ID).strip()
+    if model_id in {model_id for _label, model_id in model_choices()}:
+        return model_id
+    choice = next((c for c in find_models() if c.id == model_id), None)
+    if choice is not None:
+        raise UserError(choice.how_to_get)
+    raise UserError(f"Unknown model {model_id[:60]!r}: pick one from the list.")
+
+
+def model_label(model_id: str) -> str:
+    """The selector's label for ``model_id`` (the id itself if unknown)."""
+    return next((c.label for c in find_models() if c.id == model_id), model_id)
