@@ -205,3 +205,20 @@ def test_wheel_ffmpeg_is_put_on_path_when_the_system_has_none(monkeypatch: pytes
     assert probe.returncode == 1 and "not installed" in probe.stderr
     ffmpeg_path.ensure_ffmpeg_on_path()  # a second call adds nothing
     assert os.environ["PATH"].count(str(ffmpeg_path._linked_dir)) == 1
+
+
+def test_model_selector_lists_what_is_here_and_refuses_the_rest(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tts_app.models_available import EMBEDDED_ID, ENV_VAR
+    from tts_app.ui.model_picker import check_model, model_choices, model_help, refresh
+    from tts_app.ui.user_error import UserError
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))  # an empty cache: no Qwen3-TTS here
+    assert [model_id for _label, model_id in model_choices()] == [EMBEDDED_ID]
+    assert "fetch qwen3-0.6b" in model_help()
+    assert check_model(None) == check_model(EMBEDDED_ID) == EMBEDDED_ID
+    with pytest.raises(UserError, match="fetch qwen3-1.7b"):
+        check_model("qwen3-1.7b")  # known but not here: how to get it
+    with pytest.raises(UserError, match="Unknown model"):
+        check_model("/etc/passwd")  # a hostile value is never a path
+    assert refresh("qwen3-0.6b")["value"] == EMBEDDED_ID  # a value no longer offered falls back

@@ -28,9 +28,9 @@ def model_choices() -> list[tuple[str, str]]:
 
 def model_help() -> str:
     """One line under the selector: how to get Qwen3-TTS when none is here, else what to expect on CPU."""
-    missing = [c for c in find_models() if not c.available]
-    if len(missing) == len(find_models()) - 1:  # only the embedded voice is here
-        return missing[0].how_to_get if missing else ""
+    choices = find_models()
+    if all(c.id == EMBEDDED_ID or not c.available for c in choices):  # only the embedded voice is here
+        return "For Qwen3-TTS: `python -m tts_app fetch qwen3-0.6b --dir DIR`, then `python app.py --model-path DIR`."
     return CPU_NOTE
 
 
