@@ -1,0 +1,126 @@
+"""Build a random-weight Chatterbox checkpoint with the OFFICIAL code (chatterbox-tts 0.1.7) and record
+its outputs.
+
+Runs inside the reference venv made by ``chatterbox.sh`` (never in the app's environment):
+
+    $REF_VENV/bin/python tests/reference_envs/chatterbox_make_fixture.py OUT_DIR
+
+OUT_DIR/checkpoint/ is laid out as the released checkpoint (ve.safetensors, t3_cfg.safetensors,
+s3gen.safetensors, tokenizer.json, conds.pt). T3 is tiny (a small Llama registered in the official
+``LLAMA_CONFIGS`` and ``use_perceiver_resampler=False``, whose perceiver is hard-coded to 1024 wide);
+S3Gen and the VoiceEncoder are full size (their sizes are fixed in the official code), all with the
+official initialisers under fixed seeds. The checkpoint is reloaded through ``ChatterboxTTS.from_local``
+and every output is computed from that reload. Outputs go to OUT_DIR/reference.pt:
+per text, the text tokens, T3's greedy speech tokens (min_p=1.0 keeps only the arg-max, so the
+official sampler is deterministic), S3Gen's mel and waveform (before the watermark, which is not part
+of the model).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+logger = logging.getLogger("chatterbox_make_fixture")
+
+SEED = 1234
+MAX_NEW = 24  # T3 tokens per text (random weights rarely emit EOS)
+TEXTS = ["Hello there, how are you today?", "Short one."]
+TINY_LLAMA = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, head_dim=16, num_key_value_heads=4)
+
+
+def tiny_t3_config():
+    """Make the official T3() build the tiny backbone: patch the config table and the perceiver switch."""
+    from chatterbox.models.t3 import llama_configs
+    from chatterbox.models.t3.modules import t3_config
+
+    llama_configs.LLAMA_CONFIGS["Llama_520M"] = {**llama_configs.LLAMA_CONFIGS["Llama_520M"], **TINY_LLAMA}
+    original_init = t3_config.T3Config.__init__
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        self.use_perceiver_resampler = False
+
+    t3_config.T3Config.__init__ = init
+
+
+def write_tokenizer(path: Path) -> None:
+    """A character-level tokenizer.json with the official special tokens first (ids 0.. as released: [STOP]=0)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    specials = ["[STOP]", "[UNK]", "[SPACE]", "[PAD]", "[SEP]", "[CLS]", "[MASK]"]
+    chars = sorted(set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,!?'\"-:;()"))
+    vocab = {s: i for i, s in enumerate(specials)}
+    for c in chars:
+        vocab[c] = len(vocab)
+    while len(vocab) < 255:  # T3Config.start_text_token is 255: fill the ids below it (no holes)
+        vocab[f"[unused{len(vocab)}]"] = len(vocab)
+    vocab["[START]"] = 255
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")  # one token per character
+    tok.add_special_tokens(specials + ["[START]"])
+    tok.save(str(path))
+
+
+def main(out: Path) -> None:
+    from safetensors.torch import save_file
+    tiny_t3_config()
+    from chatterbox.models.s3gen import S3Gen
+    from chatterbox.models.t3 import T3
+    from chatterbox.models.t3.modules.cond_enc import T3Cond
+    from chatterbox.models.voice_encoder import VoiceEncoder
+    from chatterbox.tts import ChatterboxTTS, Conditionals, punc_norm
+
+    ckpt = out / "checkpoint"
+    ckpt.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(SEED)
+    ve, t3, s3gen = VoiceEncoder().eval(), T3().eval(), S3Gen().eval()
+    save_file({k: v.contiguous() for k, v in ve.state_dict().items()}, ckpt / "ve.safetensors")
+    save_file({k: v.contiguous() for k, v in t3.state_dict().items()}, ckpt / "t3_cfg.safetensors")
+    save_file({k: v.contiguous() for k, v in s3gen.state_dict().items()}, ckpt / "s3gen.safetensors")
+    write_tokenizer(ckpt / "tokenizer.json")
+
+    # The built-in voice: a synthetic 3 s reference (two tones + noise) analysed by the official code.
+    rng = np.random.default_rng(SEED)
+    t = np.arange(3 * 16000) / 16000
+    ref16 = (0.3 * np.sin(2 * np.pi * 140 * t) + 0.1 * np.sin(2 * np.pi * 310 * t) + 0.02 * rng.standard_normal(t.size)).astype(np.float32)
+    with torch.inference_mode():
+        ref24 = torch.from_numpy(ref16)  # the official prepare_conditionals passes the 16 kHz clip to embed_ref too
+        gen = s3gen.embed_ref(ref24, 16000, device="cpu")
+        spk = torch.from_numpy(ve.embeds_from_wavs([ref16], sample_rate=16000)).mean(0, keepdim=True)
+        prompt_tokens, _ = s3gen.tokenizer.forward([torch.from_numpy(ref16)], max_len=t3.hp.speech_cond_prompt_len)
+    cond = T3Cond(speaker_emb=spk, cond_prompt_speech_tokens=torch.atleast_2d(prompt_tokens), emotion_adv=0.5 * torch.ones(1, 1, 1))
+    Conditionals(cond, gen).save(ckpt / "conds.pt")
+
+    import perth
+
+    # The watermarker (resemble-perth's neural net) is not part of the model and its weights are not
+    # installed: the official constructor gets the package's own no-op watermarker instead.
+    perth.PerthImplicitWatermarker = perth.PerthImplicitWatermarker or perth.DummyWatermarker
+    model = ChatterboxTTS.from_local(ckpt, "cpu")
+    results = []
+    for text in TEXTS:
+        text_tokens = model.tokenizer.text_to_tokens(punc_norm(text))
+        tt = torch.cat([text_tokens, text_tokens], dim=0)
+        tt = torch.nn.functional.pad(tt, (1, 0), value=model.t3.hp.start_text_token)
+        tt = torch.nn.functional.pad(tt, (0, 1), value=model.t3.hp.stop_text_token)
+        with torch.inference_mode():
+            speech = model.t3.inference(t3_cond=model.conds.t3, text_tokens=tt, max_new_tokens=MAX_NEW,
+                                        temperature=0.8, cfg_weight=0.5, repetition_penalty=1.2, min_p=1.0, top_p=1.0)[0]
+            speech = speech[speech < 6561]
+            mel = model.s3gen.flow_inference(speech, ref_dict=model.conds.gen, finalize=True)
+            wav, _ = model.s3gen.inference(speech_tokens=speech, ref_dict=model.conds.gen)
+        results.append(dict(text=text, text_tokens=text_tokens[0].long(), speech_tokens=speech.long(), mel=mel[0].float(), wav=wav[0].float()))
+        logger.info("%r: %d text tokens, %d speech tokens, mel %s, wav %s", text, text_tokens.shape[1], speech.numel(), tuple(mel.shape), tuple(wav.shape))
+    torch.save(dict(seed=SEED, max_new=MAX_NEW, tiny_llama=TINY_LLAMA, results=results), out / "reference.pt")
+    (out / "fixture.json").write_text(json.dumps(dict(texts=TEXTS, max_new=MAX_NEW, tiny_llama=TINY_LLAMA)))
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    main(Path(sys.argv[1]))
