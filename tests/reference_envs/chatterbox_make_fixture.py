@@ -29,8 +29,10 @@ import torch
 logger = logging.getLogger("chatterbox_make_fixture")
 
 SEED = 1234
-MAX_NEW = 24  # T3 tokens per text (random weights rarely emit EOS)
+# T3 token budget per text: random weights rarely emit EOS, and the tiny random T3 follows the voice
+# prompt more than the text, so different budgets are what make the rows' lengths differ.
 TEXTS = ["Hello there, how are you today?", "Short one."]
+MAX_NEW = {TEXTS[0]: 24, TEXTS[1]: 13}
 TINY_LLAMA = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, head_dim=16, num_key_value_heads=4)
 
 
@@ -110,12 +112,13 @@ def main(out: Path) -> None:
         tt = torch.nn.functional.pad(tt, (1, 0), value=model.t3.hp.start_text_token)
         tt = torch.nn.functional.pad(tt, (0, 1), value=model.t3.hp.stop_text_token)
         with torch.inference_mode():
-            speech = model.t3.inference(t3_cond=model.conds.t3, text_tokens=tt, max_new_tokens=MAX_NEW,
+            speech = model.t3.inference(t3_cond=model.conds.t3, text_tokens=tt, max_new_tokens=MAX_NEW[text],
                                         temperature=0.8, cfg_weight=0.5, repetition_penalty=1.2, min_p=1.0, top_p=1.0)[0]
-            speech = speech[speech < 6561]
+            raw = speech.long()
+            speech = speech[speech < 6561]  # as ChatterboxTTS.generate (drops EOS and out-of-codebook ids)
             mel = model.s3gen.flow_inference(speech, ref_dict=model.conds.gen, finalize=True)
             wav, _ = model.s3gen.inference(speech_tokens=speech, ref_dict=model.conds.gen)
-        results.append(dict(text=text, text_tokens=text_tokens[0].long(), speech_tokens=speech.long(), mel=mel[0].float(), wav=wav[0].float()))
+        results.append(dict(text=text, raw_speech_tokens=raw, text_tokens=text_tokens[0].long(), speech_tokens=speech.long(), mel=mel[0].float(), wav=wav[0].float()))
         logger.info("%r: %d text tokens, %d speech tokens, mel %s, wav %s", text, text_tokens.shape[1], speech.numel(), tuple(mel.shape), tuple(wav.shape))
     torch.save(dict(seed=SEED, max_new=MAX_NEW, tiny_llama=TINY_LLAMA, results=results), out / "reference.pt")
     (out / "fixture.json").write_text(json.dumps(dict(texts=TEXTS, max_new=MAX_NEW, tiny_llama=TINY_LLAMA)))
