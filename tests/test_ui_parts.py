@@ -79,7 +79,7 @@ def test_prebuffer_outlasts_the_engine_step() -> None:
     assert prebuffer_for(0.0, 0, 5) == UNKNOWN_STEP_PREBUFFER_S  # no step timed yet
     assert UNKNOWN_STEP_PREBUFFER_S > 64 * 256 / 22050  # more than the engine's first window
     assert prebuffer_for(1.0, 40, 1) == PREBUFFER_S  # 25 ms per row-step, one line: the floor
-    assert prebuffer_for(1.0, 10, 5) == pytest.approx(1.0)  # 0.1 s per row-step, 5 lines: two 0.5 s steps
+    assert prebuffer_for(1.0, 5, 5) == pytest.approx(2.0)  # 0.2 s per row-step, 5 lines: two 1 s steps
     assert prebuffer_for(60.0, 10, 5) == MAX_PREBUFFER_S
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-PREBUFFER_S = 0.6  # the first window (0.4-0.5 s) and the start of the second: a runway for the third
+PREBUFFER_S = 1.0  # more than a first window (at most 0.74 s): the player starts with the second window too
 MAX_SEGMENT_S = 0.3  # short segments: reloads (after the newest one's duration) come often
 MIN_SEGMENT_S = 0.15  # no tiny segments while more audio is coming
 # The first piece: enough for ffmpeg to emit a frame at once (it holds two back), so the first
