@@ -20,12 +20,12 @@ MAX_AGE_ENV = "TTS_APP_OUTPUT_MAX_AGE_S"
 MAX_BYTES_ENV = "TTS_APP_OUTPUT_MAX_BYTES"
 SWEEP_ENV = "TTS_APP_OUTPUT_SWEEP_S"
 EMPTY_DIR_GRACE_S = 60.0
-WAKE_EVERY_FILES = 32  # a burst of runs gets swept without waiting for the timer
+WAKE_EVERY_FILES = 8  # a burst of runs gets swept without waiting for the timer
 
 
 @dataclass
 class StoreLimits:
-    """Caps of the output store; defaults 1 h and 1 GB, swept every 60 s and after every 32 new files."""
+    """Caps of the output store; defaults 1 h and 1 GB, swept every 60 s and after every 8 new files."""
 
     max_age_s: float = 3600.0
     max_bytes: int = 1 << 30
@@ -141,12 +141,13 @@ class OutputStore:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            # Cleared before sweeping: a wake-up sent while this sweep runs starts the next one at once.
+            self._wake.clear()
             try:
                 self.sweep()
             except OSError as exc:  # never let a disk error end the sweeper
                 logger.warning("output store sweep failed: %s", exc)
             self._wake.wait(self.limits.sweep_every_s)
-            self._wake.clear()
 
 
 _store: OutputStore | None = None
