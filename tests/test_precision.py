@@ -73,8 +73,15 @@ def test_fast_batched_rows_equal_their_solo_runs(fast_backend, sentences):
 
 
 def test_fast_batched_decoder_call_equals_per_row_calls(fast_backend):
-    """Batch invariance is a property of the int8/bf16 kernels: check it on one batched call."""
+    """One batched decoder call against per-row calls.
+
+    The int8 kernels are batch invariant (<= 1e-4). The bf16 ones are not: oneDNN blocks the
+    work by batch and rounds to bf16 in between (3.9e-4 measured on a Zen 4 EPYC), so
+    the engine decodes one row per call on CPU and a row never depends on its batch mates
+    (``test_fast_batched_rows_equal_their_solo_runs``).
+    """
     vits = fast_backend.model
+    assert vits.cpu_decode_rows == 1
     z_BxCxT = np.random.default_rng(0).standard_normal((8, 192, 88)).astype(np.float32)
     per_row = vits.decode(z_BxCxT)
     saved = vits.cpu_decode_rows
@@ -83,7 +90,8 @@ def test_fast_batched_decoder_call_equals_per_row_calls(fast_backend):
         batched = vits.decode(z_BxCxT)
     finally:
         vits.cpu_decode_rows = saved
-    assert np.abs(batched - per_row).max() <= 1e-4
+    tolerance = 1e-4 if vits.decoder_kind == "int8" else 2e-3  # bf16 keeps 8 bits of mantissa
+    assert np.abs(batched - per_row).max() <= tolerance
 
 
 def test_fast_output_stays_close_to_exact(fast_backend, piper_backend, sentences):
