@@ -104,3 +104,28 @@ def measure_gaps(played: np.ndarray, played_rate: int, sent: np.ndarray, sent_ra
         largest_drop_ms=round(float(-steps.min()) if len(steps) and steps.min() < 0 else 0.0, 1),
         start_offset_ms=round(offsets[0] / rate * 1000, 1),
     )
+
+
+def caption_sync(samples: list, buffer_len: int, rate: int, start_offset_s: float) -> dict:
+    """How far the highlighted caption word was from the audio being played.
+
+    ``samples``: one ``[buffer index, word start, word end]`` per Web Audio buffer the tap
+    recorded (start/end None when no word was highlighted). Buffer k holds captured samples
+    [k, k + 1) x ``buffer_len``; its middle, less ``start_offset_s`` (where the sent take
+    starts in the capture), is the take time being played. The error is that time's
+    distance outside the highlighted word's [start, end].
+    """
+    errors, words = [], set()
+    for index, start, end in samples:
+        if start is None:
+            continue
+        played_s = (index + 0.5) * buffer_len / rate - start_offset_s
+        errors.append(max(start - played_s, played_s - end, 0.0))
+        words.add((start, end))
+    return {
+        "buffers": len(samples),
+        "buffers_with_a_word": len(errors),
+        "words_highlighted": len(words),
+        "p90_error_ms": round(1000 * float(np.percentile(errors, 90)), 1) if errors else None,
+        "max_error_ms": round(1000 * max(errors), 1) if errors else None,
+    }

@@ -40,9 +40,16 @@ def _generate(client: Client, text: str, mode: str = OWN, builtin: str | None = 
 
 
 def _check_final(outputs: tuple, n_lines: int) -> dict:
-    _stream, full, files, status, figures = outputs
+    _stream, full, files, status, figures, captions = outputs
     assert status.startswith("✓"), status
-    assert len(files) == n_lines + 1, files  # one file a line, then the joined file
+    assert len(files) == 3 * (n_lines + 1), files  # a WAV a line, the joined WAV, then SRT and VTT of each
+    assert [f.rsplit(".", 1)[1] for f in files[: n_lines + 1]] == ["wav"] * (n_lines + 1)
+    take_srt = files[-2]
+    assert take_srt.endswith("all-lines.srt") and files[-1].endswith("all-lines.vtt")
+    last_end = open(take_srt, encoding="utf-8").read().strip().split("\n\n")[-1].split("\n")[1].split(" --> ")[1]
+    h, m, s = last_end.replace(",", ".").split(":")
+    take_end_s = int(h) * 3600 + int(m) * 60 + float(s)
+    assert captions.count("<span data-s=") >= 3 * n_lines  # the live captions hold every line's words
     durations = []
     for path in files[:n_lines]:
         audio, rate = sf.read(path, dtype="float32")
@@ -50,6 +57,7 @@ def _check_final(outputs: tuple, n_lines: int) -> dict:
         durations.append(len(audio) / rate)
     joined, _ = sf.read(full, dtype="float32")
     assert len(joined) / 22050 == pytest.approx(sum(durations) + 0.3 * (n_lines - 1), abs=0.01)
+    assert len(joined) / 22050 - 0.5 < take_end_s <= len(joined) / 22050  # the last word ends with the take
     rows = figures["data"]
     assert [row[0] for row in rows] == [*(str(i) for i in range(1, n_lines + 1)), "run"]
     return {"rows": rows, "status": status}
@@ -180,7 +188,7 @@ def test_normalisation_toggle_reaches_the_engine(client: Client) -> None:
 
     def speak(normalize: bool) -> np.ndarray:
         job = client.submit(text, OWN, None, None, 1.0, 1.0, 0, False, "", normalize, api_name="/generate")
-        _stream, full, _files, status, _figures = job.result()
+        _stream, full, _files, status, _figures, _captions = job.result()
         assert status.startswith("✓"), status
         audio, _rate = sf.read(full, dtype="float32")
         return audio

@@ -26,7 +26,7 @@ import pytest
 import soundfile as sf
 
 from conftest import REPO, serve_app
-from stream_gaps import measure_gaps
+from stream_gaps import caption_sync, measure_gaps
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -61,7 +61,7 @@ TABS = ["Speak", "A/B listening", "History", "Pronunciation", "API"]
 # plays, and notes when it starts playing and when each line player appears.
 TAP_SCRIPT = r"""
 (() => {
-  const probe = { rate: 0, chunks: [], events: [], firstPlayingAt: null, firstSoundAt: null, linesAt: {} };
+  const probe = { rate: 0, chunks: [], events: [], firstPlayingAt: null, firstSoundAt: null, linesAt: {}, captions: [] };
   window.__probe = probe;
   const originalPlay = HTMLMediaElement.prototype.play;
   HTMLMediaElement.prototype.play = function () {
@@ -74,6 +74,9 @@ TAP_SCRIPT = r"""
         probe.rate = ctx.sampleRate;
         tap.onaudioprocess = (e) => {
           probe.chunks.push(new Float32Array(e.inputBuffer.getChannelData(0)));
+          // the caption highlighted while this buffer plays: [buffer index, word start, word end] (take seconds)
+          const now = document.querySelector('#live-captions .captions span.now');
+          probe.captions.push([probe.chunks.length - 1, now ? +now.dataset.s : null, now ? +now.dataset.e : null]);
         };
         source.connect(tap);
         tap.connect(ctx.destination);
@@ -263,6 +266,8 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
     statuses = page.evaluate("() => window.__statuses")
     assert any("Analysing the reference" in s for s in statuses), statuses
     page.screenshot(path=str(artifacts_dir / "browser_streaming.png"), full_page=True)
+    page.locator("#stream-player").scroll_into_view_if_needed()  # the live stream still plays: its captions follow it
+    page.screenshot(path=str(artifacts_dir / "browser_captions.png"), full_page=False)
 
     # Listen to the live player until it ends or for LISTEN_AT_MOST_S, then measure what it inserted.
     page.wait_for_function(
@@ -274,6 +279,8 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
     played_rate = page.evaluate("() => window.__probe.rate")
     pcm = base64.b64decode(page.evaluate("() => window.__probe.capturedPcm16()"))
     events = page.evaluate("() => window.__probe.events")
+    caption_samples = page.evaluate("() => window.__probe.captions")
+    buffer_len = page.evaluate("() => window.__probe.chunks.length ? window.__probe.chunks[0].length : 0")
     fetches = page.evaluate(  # when the player fetched its playlist and segments, in the page's clock
         "() => performance.getEntriesByType('resource').filter(e => e.name.includes('/stream/'))"
         ".filter(e => e.startTime < window.__probe.firstSoundAt + 500)"
@@ -301,6 +308,8 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
         "first_fetches_ms": [[name, round(a - clicked_at, 1), round(b - clicked_at, 1)] for name, a, b in fetches],
         "events": [[name, round(at - clicked_at, 1), position] for name, at, position in events],
     }
+    sync = caption_sync(caption_samples, buffer_len, played_rate, report.start_offset_ms / 1000)
+    result["captions"] = sync
     (artifacts_dir / "stream_gaps.json").write_text(json.dumps(result, indent=2))
     assert not [e for e in errors if "is not a function" in e], errors
     assert report.windows > 50, result
@@ -310,6 +319,10 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
     assert report.inserted_total_ms < 50, result
     assert report.largest_jump_ms < 25, result
     assert report.largest_drop_ms < 25, result
+    # Captions: the highlighted word is the one being played (within 100 ms, 9 samples in 10),
+    # and the highlight moves through the words.
+    assert sync["words_highlighted"] >= 10, sync
+    assert sync["p90_error_ms"] <= 100, sync
 
 
 def _expect_refusal(page: Any, message: str, full_href: str | None) -> None:

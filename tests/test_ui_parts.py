@@ -160,21 +160,25 @@ def test_active_runs_cancel_only_that_session() -> None:
 
 
 def test_run_model_streams_lines_in_order_and_collects_figures() -> None:
+    from tts_app.engine.handle import AudioChunk, WordTiming
     from tts_app.ui.run_model import LINE_PAUSE_S, LineFailed, SpeakRun
 
     rate = 1000
     run = SpeakRun(["one", "two"], rate, streaming=True)
     metrics = {"total_s": 0.5, "queue_wait_s": 0.0, "audio_s": 1.0}
     # Line 2 finishes first: nothing of it may reach the stream before line 1 has ended.
-    step = run.feed([(1, np.full(800, 0.2, np.float32)), (1, None)], lambda i: metrics)
-    assert step.finished == [1] and step.first_audio and step.segments == []
-    step = run.feed([(0, np.full(900, 0.1, np.float32)), (0, None)], lambda i: metrics)
+    step = run.feed([(1, AudioChunk(np.full(800, 0.2, np.float32), (WordTiming("two", 0.1, 0.5),))), (1, None)], lambda i: metrics)
+    assert step.finished == [1] and step.first_audio and step.segments == [] and step.new_words
+    assert run.take_words() == []  # line 1's length is not known yet, so neither is where line 2 starts
+    step = run.feed([(0, AudioChunk(np.full(900, 0.1, np.float32), (WordTiming("one", 0.2, 0.8),))), (0, None)], lambda i: metrics)
     assert step.finished == [0] and run.complete
     streamed = np.concatenate(step.segments)
     pause = int(LINE_PAUSE_S * rate)
     assert len(streamed) == 900 + pause + 800
     assert np.all(streamed[:900] == np.float32(0.1)) and np.all(streamed[900 + pause :] == np.float32(0.2))
     assert np.array_equal(run.joined(), streamed)  # the joined file is what the stream played
+    # line 2's word moves by line 1's audio and the pause: where it is heard in the stream
+    assert run.take_words() == [WordTiming("one", 0.2, 0.8), WordTiming("two", 0.9 + LINE_PAUSE_S + 0.1, 0.9 + LINE_PAUSE_S + 0.5)]
     summary = run.finish()
     assert summary["audio_s"] == pytest.approx(2.0) and summary["time_to_first_audio_s"] is not None
     failing = SpeakRun(["x"], rate, streaming=False)

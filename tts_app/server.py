@@ -11,6 +11,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response
 
+from tts_app.api.captioned_speech import router as captioned_router
 from tts_app.api.openai_speech import router as openai_router
 from tts_app.ffmpeg_path import ensure_ffmpeg_on_path
 from tts_app.file_guard import FileDataGuard
@@ -40,6 +41,7 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     """The FastAPI app with ``/v1/...`` routes and ``demo`` (queue already configured) mounted at ``/``."""
     app = FastAPI(title="tts_app", docs_url="/v1/docs", openapi_url="/v1/openapi.json", redoc_url=None)
     app.include_router(openai_router)
+    app.include_router(captioned_router)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:

@@ -20,13 +20,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tts_app.api.audio_formats import DEFAULT_FORMAT, FORMATS, EncoderBusy, EncoderUnavailable, open_encoder
+from tts_app.api.audio_formats import DEFAULT_FORMAT, FORMATS, Encoder, EncoderBusy, EncoderUnavailable, open_encoder
 from tts_app.api.disconnect import ClientGone, until_disconnect
 from tts_app.api.limits import BodyError, read_json_body
 from tts_app.api.voice_aliases import VoiceAliasError, api_voice_names, resolve_voice
@@ -63,7 +64,7 @@ class SpeechRequest(BaseModel):
     lexicon: dict[str, str] | None = Field(default=None, max_length=500)  # word -> respelling or /ipa/, over the saved one
 
 
-async def _until_shutdown(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+async def until_shutdown(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
     """``chunks`` until the server starts shutting down: the body then ends cleanly (a complete
     chunked response, the encoder flushed) before uvicorn's grace period runs out."""
     async for chunk in chunks:
@@ -86,7 +87,8 @@ def _validation_error(exc: ValidationError) -> JSONResponse:
     param = ".".join(str(part) for part in first.get("loc", ())) or None
     message = first.get("msg", "invalid request")
     if first.get("type") == "literal_error" and param == "response_format":
-        message = f"response_format must be one of: {', '.join(FORMATS)}"
+        allowed = str(first.get("ctx", {}).get("expected", "")).replace("'", "").replace(" or ", ", ")
+        message = f"response_format must be one of: {allowed or ', '.join(FORMATS)}"
     elif first.get("type") == "literal_error" and param == "stream_format":
         message = "stream_format must be 'audio' (server-sent events are not offered)"
     elif first.get("type") == "missing":
@@ -114,14 +116,17 @@ async def list_voices() -> dict[str, Any]:
         return {"voices": [DEFAULT_VOICE], "error": "the voice alias file is invalid; see the server log"}
 
 
-@router.post("/v1/audio/speech", response_model=None)
-async def create_speech(request: Request) -> Response:
-    """Synthesize ``input`` and stream it back as mp3 (default), opus, aac, flac, wav or pcm.
+@dataclass
+class Submitted:
+    """A validated request, on its way through the engine."""
 
-    OpenAI voice names are aliases of voices here; ``instructions`` is accepted and
-    ignored (this model takes no style prompt); ``"stream": false`` returns a
-    complete file whose header states its length.
-    """
+    body: SpeechRequest
+    engine: Any  # tts_app.engine.Engine
+    handle: Any  # tts_app.engine.RequestHandle
+
+
+async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRequest) -> Submitted | JSONResponse:
+    """Read, validate and submit a speech request; an OpenAI-shaped 4xx/5xx response when it cannot run."""
     try:
         payload = await read_json_body(request)
     except BodyError as exc:
@@ -129,7 +134,7 @@ async def create_speech(request: Request) -> Response:
     if not isinstance(payload, dict):
         return error_response(400, "the request body must be a JSON object", code="invalid_json")
     try:
-        body = SpeechRequest.model_validate(payload)
+        body = schema.model_validate(payload)
     except ValidationError as exc:
         return _validation_error(exc)
 
@@ -169,18 +174,38 @@ async def create_speech(request: Request) -> Response:
         return error_response(503, "the engine queue is full; retry shortly", code="engine_busy", error_type="server_error")
     except ValueError as exc:
         return error_response(400, str(exc), param="input", code="invalid_value")
+    return Submitted(body, engine, handle)
 
-    sample_rate = int(engine.sample_rate)
-    headers = {"X-Sample-Rate": str(sample_rate), "Cache-Control": "no-store"}
-    media_type = FORMATS[body.response_format].media_type
+
+def open_audio_encoder(fmt: str, submitted: Submitted) -> Encoder | JSONResponse:
+    """The encoder for ``fmt``, or an error response (the request is then cancelled)."""
     try:
-        encoder = open_encoder(body.response_format, sample_rate)
+        return open_encoder(fmt, int(submitted.engine.sample_rate))
     except EncoderBusy as exc:
-        handle.cancel()
+        submitted.handle.cancel()
         return error_response(503, str(exc), code="encoder_busy", error_type="server_error")
     except EncoderUnavailable as exc:
-        handle.cancel()
+        submitted.handle.cancel()
         return error_response(400, str(exc), param="response_format", code="unsupported_format")
+
+
+@router.post("/v1/audio/speech", response_model=None)
+async def create_speech(request: Request) -> Response:
+    """Synthesize ``input`` and stream it back as mp3 (default), opus, aac, flac, wav or pcm.
+
+    OpenAI voice names are aliases of voices here; ``instructions`` is accepted and
+    ignored (this model takes no style prompt); ``"stream": false`` returns a
+    complete file whose header states its length.
+    """
+    submitted = await submit_speech(request)
+    if isinstance(submitted, JSONResponse):
+        return submitted
+    body, handle = submitted.body, submitted.handle
+    headers = {"X-Sample-Rate": str(int(submitted.engine.sample_rate)), "Cache-Control": "no-store"}
+    media_type = FORMATS[body.response_format].media_type
+    encoder = open_audio_encoder(body.response_format, submitted)
+    if isinstance(encoder, JSONResponse):
+        return encoder
 
     if not body.stream:
         try:
@@ -196,7 +221,7 @@ async def create_speech(request: Request) -> Response:
 
     async def body_chunks() -> AsyncIterator[bytes]:
         try:
-            async with aclosing(encoder.stream(_until_shutdown(handle.astream()))) as encoded:  # closed now, not at GC: ffmpeg stops
+            async with aclosing(encoder.stream(until_shutdown(handle.astream()))) as encoded:  # closed now, not at GC: ffmpeg stops
                 async for data in encoded:
                     yield data
         finally:

@@ -31,12 +31,22 @@ class RowInput:
     parsed: Any = None  # what the backend's check_text returned for ``text``
 
 
+@dataclass(frozen=True)
+class WordTiming:
+    """Where a written word is heard in the request's audio, in seconds from its first sample."""
+
+    word: str
+    start: float
+    end: float
+
+
 @dataclass
 class StepOutput:
     """One row's result of one engine step."""
 
     audio: np.ndarray  # float32 mono, the samples new since the last step (may be empty)
     done: bool  # True when this row has produced all of its audio
+    words: tuple[WordTiming, ...] = ()  # words whose audio has now all been sent (backends that know durations)
 
 
 class Backend(ABC):

@@ -10,8 +10,9 @@ import numpy as np
 
 from ..config import SPEED_MAX, SPEED_MIN, SynthesisSettings
 from ..model import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
-from ..text import TextError, TextOptions, prepare_text, to_ids
+from ..text import TextError, TextOptions, prepare_text, to_ids, word_id_spans
 from .base import Backend, RowInput, StepOutput
+from .word_clock import WordClock
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -24,6 +25,8 @@ class ParsedText:
     chunk_ids: tuple[tuple[int, ...], ...]
     pauses_s: tuple[float, ...]
     rates: tuple[float, ...] = ()  # per chunk, times the request's speed (SSML <prosody rate>); empty: all 1
+    words: tuple[str, ...] = ()  # the written words, for timestamps
+    word_spans: tuple[tuple[tuple[int, int, int], ...], ...] = ()  # per chunk: (word, first id, end id)
 
 
 @dataclass
@@ -40,6 +43,8 @@ class PiperRow:
     plan: list[Window] = field(default_factory=list)
     next_window: int = 0
     pause_s: float = 0.0  # silence after the chunk being decoded
+    clock: WordClock | None = None  # word timings, released as their audio is sent
+    sent_samples: int = 0
 
     @property
     def chunk_rate(self) -> float:
@@ -80,7 +85,9 @@ class PiperBackend(Backend):
         ids = tuple(tuple(to_ids(c.phonemes, id_map)) for c in chunks)
         if not ids:
             raise TextError("text has nothing to speak")
-        return ParsedText(prepared.text, ids, tuple(c.pause_after_s for c in chunks), tuple(c.rate for c in chunks))
+        spans = tuple(tuple(word_id_spans(c.phonemes, c.word_of, id_map)) for c in chunks)
+        pauses, rates = tuple(c.pause_after_s for c in chunks), tuple(c.rate for c in chunks)
+        return ParsedText(prepared.text, ids, pauses, rates, tuple(prepared.words), spans)
 
     # -- model side (worker thread) -------------------------------------------
     def prepare(self, rows: Sequence[RowInput]) -> list[PiperRow]:
@@ -91,7 +98,8 @@ class PiperBackend(Backend):
             streamer = None
             if row.voice is not None and row.voice_strength > 0:
                 streamer = row.voice.streamer(row.voice_strength, sample_rate=self.sample_rate)
-            states.append(PiperRow(parsed, settings, np.random.default_rng(settings.seed), streamer))
+            clock = WordClock.for_chunks(parsed.words, parsed.word_spans, self.sample_rate, self.model.hop) if parsed.word_spans else None
+            states.append(PiperRow(parsed, settings, np.random.default_rng(settings.seed), streamer, clock=clock))
         self._run_text_stage(states)
         return states
 
@@ -112,12 +120,15 @@ class PiperBackend(Backend):
             )
             for s in todo
         ]
-        for s, z_CxT in zip(todo, self.model.text_to_latents(requests)):
+        for s, (z_CxT, frames_N) in zip(todo, self.model.text_to_timed_latents(requests)):
             s.z_CxT = z_CxT
             s.decoder = self.model.new_decoder_stream()
             s.plan = plan_windows(z_CxT.shape[1], self.window_frames, self.first_window_frames)
             s.next_window = 0
             s.pause_s = s.parsed.pauses_s[s.next_chunk] / s.settings.speed  # pauses scale like speech
+            if s.clock is not None:
+                pause = int(round(s.pause_s * self.sample_rate))
+                s.clock.time_chunk(s.parsed.word_spans[s.next_chunk], frames_N, z_CxT.shape[1] * self.model.hop, pause)
             s.next_chunk += 1
 
     def step(self, states: Sequence[PiperRow]) -> list[StepOutput]:
@@ -142,4 +153,6 @@ class PiperBackend(Backend):
             audio = state.streamer.process(audio)
             if done:
                 audio = np.concatenate([audio, state.streamer.flush()]).astype(np.float32, copy=False)
-        return StepOutput(audio, done)
+        state.sent_samples += audio.size
+        words = state.clock.release(state.sent_samples, done) if state.clock is not None else ()
+        return StepOutput(audio, done, words)

@@ -1,12 +1,14 @@
 """The engine: request queue, continuous batching and streaming handles."""
 
 from .engine import Engine, EngineClosed, LineRejected
-from .handle import RequestCancelled, RequestHandle
+from ..backends.base import WordTiming
+from .handle import AudioChunk, RequestCancelled, RequestHandle
 from .metrics import RequestMetrics
 from .request import RequestStatus
 from .scheduler import EngineBusy, Scheduler
 
 __all__ = [
+    "AudioChunk",
     "Engine",
     "EngineBusy",
     "EngineClosed",
@@ -16,4 +18,5 @@ __all__ = [
     "RequestMetrics",
     "RequestStatus",
     "Scheduler",
+    "WordTiming",
 ]

@@ -284,11 +284,11 @@ class Engine:
                 self._retire(req, RequestStatus.FAILED, out)
                 continue
             req.batch_sizes.append(len(running))
-            if out.audio.size:
-                if req.first_audio_at is None:
+            if out.audio.size or out.words:
+                if req.first_audio_at is None and out.audio.size:
                     req.first_audio_at = now
                 req.samples += out.audio.size
-                self._handles[req.id]._push(np.asarray(out.audio, np.float32))
+                self._handles[req.id]._push(np.asarray(out.audio, np.float32), out.words)
             if out.done:
                 self._retire(req, RequestStatus.FINISHED)
 

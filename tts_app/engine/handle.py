@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from contextlib import aclosing, closing
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, AsyncIterator, Iterator
 
 import numpy as np
 
+from ..backends.base import WordTiming
 from .metrics import RequestMetrics
 from .request import Request, RequestStatus
 
@@ -19,21 +22,29 @@ class RequestCancelled(RuntimeError):
     """The request was cancelled before it finished."""
 
 
+@dataclass(frozen=True)
+class AudioChunk:
+    """New audio of a request, and the words whose audio is now all sent (times in seconds from its start)."""
+
+    audio: np.ndarray  # float32 mono [S], may be empty when only words arrive
+    words: tuple[WordTiming, ...] = ()
+
+
 class RequestHandle:
     """Returned by ``Engine.submit``. Chunks are float32 mono at ``engine.sample_rate``."""
 
     def __init__(self, engine: "Engine", req: Request) -> None:
         self._engine = engine
         self._req = req
-        self._chunks: list[np.ndarray] = []
+        self._chunks: list[AudioChunk] = []
         self._done = False
         self._cond = threading.Condition()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
 
     # -- worker side ------------------------------------------------------------
-    def _push(self, chunk: np.ndarray) -> None:
+    def _push(self, audio: np.ndarray, words: tuple[WordTiming, ...] = ()) -> None:
         with self._cond:
-            self._chunks.append(chunk)
+            self._chunks.append(AudioChunk(audio, tuple(words)))
             self._notify()
 
     def _finish(self) -> None:
@@ -83,7 +94,28 @@ class RequestHandle:
         if self._req.status is RequestStatus.FAILED:
             raise self._req.error if self._req.error is not None else RuntimeError("request failed")
 
+    @property
+    def words(self) -> list[WordTiming]:
+        """Word timings released so far (all of them once the request is done); empty for models without durations."""
+        with self._cond:
+            return [w for c in self._chunks for w in c.words]
+
     def __iter__(self) -> Iterator[np.ndarray]:
+        """The audio, chunk by chunk (empty chunks skipped); stopping early cancels the request."""
+        with closing(self.chunks()) as chunks:  # closed at once, not at garbage collection
+            for c in chunks:
+                if c.audio.size:
+                    yield c.audio
+
+    async def astream(self) -> AsyncIterator[np.ndarray]:
+        """Async form of iteration, for Gradio and other asyncio callers."""
+        async with aclosing(self.achunks()) as chunks:
+            async for c in chunks:
+                if c.audio.size:
+                    yield c.audio
+
+    def chunks(self) -> Iterator[AudioChunk]:
+        """Audio with its word timings as the engine produces them; stopping early cancels the request."""
         i = 0
         finished = False
         try:
@@ -102,8 +134,8 @@ class RequestHandle:
             if not finished:  # the caller stopped listening: free the slot
                 self.cancel()
 
-    async def astream(self) -> AsyncIterator[np.ndarray]:
-        """Async form of iteration, for Gradio and other asyncio callers."""
+    async def achunks(self) -> AsyncIterator[AudioChunk]:
+        """Async form of ``chunks``."""
         loop = asyncio.get_running_loop()
         i = 0
         finished = False
@@ -145,4 +177,5 @@ class RequestHandle:
         if self._req.status is RequestStatus.CANCELLED:
             raise RequestCancelled(f"request {self.id} was cancelled")
         with self._cond:
-            return np.concatenate(self._chunks) if self._chunks else np.zeros(0, np.float32)
+            audio = [c.audio for c in self._chunks]
+        return np.concatenate(audio) if audio else np.zeros(0, np.float32)

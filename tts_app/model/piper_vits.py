@@ -207,7 +207,14 @@ class PiperVits:
 
     # -- text stage -----------------------------------------------------------
     def text_to_latents(self, rows: Sequence[LatentRequest]) -> list[np.ndarray]:
-        """Ragged batch of phoneme-id rows -> one latent array z [192, T_i] per row.
+        """Ragged batch of phoneme-id rows -> one latent array z [192, T_i] per row (see ``text_to_timed_latents``)."""
+        return [z_CxT for z_CxT, _ in self.text_to_timed_latents(rows)]
+
+    def text_to_timed_latents(self, rows: Sequence[LatentRequest]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Ragged batch of phoneme-id rows -> (latents z [192, T_i], frames per id [N_i]) per row.
+
+        The frame counts are the length regulator's: id k covers latent frames
+        ``cumsum(frames)[k-1]`` to ``cumsum(frames)[k]`` (word timestamps come from them).
 
         Rows are padded to a multiple of ``ID_BUCKET`` ids and grouped by that
         padded length: the encoder's attention sums over the padded axis, and
@@ -219,14 +226,14 @@ class PiperVits:
         groups: dict[int, list[int]] = {}
         for i, r in enumerate(rows):
             groups.setdefault(_round_up(len(r.ids), ID_BUCKET), []).append(i)
-        out: list[np.ndarray] = [np.empty(0)] * len(rows)
+        out: list[tuple[np.ndarray, np.ndarray]] = [(np.empty(0), np.empty(0))] * len(rows)
         for n, group in groups.items():
             for idx in _power_of_two_parts(group):
-                for i, z_CxT in zip(idx, self._text_group([rows[i] for i in idx], [dp_noise[i] for i in idx], n)):
-                    out[i] = z_CxT
+                for i, timed in zip(idx, self._text_group([rows[i] for i in idx], [dp_noise[i] for i in idx], n)):
+                    out[i] = timed
         return out
 
-    def _text_group(self, rows: Sequence[LatentRequest], dp_noise: Sequence[np.ndarray], N: int) -> list[np.ndarray]:
+    def _text_group(self, rows: Sequence[LatentRequest], dp_noise: Sequence[np.ndarray], N: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Rows of one bucket length ``N`` through encoder, length regulation and flow."""
         n_ids = [len(r.ids) for r in rows]
         B = len(rows)
@@ -239,10 +246,11 @@ class PiperVits:
         logw_Bx1xN, m_BxCxN, logs_BxCxN, _ = self._encoder.run(
             {"input": ids_BxN, "input_lengths": np.asarray(n_ids, np.int64), "scales": np.ones(3, np.float32), DP_NOISE: noise_Bx2xN},
         )
-        priors = []
+        priors, frames = [], []
         for b, r in enumerate(rows):
             n = n_ids[b]
             durations = phoneme_frames(np.exp(logw_Bx1xN[b, 0, :n]), r.length_scale, r.speed)
+            frames.append(durations)
             m_CxT = np.repeat(m_BxCxN[b, :, :n], durations, axis=1)
             logs_CxT = np.repeat(logs_BxCxN[b, :, :n], durations, axis=1)
             if m_CxT.shape[1] == 0:  # the model's own clamp: at least one frame
@@ -259,7 +267,7 @@ class PiperVits:
             z_p_BxCxT[b, :, : p.shape[1]] = p
             y_mask_Bx1xT[b, 0, : p.shape[1]] = 1.0
         (z_BxCxT,) = self._flow.run({FLOW_INPUTS[0]: z_p_BxCxT, FLOW_INPUTS[1]: y_mask_Bx1xT})
-        return [z_BxCxT[b, :, : p.shape[1]].copy() for b, p in enumerate(priors)]
+        return [(z_BxCxT[b, :, : p.shape[1]].copy(), frames[b]) for b, p in enumerate(priors)]
 
     # -- decoder --------------------------------------------------------------
     def new_decoder_stream(self) -> DecoderStream:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # Clause punctuation where a long sentence may be cut with a short pause.
 _CLAUSE_MARKS = (",", ";", ":")
@@ -15,6 +15,7 @@ class Chunk:
     phonemes: tuple[str, ...]
     pause_after_s: float  # silence to put after this chunk's audio
     rate: float = 1.0  # speaking rate of this chunk relative to the request's (SSML <prosody rate>)
+    word_of: tuple[int, ...] = ()  # per phoneme: index of its written word in the request, -1 for none
 
 
 def _cut_points(phonemes: list[str], max_len: int) -> list[int]:
@@ -42,16 +43,20 @@ def chunk_sentences(
     max_phonemes: int = 400,
     sentence_pause_s: float = 0.25,
     clause_pause_s: float = 0.12,
+    word_of: list[list[int]] | None = None,
 ) -> list[Chunk]:
-    """Turn phonemized sentences into chunks; the last chunk gets no pause."""
+    """Turn phonemized sentences into chunks; the last chunk gets no pause.
+
+    ``word_of`` (per sentence, per phoneme: its written word) is cut the same way.
+    """
     chunks: list[Chunk] = []
-    for sentence in sentences:
+    for k, sentence in enumerate(sentences):
         bounds = [0, *_cut_points(sentence, max_phonemes), len(sentence)]
-        pieces = [sentence[a:b] for a, b in zip(bounds, bounds[1:])]
-        pieces = [p for p in pieces if any(ph.strip() for ph in p)]
-        for i, piece in enumerate(pieces):
+        pieces = [(a, b) for a, b in zip(bounds, bounds[1:]) if any(ph.strip() for ph in sentence[a:b])]
+        for i, (a, b) in enumerate(pieces):
             pause = sentence_pause_s if i == len(pieces) - 1 else clause_pause_s
-            chunks.append(Chunk(tuple(piece), pause))
+            labels = tuple(word_of[k][a:b]) if word_of is not None else ()
+            chunks.append(Chunk(tuple(sentence[a:b]), pause, word_of=labels))
     if chunks:
-        chunks[-1] = Chunk(chunks[-1].phonemes, 0.0)
+        chunks[-1] = replace(chunks[-1], pause_after_s=0.0)
     return chunks

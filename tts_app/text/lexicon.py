@@ -60,7 +60,7 @@ class Lexicon:
         def one(m: re.Match) -> str:
             key = m.group(1).lower()
             if key in self.ipa:
-                return slots.add(self.ipa[key], f"lexicon entry {key!r}")
+                return slots.add(self.ipa[key], f"lexicon entry {key!r}", m.group(1))
             return self.respell[key]
 
         return self._pattern.sub(one, text)

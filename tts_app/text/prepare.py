@@ -6,8 +6,8 @@ Normalisation runs before espeak splits sentences, so "Dr. Smith" stays one phra
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from .chunk import Chunk, chunk_sentences
 from .errors import TextError
@@ -17,6 +17,7 @@ from .normalize import normalize_text
 from .phonemize import phonemize
 from .slots import SLOT_RE, PhonemeSlots, ipa_symbols
 from .ssml import JOIN, Segment, is_ssml, parse_ssml
+from .words import NO_WORD, clause_ends, label_phonemes, shown_word, word_phonemes, written_words
 
 _SENTENCE_END = (".", "!", "?")
 _MARKS = frozenset(".,;:!?")
@@ -52,6 +53,7 @@ class PreparedText:
     text: str  # what was phonemized, after normalisation (phoneme slots shown as /ipa/)
     chunks: list[Chunk]
     warnings: list[str] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)  # the written words, as captions show them; Chunk.word_of indexes them
 
 
 def phonemize_spliced(text: str, espeak_voice: str, slots: PhonemeSlots) -> list[list[str]]:
@@ -104,6 +106,7 @@ def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], opt
         options.lexicon.check(id_map)
     chunks: list[Chunk] = []
     shown: list[str] = []
+    all_words: list[str] = []
     final_break = False
     for seg in segments:
         words = options.lexicon.apply(seg.text, slots) if options.lexicon is not None else seg.text
@@ -111,7 +114,9 @@ def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], opt
             words = expand_text(words)
         shown.append(_show(words, slots))
         sentences = phonemize_spliced(words, espeak_voice, slots)
-        pieces = chunk_sentences(sentences, options.max_phonemes, options.sentence_pause_s, options.clause_pause_s)
+        word_of = _word_labels(sentences, words, len(all_words), word_phonemes(espeak_voice, slots))
+        all_words.extend(shown_word(w, slots) for w in written_words(words))
+        pieces = chunk_sentences(sentences, options.max_phonemes, options.sentence_pause_s, options.clause_pause_s, word_of)
         if not pieces:
             continue
         pause = seg.pause_after_s
@@ -119,13 +124,23 @@ def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], opt
             pause = options.sentence_pause_s
         elif pause == JOIN:
             pause = 0.0
-        pieces[-1] = Chunk(pieces[-1].phonemes, pause)
-        chunks.extend(Chunk(c.phonemes, c.pause_after_s, seg.rate) for c in pieces)
+        pieces[-1] = replace(pieces[-1], pause_after_s=pause)
+        chunks.extend(replace(c, rate=seg.rate) for c in pieces)
         final_break = seg.pause_is_break
     slots.check(id_map)
     if not chunks:
         raise TextError("text has nothing to speak")
     # The end of the utterance gets no pause, unless the SSML asked for one with a final <break>.
-    last = chunks[-1]
-    chunks[-1] = Chunk(last.phonemes, last.pause_after_s if final_break else 0.0, last.rate)
-    return PreparedText(" ".join(shown), chunks, warnings)
+    if not final_break:
+        chunks[-1] = replace(chunks[-1], pause_after_s=0.0)
+    return PreparedText(" ".join(shown), chunks, warnings, all_words)
+
+
+def _word_labels(sentences: list[list[str]], text: str, first: int, own: Callable[[str], Sequence[str]]) -> list[list[int]]:
+    """Per sentence, per phoneme: the index of its written word in the request (``first`` + index in ``text``)."""
+    flat = label_phonemes([p for s in sentences for p in s], written_words(text), own, clause_ends(text))
+    out, at = [], 0
+    for s in sentences:
+        out.append([w + first if w != NO_WORD else NO_WORD for w in flat[at : at + len(s)]])
+        at += len(s)
+    return out

@@ -33,13 +33,14 @@ class PhonemeSlots:
 
     ipa: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)  # placeholder -> where it came from, for errors
+    words: dict[str, str] = field(default_factory=dict)  # placeholder -> the written word it replaces (captions)
 
-    def add(self, ipa: str, label: str) -> str:
+    def add(self, ipa: str, label: str, word: str = "") -> str:
         n = _FIRST + len(self.ipa)
         if n > _LAST:
             raise TextError("too many phoneme overrides in one text")
         ch = chr(n)
-        self.ipa[ch], self.labels[ch] = ipa, label
+        self.ipa[ch], self.labels[ch], self.words[ch] = ipa, label, word.strip()
         return ch
 
     def check(self, id_map: Mapping[str, object]) -> None:

@@ -159,7 +159,7 @@ class _Builder:
             ph = el.get("ph")
             if not ph:
                 raise TextError("SSML <phoneme> needs a ph attribute")
-            self.buf.append(f" {self.slots.add(ph, f'SSML <phoneme ph={ph[:30]!r}>')} ")
+            self.buf.append(f" {self.slots.add(ph, f'SSML <phoneme ph={ph[:30]!r}>', inner)} ")
         elif tag == "say-as":
             self.add(f" {_say_as(el, inner)} ")
         elif tag == "sub":

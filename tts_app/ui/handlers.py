@@ -5,17 +5,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
+from tts_app.captions import to_srt, to_vtt
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.model_engines import ModelUnavailable, engine_for, model_loaded
 from tts_app.models_available import EMBEDDED_ID
 from tts_app.shared_engine import get_engine
 from tts_app.ui.active_runs import ACTIVE_RUNS
+from tts_app.ui.captions_view import EMPTY as EMPTY_CAPTIONS
+from tts_app.ui.captions_view import captions_html
 from tts_app.ui.history import Take, add_take
 from tts_app.ui.model_picker import check_model, model_label
 from tts_app.ui.run_figures import estimate_wait_s
@@ -54,9 +58,10 @@ class SpeakOutputs:
     figures: gr.Dataframe
     lines: gr.State
     history: gr.State
+    captions: gr.HTML
 
     def as_list(self) -> list[Any]:
-        return [self.stream, self.full, self.files, self.status, self.figures, self.lines, self.history]
+        return [self.stream, self.full, self.files, self.status, self.figures, self.lines, self.history, self.captions]
 
 
 @dataclass(frozen=True)
@@ -164,7 +169,10 @@ def _settings_values(speed: float | None, seed: float | None, strength: float | 
 
 def _start_updates(outputs: SpeakOutputs, status: str) -> dict[Any, Any]:
     """The first update of an accepted run: clear the last run's outputs (a refused run leaves them)."""
-    return {outputs.status: status, outputs.figures: [], outputs.files: None, outputs.full: None, outputs.lines: []}
+    return {
+        outputs.status: status, outputs.figures: [], outputs.files: None, outputs.full: None, outputs.lines: [],
+        outputs.captions: EMPTY_CAPTIONS,
+    }  # fmt: skip
 
 
 def _progress_status(run: SpeakRun, handles: Sequence[Any]) -> str:
@@ -235,6 +243,8 @@ async def _generate(
     pumps = [asyncio.create_task(pump(i, h, events)) for i, h in enumerate(handles)]
     getter: asyncio.Future[Event] | None = None
     line_paths: dict[int, str] = {}
+    caption_paths: dict[int, list[str]] = {}
+    run_id = uuid.uuid4().hex[:12]  # the page's caption script restarts its clock for a new run
 
     def metrics_of(index: int) -> dict[str, Any]:
         metrics = handles[index].metrics.as_dict()
@@ -254,8 +264,7 @@ async def _generate(
             except LineFailed as exc:
                 raise gr.Error(str(exc)) from exc
             for index in step.finished:
-                audio = run.lines[index].audio()
-                line_paths[index] = str(write_wav(new_file(session, f"line-{index + 1:02d}", ".wav"), audio, run.sample_rate))
+                line_paths[index], caption_paths[index] = _write_line(session, index, run)
 
             update: dict[Any, Any] = {}
             for segment in step.segments[:-1]:
@@ -267,8 +276,10 @@ async def _generate(
                 update[outputs.lines] = [
                     {"index": str(i + 1), "text": run.lines[i].text, "path": line_paths[i]} for i in ordered
                 ]
-                update[outputs.files] = [line_paths[i] for i in ordered]
+                update[outputs.files] = [*(line_paths[i] for i in ordered), *(p for i in ordered for p in caption_paths[i])]
                 update[outputs.figures] = run.figures.table()
+            if step.new_words or step.finished:
+                update[outputs.captions] = captions_html(run.take_lines(), run_id)
             if run.has_audio:
                 update[outputs.status] = _progress_status(run, handles)
             if update:
@@ -276,6 +287,7 @@ async def _generate(
 
         summary = run.finish()
         full_path = str(write_wav(new_file(session, "all-lines", ".wav"), run.joined(), run.sample_rate))
+        take_captions = _write_captions(session, "all-lines", run.take_words())
         take = Take(
             kind="speak",
             lines=list(lines),
@@ -290,7 +302,11 @@ async def _generate(
         )
         yield {
             outputs.full: full_path,
-            outputs.files: [line_paths[i] for i in sorted(line_paths)] + [full_path],
+            outputs.files: [
+                *(line_paths[i] for i in sorted(line_paths)), full_path,
+                *(p for i in sorted(line_paths) for p in caption_paths[i]), *take_captions,
+            ],  # fmt: skip
+            outputs.captions: captions_html(run.take_lines(), run_id),
             outputs.figures: run.figures.table(),
             outputs.history: add_take(history, take),
             outputs.status: _done_status(summary, len(run.lines)),
@@ -303,6 +319,25 @@ async def _generate(
         if getter is not None:
             getter.cancel()
         ACTIVE_RUNS.remove(session, handles)
+
+
+def _write_line(session: str, index: int, run: SpeakRun) -> tuple[str, list[str]]:
+    """A finished line's WAV file, and its SRT and WebVTT files."""
+    line, stem = run.lines[index], f"line-{index + 1:02d}"
+    wav = str(write_wav(new_file(session, stem, ".wav"), line.audio(), run.sample_rate))
+    return wav, _write_captions(session, stem, line.words)
+
+
+def _write_captions(session: str, stem: str, words: Sequence[Any]) -> list[str]:
+    """SRT and WebVTT files of ``words`` (none for a model without word timings)."""
+    if not words:
+        return []
+    paths = []
+    for suffix, render in ((".srt", to_srt), (".vtt", to_vtt)):
+        path = new_file(session, stem, suffix)
+        path.write_text(render(words), encoding="utf-8")
+        paths.append(str(path))
+    return paths
 
 
 def cancel_session(session: str | None) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 import gradio as gr
 
 from tts_app.config import SPEED_MAX, SPEED_MIN
-from tts_app.ui import handlers
+from tts_app.ui import captions_view, handlers
 from tts_app.ui.ab import build_ab_tab
 from tts_app.ui.api_help import api_help_markdown
 from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, history_table, history_zip, take_audio
@@ -188,6 +188,7 @@ def build_demo() -> gr.Blocks:
                             interactive=False,
                             elem_id="stream-player",
                         )
+                        captions = gr.HTML(captions_view.EMPTY, label="Captions", show_label=False, elem_id="live-captions", padding=False)
                         gr.Markdown(
                             "Each line gets its own player and download below as soon as it is done.",
                             elem_classes=["muted"], elem_id="line-players-hint",
@@ -236,7 +237,7 @@ def build_demo() -> gr.Blocks:
             with gr.Tab("API", id="api"):
                 gr.Markdown(api_help_markdown(), elem_id="api-help")
 
-        outputs = handlers.SpeakOutputs(stream, full, files, status, figures, line_items, history)
+        outputs = handlers.SpeakOutputs(stream, full, files, status, figures, line_items, history, captions)
 
         async def generate(  # defaults: what gradio_client shows as optional
             text: str,

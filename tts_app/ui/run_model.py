@@ -13,13 +13,15 @@ from typing import Any
 
 import numpy as np
 
+from tts_app.backends.base import WordTiming
+from tts_app.captions import shift
 from tts_app.ui.run_figures import RunFigures
 from tts_app.ui.stream_pacer import PREBUFFER_S, StreamPacer
 from tts_app.wav_io import join_with_pauses
 
 LINE_PAUSE_S = 0.3  # silence between lines, in the stream and in the joined file
 
-Event = tuple[int, Any]  # (line index, float32 chunk | None for its end | an exception for its failure)
+Event = tuple[int, Any]  # (line index, AudioChunk | None for its end | an exception for its failure)
 
 
 class LineFailed(RuntimeError):
@@ -32,8 +34,13 @@ class LineState:
 
     text: str
     chunks: list[np.ndarray] = field(default_factory=list)  # each [T] float32
+    words: list[WordTiming] = field(default_factory=list)  # seconds from the line's first sample
     streamed: int = 0  # chunks already handed to the stream pacer
     done: bool = False
+
+    @property
+    def samples(self) -> int:
+        return sum(c.size for c in self.chunks)
 
     def audio(self) -> np.ndarray:  # [T]
         return np.concatenate(self.chunks) if self.chunks else np.zeros(0, np.float32)
@@ -46,6 +53,7 @@ class RunStep:
     segments: list[np.ndarray] = field(default_factory=list)  # live-stream segments to send, in order, each [T]
     finished: list[int] = field(default_factory=list)  # indices of lines that ended in this batch
     first_audio: bool = False  # the run's first audio arrived in this batch
+    new_words: bool = False  # word timings arrived in this batch
 
 
 class SpeakRun:
@@ -96,8 +104,12 @@ class SpeakRun:
                 line.done = True
                 step.finished.append(index)
                 self.figures.add_line(index + 1, line.text, metrics_of(index))
-            elif item.size:
-                line.chunks.append(item)
+            else:
+                line.words.extend(item.words)
+                step.new_words = step.new_words or bool(item.words)
+                if not item.audio.size:
+                    continue
+                line.chunks.append(item.audio)
                 if self.figures.time_to_first_audio_s is None:
                     self.figures.time_to_first_audio_s = time.perf_counter() - self.started
                     step.first_audio = True
@@ -121,6 +133,23 @@ class SpeakRun:
                 pacer.push(np.zeros(int(LINE_PAUSE_S * self.sample_rate), np.float32))
         return pacer.take(final=self._next_line >= len(self.lines))
 
+    def take_lines(self) -> list[list[WordTiming]]:
+        """Each line's words heard so far, timed in the joined take (= the live stream): moved by the
+        audio and pauses before the line. Lines whose start is not known yet are left out."""
+        lines: list[list[WordTiming]] = []
+        offset = 0
+        pause = int(round(LINE_PAUSE_S * self.sample_rate))
+        for line in self.lines:
+            lines.append(shift(line.words, offset / self.sample_rate))
+            if not line.done:
+                break
+            offset += line.samples + pause
+        return lines
+
+    def take_words(self) -> list[WordTiming]:
+        """``take_lines`` as one list."""
+        return [w for line in self.take_lines() for w in line]
+
     def joined(self) -> np.ndarray:
         """Every line's audio with the pauses the live stream had between them, [T]."""
         return join_with_pauses([line.audio() for line in self.lines], self.sample_rate, LINE_PAUSE_S)
@@ -134,8 +163,8 @@ class SpeakRun:
 async def pump(index: int, handle: Any, events: asyncio.Queue[Event]) -> None:
     """Forward one engine handle's chunks to ``events``; None marks its end, an exception its failure."""
     try:
-        async for chunk in handle.astream():
-            await events.put((index, np.asarray(chunk, dtype=np.float32).reshape(-1)))
+        async for chunk in handle.achunks():
+            await events.put((index, chunk))
         await events.put((index, None))
     except asyncio.CancelledError:
         raise

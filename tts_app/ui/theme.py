@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from tts_app.ui.captions_view import CAPTION_SCRIPT
+
 # Local font stacks only: a Space or a laptop offline must not wait on a font CDN.
 _SANS = ["Inter", "ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "Roboto", "sans-serif"]
 _MONO = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"]
@@ -25,6 +27,10 @@ def app_theme() -> gr.themes.Base:
 
 
 APP_CSS = """
+#live-captions .captions { line-height: 1.8; max-height: 9.5em; overflow-y: auto; padding: 0.2rem 0.1rem; text-align: left; position: relative; }
+#live-captions .captions p { margin: 0 0 0.35rem 0; text-align: left; }
+#live-captions .captions span { padding: 0.05rem 0.12rem; border-radius: 4px; transition: background-color 80ms; }
+#live-captions .captions span.now { background: var(--color-accent-soft); color: var(--body-text-color); font-weight: 600; }
 .gradio-container { max-width: 1280px !important; margin: 0 auto !important; }
 #app-header { padding: 0.6rem 0 0.2rem 0; }
 #app-header h1 { margin-bottom: 0.1rem; font-size: 1.7rem; }
@@ -84,4 +90,5 @@ START_GAP_SCRIPT = """<script>
 APP_HEAD = (
     '<meta name="description" content="Streaming text to speech with voice matching, A/B listening and an OpenAI-compatible API.">'
     + START_GAP_SCRIPT
+    + CAPTION_SCRIPT
 )

@@ -1,0 +1,60 @@
+"""Live captions under the stream player: the words heard so far, the current one highlighted.
+
+The page gets the words as spans carrying their times in the live stream; a small script in
+the page head compares them with the stream player's clock every 40 ms. Word times are the
+engine's (from the model's durations); the stream is the joined take, so the same times
+serve both.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from tts_app.backends.base import WordTiming
+
+EMPTY = '<div class="captions muted">Captions appear here as the lines are spoken.</div>'
+
+
+def captions_html(lines: Sequence[Sequence[WordTiming]], run_id: str) -> str:
+    """The caption box's HTML: a paragraph a line, a span a word with its start and end in the stream (seconds)."""
+    if not any(lines):
+        return EMPTY
+    paragraphs = "".join(
+        "<p>" + " ".join(f'<span data-s="{w.start:.3f}" data-e="{w.end:.3f}">{html.escape(w.word)}</span>' for w in line) + "</p>"
+        for line in lines
+        if line
+    )
+    return f'<div class="captions" data-run="{html.escape(run_id)}">{paragraphs}</div>'
+
+
+# The stream player's clock starts at its first buffered range (the encoder's priming shifts it a little);
+# a new run (data-run) takes a new origin. The highlighted span is the one whose [start, end) holds the clock.
+CAPTION_SCRIPT = """<script>
+(() => {
+  const tick = () => {
+    const box = document.querySelector('#live-captions .captions[data-run]');
+    const media = document.querySelector('#stream-player audio');
+    if (!box || !media) return;
+    if (media.__captionRun !== box.dataset.run) {
+      if (!media.buffered.length) return;
+      media.__captionRun = box.dataset.run;
+      media.__captionT0 = media.buffered.start(0);
+    }
+    const t = media.currentTime - media.__captionT0;
+    let now = null;
+    for (const el of box.querySelectorAll('span[data-s]')) {
+      if (+el.dataset.s <= t && t < +el.dataset.e) { now = el; break; }
+    }
+    for (const el of box.querySelectorAll('span.now')) if (el !== now) el.classList.remove('now');
+    if (now && !now.classList.contains('now')) {
+      now.classList.add('now');
+      // keep the word in view inside the box (never scrolls the page)
+      const top = now.offsetTop;  // the box is positioned, so this is within it
+      if (top < box.scrollTop || top + now.offsetHeight > box.scrollTop + box.clientHeight) box.scrollTop = top - box.clientHeight / 3;
+    }
+    box.dataset.clock = t.toFixed(3);
+  };
+  setInterval(tick, 40);
+})();
+</script>"""
