@@ -55,7 +55,7 @@ LINES = [
 ]
 ARTIFACTS_REFUSED = REPO / "tests" / "artifacts" / "browser_refused.png"
 PHONE = {"width": 390, "height": 844}
-TABS = ["Speak", "A/B listening", "History", "Pronunciation", "API"]
+TABS = ["Speak", "A/B listening", "Document", "History", "Pronunciation", "API"]
 
 # Runs before the page's own scripts: taps the live player into Web Audio to record what it
 # plays, and notes when it starts playing and when each line player appears.
@@ -391,7 +391,7 @@ def _voice_choices(page: Any, elem_id: str) -> list[str]:
     return options
 
 
-TAB_CONTENT = {"Speak": "#generate-btn", "A/B listening": "#ab-render", "History": "#history-table", "Pronunciation": "#lexicon-table", "API": "#api-help"}
+TAB_CONTENT = {"Speak": "#generate-btn", "A/B listening": "#ab-render", "Document": "#document-read", "History": "#history-table", "Pronunciation": "#lexicon-table", "API": "#api-help"}
 
 
 def _open_tab(page: Any, name: str) -> None:
@@ -464,3 +464,41 @@ def test_closing_the_page_cancels_its_run(server: str, browser: Any) -> None:
         time.sleep(0.2)
     assert stats["cancelled"] > before["cancelled"], (before, stats)
     assert stats["finished"] - before["finished"] < 6, "every line ran to its end after the page closed"
+
+
+DOCUMENT = """# Opening
+
+The birch canoe slid on the smooth planks. Glue the sheet to the *dark blue* background.
+
+# Closing
+
+It's easy to tell the depth of a well.
+"""
+
+
+def test_a_document_job_survives_a_reload(server: str, browser: Any, artifacts_dir: Path) -> None:
+    page = _open(browser, server, {"width": 1360, "height": 900})
+    _open_tab(page, "Document")
+    page.locator("#document-text textarea").fill(DOCUMENT)
+    page.click("#document-read")
+    page.wait_for_function("() => new URL(location).searchParams.get('job')", timeout=60_000)
+    job_id = page.evaluate("() => new URL(location).searchParams.get('job')")
+    assert page.locator("#document-progress audio").count() == 1  # audio plays from the start
+    page.wait_for_function(
+        "() => document.querySelector('#document-progress .doc-progress')?.dataset.status === 'finished'", timeout=180_000
+    )
+    page.screenshot(path=str(artifacts_dir / "browser_document.png"), full_page=False)
+    # A new page at the same address (a reload, a bookmark) finds the job and its files.
+    again = browser.new_page(viewport={"width": 1360, "height": 900})
+    again.goto(server + f"/?job={job_id}", wait_until="domcontentloaded")
+    again.wait_for_function(
+        "() => document.querySelector('#document-progress .doc-progress')?.dataset.status === 'finished'", timeout=60_000
+    )
+    links = again.eval_on_selector_all("#document-progress a[download]", "els => els.map(e => e.getAttribute('href'))")
+    assert f"/v1/documents/{job_id}/audio.wav" in links and f"/v1/documents/{job_id}/captions.srt" in links
+    text = again.inner_text("#document-progress")
+    assert "Finished" in text and job_id in text, text
+    audio, rate = sf.read(io.BytesIO(httpx.get(server + f"/v1/documents/{job_id}/audio.wav", timeout=30).content), dtype="float32")
+    assert len(audio) / rate > 3
+    page.close()
+    again.close()

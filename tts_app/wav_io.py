@@ -64,3 +64,41 @@ def join_with_pauses(parts: list[np.ndarray], sample_rate: int, pause_s: float) 
             pieces.append(gap)
         pieces.append(np.asarray(part, dtype=np.float32).reshape(-1))
     return np.concatenate(pieces)
+
+
+class GrowingWav:
+    """A mono 16-bit WAV file written as audio arrives; readable while it grows, sizes set on ``close``.
+
+    While open its header says "length unknown" (0xFFFFFFFF), so a reader of the partial
+    file (a progressive download) plays up to its end.
+    """
+
+    def __init__(self, path: str | Path, sample_rate: int) -> None:
+        self.path = Path(path)
+        self.sample_rate = int(sample_rate)
+        self.samples = 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "wb")
+        self._file.write(streaming_wav_header(self.sample_rate))
+        self._file.flush()
+
+    @property
+    def seconds(self) -> float:
+        return self.samples / self.sample_rate
+
+    def write(self, audio: np.ndarray) -> None:
+        data = to_pcm16(audio)
+        self._file.write(data)
+        self._file.flush()  # a progressive reader sees it now
+        self.samples += len(data) // 2
+
+    def close(self) -> None:
+        """Set the RIFF and data sizes and close the file."""
+        if self._file.closed:
+            return
+        data_bytes = self.samples * 2
+        self._file.seek(4)
+        self._file.write(struct.pack("<I", 36 + data_bytes))
+        self._file.seek(40)
+        self._file.write(struct.pack("<I", data_bytes))
+        self._file.close()

@@ -11,6 +11,8 @@ from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.ui import captions_view, handlers
 from tts_app.ui.ab import build_ab_tab
 from tts_app.ui.api_help import api_help_markdown
+from tts_app.ui.document_tab import build_document_tab
+from tts_app.ui.document_tab import resume as resume_document
 from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, history_table, history_zip, take_audio
 from tts_app.models_available import EMBEDDED_ID
 from tts_app.ui.lexicon_panel import build_lexicon_panel
@@ -107,7 +109,7 @@ def build_demo() -> gr.Blocks:
         history = gr.State([])
         line_items = gr.State([])
         gr.Markdown(HEADER, elem_id="app-header")
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("Speak", id="speak"):
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=5, min_width=300):
@@ -212,6 +214,9 @@ def build_demo() -> gr.Blocks:
             with gr.Tab("A/B listening", id="ab") as ab_tab:
                 ab_voices, ab_models = build_ab_tab(history)
 
+            with gr.Tab("Document", id="document"):
+                doc_job, doc_box, doc_timer = build_document_tab([voice_mode, builtin, upload, voice_text, strength, speed, seed])
+
             with gr.Tab("History", id="history"):
                 gr.Markdown(
                     "Every take of this session, newest first; click a row to listen to it. "
@@ -296,6 +301,7 @@ def build_demo() -> gr.Blocks:
             lambda *current: tuple(refresh_model(value) for value in current),
             [model, *ab_models], [model, *ab_models], queue=False, api_visibility="private",
         )
+        demo.load(resume_document, None, [doc_job, doc_box, doc_timer, tabs], api_visibility="private")
         demo.unload(_cleanup)
 
     quiet_input_validation(demo)  # after every component exists

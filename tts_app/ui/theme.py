@@ -5,6 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 from tts_app.ui.captions_view import CAPTION_SCRIPT
+from tts_app.ui.document_tab import JOB_URL_SCRIPT
 
 # Local font stacks only: a Space or a laptop offline must not wait on a font CDN.
 _SANS = ["Inter", "ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "Roboto", "sans-serif"]
@@ -28,6 +29,9 @@ def app_theme() -> gr.themes.Base:
 
 APP_CSS = """
 #live-captions .captions { line-height: 1.8; max-height: 9.5em; overflow-y: auto; padding: 0.2rem 0.1rem; text-align: left; position: relative; }
+#document-progress .doc-progress > * { margin: 0.35rem 0; }
+#document-progress progress { width: 100%; height: 14px; }
+#document-progress audio { width: 100%; }
 #live-captions .captions p { margin: 0 0 0.35rem 0; text-align: left; }
 #live-captions .captions span { padding: 0.05rem 0.12rem; border-radius: 4px; transition: background-color 80ms; }
 #live-captions .captions span.now { background: var(--color-accent-soft); color: var(--body-text-color); font-weight: 600; }
@@ -91,4 +95,5 @@ APP_HEAD = (
     '<meta name="description" content="Streaming text to speech with voice matching, A/B listening and an OpenAI-compatible API.">'
     + START_GAP_SCRIPT
     + CAPTION_SCRIPT
+    + JOB_URL_SCRIPT
 )

@@ -1,0 +1,93 @@
+"""A document job as plain state: what to read, how far it got, where its files are."""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tts_app.backends.base import WordTiming
+from tts_app.text.document import ParsedDocument
+
+
+class JobStatus(enum.Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+    @property
+    def over(self) -> bool:
+        return self in (JobStatus.FINISHED, JobStatus.CANCELLED, JobStatus.FAILED)
+
+
+@dataclass(frozen=True)
+class DocumentSettings:
+    """How to read a document: the Speak tab's settings, for every piece."""
+
+    voice: Any = None  # a VoiceProfile or None for the model's own voice
+    voice_strength: float = 1.0
+    speed: float = 1.0
+    seed: int = 0
+    normalize: bool = True
+
+
+@dataclass(frozen=True)
+class ChapterMark:
+    title: str
+    start_s: float
+
+
+@dataclass
+class DocumentJob:
+    id: str
+    title: str
+    document: ParsedDocument
+    settings: DocumentSettings
+    folder: Path  # where its files are written
+    status: JobStatus = JobStatus.QUEUED
+    created_at: float = field(default_factory=time.time)
+    started_at: float | None = None
+    finished_at: float | None = None
+    pieces_done: int = 0
+    chars_done: int = 0
+    audio_s: float = 0.0
+    chapter_marks: list[ChapterMark] = field(default_factory=list)
+    words: list[WordTiming] = field(default_factory=list)
+    files: dict[str, Path] = field(default_factory=dict)  # "wav", "srt", "vtt", "m4b", "mp3" once written
+    error: str = ""
+    cancel_requested: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def wav_path(self) -> Path:
+        return self.folder / "document.wav"
+
+    def progress(self) -> dict[str, Any]:
+        """Plain figures for the page and the API."""
+        total_chars = self.document.chars
+        elapsed = (self.finished_at or time.time()) - self.started_at if self.started_at else 0.0
+        left = None
+        if self.status is JobStatus.RUNNING and self.chars_done:
+            left = round(elapsed * (total_chars - self.chars_done) / self.chars_done, 1)
+        chapter = self.chapter_marks[-1].title if self.chapter_marks else ""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "status": self.status.value,
+            "chapters": len(self.document.chapters),
+            "chapters_started": len(self.chapter_marks),
+            "chapter": chapter,
+            "pieces": len(self.document.pieces),
+            "pieces_done": self.pieces_done,
+            "chars": total_chars,
+            "chars_done": self.chars_done,
+            "audio_s": round(self.audio_s, 2),
+            "elapsed_s": round(elapsed, 1),
+            "time_left_s": left,
+            "files": sorted(self.files),
+            "error": self.error,
+        }

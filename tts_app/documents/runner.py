@@ -1,0 +1,112 @@
+"""Read one document through the engine: a few pieces in flight, audio appended to disk in order.
+
+At most ``IN_FLIGHT`` pieces of a document are in the engine at once, so a document takes
+a couple of slots and one-line requests from other visitors still find room at once. The
+next piece is queued while the current one plays out, so the engine never waits on us.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from tts_app.captions import shift
+from tts_app.text.document import DocumentPiece
+from tts_app.wav_io import GrowingWav
+
+from .export import write_captions, write_chaptered
+from .job import ChapterMark, DocumentJob, JobStatus
+
+logger = logging.getLogger(__name__)
+
+IN_FLIGHT = 2
+PIECE_PAUSE_S = 0.25  # between pieces of one paragraph: a sentence pause
+PARAGRAPH_PAUSE_S = 0.6
+HEADING_PAUSE_S = 0.8  # after a chapter's title
+CHAPTER_PAUSE_S = 1.2  # before a chapter's title
+BUSY_RETRY_S = 0.5
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def _pause_after(piece: DocumentPiece, following: DocumentPiece | None) -> float:
+    if following is None:
+        return 0.0
+    if following.heading:
+        return CHAPTER_PAUSE_S
+    if piece.heading:
+        return HEADING_PAUSE_S
+    return PARAGRAPH_PAUSE_S if piece.paragraph_end else PIECE_PAUSE_S
+
+
+def _submit(engine: Any, job: DocumentJob, index: int) -> Any:
+    """Queue piece ``index``; while the engine queue is full, wait (a document is never refused midway)."""
+    from tts_app.engine import EngineBusy
+
+    s = job.settings
+    while True:
+        if job.cancel_requested.is_set():
+            raise _Cancelled
+        try:
+            return engine.submit(
+                job.document.pieces[index].text, voice=s.voice, seed=s.seed + index, speed=s.speed,
+                voice_strength=s.voice_strength, normalize=s.normalize,
+            )  # fmt: skip
+        except EngineBusy:
+            time.sleep(BUSY_RETRY_S)
+
+
+def run_job(job: DocumentJob, engine: Any, active: list[Any]) -> None:
+    """Run ``job`` to its end (finished, cancelled or failed); ``active`` holds its engine handles meanwhile."""
+    job.status, job.started_at = JobStatus.RUNNING, time.time()
+    pieces = job.document.pieces
+    wav = GrowingWav(job.wav_path, int(engine.sample_rate))
+    pending: deque[Any] = deque()
+    submitted = 0
+    chapter = -1
+    try:
+        for index, piece in enumerate(pieces):
+            while submitted < len(pieces) and len(pending) < IN_FLIGHT:
+                pending.append(_submit(engine, job, submitted))
+                active[:] = list(pending)
+                submitted += 1
+            handle = pending.popleft()
+            if piece.chapter != chapter:
+                chapter = piece.chapter
+                job.chapter_marks.append(ChapterMark(job.document.chapters[chapter], wav.seconds))
+            offset = wav.seconds
+            for chunk in handle.chunks():
+                wav.write(chunk.audio)
+                job.words.extend(shift(chunk.words, offset))
+                job.audio_s = wav.seconds
+            if job.cancel_requested.is_set():
+                raise _Cancelled
+            pause = _pause_after(piece, pieces[index + 1] if index + 1 < len(pieces) else None)
+            wav.write(np.zeros(int(round(pause / job.settings.speed * wav.sample_rate)), np.float32))
+            job.pieces_done, job.chars_done, job.audio_s = index + 1, job.chars_done + len(piece.text), wav.seconds
+        wav.close()
+        job.files["wav"] = job.wav_path
+        job.files.update(write_captions(job.folder, job.words))
+        job.files.update(write_chaptered(job.folder, job.wav_path, job.title, job.chapter_marks, wav.seconds))
+        job.status = JobStatus.FINISHED
+    except _Cancelled:
+        job.status = JobStatus.CANCELLED
+    except Exception as exc:  # noqa: BLE001 - a job's failure is reported on the job, never raised into the server
+        job.error = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+        job.status = JobStatus.FAILED
+        logger.warning("document job %s failed: %s", job.id, job.error)
+    finally:
+        for handle in pending:
+            handle.cancel()
+        active.clear()
+        wav.close()
+        if "wav" not in job.files and wav.samples:
+            job.files["wav"] = job.wav_path  # what was read before a stop or a failure
+        job.finished_at = time.time()
+        logger.info("document job %s %s: %d of %d pieces, %.1f s of audio", job.id, job.status.value, job.pieces_done, len(pieces), job.audio_s)
