@@ -22,8 +22,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from tts_app.api.disconnect import ClientGone, until_disconnect
-from tts_app.api.openai_speech import SpeechRequest, Submitted, open_audio_encoder, submit_speech, until_shutdown
+from tts_app.api.openai_speech import SpeechRequest, Submitted, open_audio_encoder, submit_speech, until_shutdown, whole_result
 from tts_app.captions import as_json, to_srt, to_vtt
 
 logger = logging.getLogger(__name__)
@@ -61,13 +60,11 @@ async def create_captioned_speech(request: Request) -> Response:
 
     if not body.stream:
         try:
-            audio = await until_disconnect(request, handle.aresult())
+            audio = await whole_result(request, handle)
+            if isinstance(audio, Response):
+                return audio
             data = await encoder.whole(audio)
-        except ClientGone:
-            logger.info("client gone: cancelled request %d", handle.id)
-            return Response(status_code=499)
         finally:
-            handle.cancel()
             encoder.release()
         return JSONResponse(_line(data, body.response_format, sample_rate, handle.words), headers=headers)
 
@@ -97,11 +94,7 @@ async def create_captioned_speech(request: Request) -> Response:
 
 async def _subtitles(request: Request, submitted: Submitted, headers: dict[str, str]) -> Response:
     media_type, render = SUBTITLES[submitted.body.response_format]
-    try:
-        await until_disconnect(request, submitted.handle.aresult())
-    except ClientGone:
-        logger.info("client gone: cancelled request %d", submitted.handle.id)
-        return Response(status_code=499)
-    finally:
-        submitted.handle.cancel()
+    gone = await whole_result(request, submitted.handle)
+    if isinstance(gone, Response):
+        return gone
     return Response(render(submitted.handle.words), media_type=f"{media_type}; charset=utf-8", headers=headers)

@@ -19,11 +19,9 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from tts_app.api.limits import BodyError, read_json_body
-from tts_app.api.openai_speech import _validation_error, error_response
-from tts_app.api.voice_aliases import VoiceAliasError, resolve_voice
+from tts_app.api.openai_speech import api_voice, error_response, read_body
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.text.document import MAX_DOCUMENT_CHARS
 from tts_app.voice_names import DEFAULT_VOICE
@@ -64,23 +62,12 @@ def _not_found() -> JSONResponse:
 @router.post("/v1/documents", status_code=202, response_model=None)
 async def start_document(request: Request) -> Response:
     """Start reading a document; returns its id and progress at once."""
-    try:
-        payload = await read_json_body(request, DOCUMENT_BODY_BYTES)
-    except BodyError as exc:
-        return error_response(exc.status, exc.message, code=exc.code)
-    if not isinstance(payload, dict):
-        return error_response(400, "the request body must be a JSON object", code="invalid_json")
-    try:
-        body = DocumentRequest.model_validate(payload)
-    except ValidationError as exc:
-        return _validation_error(exc)
-    try:
-        voice = resolve_voice(body.voice)
-    except VoiceAliasError as exc:
-        logger.error("%s", exc)
-        return error_response(500, "the server's voice alias file is invalid", code="voice_aliases_invalid", error_type="server_error")
-    except ValueError as exc:
-        return error_response(400, str(exc), param="voice", code="voice_not_found")
+    body = await read_body(request, DocumentRequest, DOCUMENT_BODY_BYTES)
+    if isinstance(body, JSONResponse):
+        return body
+    voice, refused = api_voice(body.voice)
+    if refused is not None:
+        return refused
 
     from tts_app.documents import DocumentSettings, JobsBusy, document_jobs
     from tts_app.text import TextError

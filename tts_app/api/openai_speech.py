@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tts_app.api.audio_formats import DEFAULT_FORMAT, FORMATS, Encoder, EncoderBusy, EncoderUnavailable, open_encoder
 from tts_app.api.disconnect import ClientGone, until_disconnect
-from tts_app.api.limits import BodyError, read_json_body
+from tts_app.api.limits import MAX_BODY_BYTES, BodyError, read_json_body
 from tts_app.api.voice_aliases import VoiceAliasError, api_voice_names, resolve_voice
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.shutdown import shutting_down
@@ -125,28 +125,52 @@ class Submitted:
     handle: Any  # tts_app.engine.RequestHandle
 
 
-async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRequest) -> Submitted | JSONResponse:
-    """Read, validate and submit a speech request; an OpenAI-shaped 4xx/5xx response when it cannot run."""
+async def read_body(request: Request, schema: type[BaseModel], max_bytes: int = MAX_BODY_BYTES) -> Any:
+    """The request's JSON body validated against ``schema``, or an OpenAI-shaped 4xx response."""
     try:
-        payload = await read_json_body(request)
+        payload = await read_json_body(request, max_bytes)
     except BodyError as exc:
         return error_response(exc.status, exc.message, code=exc.code)
     if not isinstance(payload, dict):
         return error_response(400, "the request body must be a JSON object", code="invalid_json")
     try:
-        body = schema.model_validate(payload)
+        return schema.model_validate(payload)
     except ValidationError as exc:
         return _validation_error(exc)
 
-    if not body.input.strip():
-        return error_response(400, "input is empty", param="input", code="invalid_value")
+
+def api_voice(name: str) -> tuple[Any, JSONResponse | None]:
+    """The engine's voice for an API voice name, or (None, an error response)."""
     try:
-        voice = resolve_voice(body.voice)
+        return resolve_voice(name), None
     except VoiceAliasError as exc:
         logger.error("%s", exc)
-        return error_response(500, "the server's voice alias file is invalid", code="voice_aliases_invalid", error_type="server_error")
+        return None, error_response(500, "the server's voice alias file is invalid", code="voice_aliases_invalid", error_type="server_error")
     except ValueError as exc:
-        return error_response(400, str(exc), param="voice", code="voice_not_found")
+        return None, error_response(400, str(exc), param="voice", code="voice_not_found")
+
+
+async def whole_result(request: Request, handle: Any) -> Any:
+    """The request's whole audio, or a 499 response once its client has gone (the request is then cancelled)."""
+    try:
+        return await until_disconnect(request, handle.aresult())
+    except ClientGone:
+        logger.info("client gone: cancelled request %d", handle.id)
+        return Response(status_code=499)  # nobody reads it; nginx's "client closed request"
+    finally:
+        handle.cancel()  # a no-op once done; frees the request if the client left or this coroutine was cancelled
+
+
+async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRequest) -> Submitted | JSONResponse:
+    """Read, validate and submit a speech request; an OpenAI-shaped 4xx/5xx response when it cannot run."""
+    body = await read_body(request, schema)
+    if isinstance(body, JSONResponse):
+        return body
+    if not body.input.strip():
+        return error_response(400, "input is empty", param="input", code="invalid_value")
+    voice, refused = api_voice(body.voice)
+    if refused is not None:
+        return refused
 
     from tts_app.engine import EngineBusy  # the engine package is heavy; imported on first request
     from tts_app.model_engines import ModelUnavailable, engine_for  # one engine per model, created on first use
@@ -209,13 +233,11 @@ async def create_speech(request: Request) -> Response:
 
     if not body.stream:
         try:
-            audio = await until_disconnect(request, handle.aresult())
+            audio = await whole_result(request, handle)
+            if isinstance(audio, Response):
+                return audio
             data = await encoder.whole(audio)
-        except ClientGone:
-            logger.info("client gone: cancelled request %d", handle.id)
-            return Response(status_code=499)  # nobody reads it; nginx's "client closed request"
         finally:
-            handle.cancel()  # a no-op once done; frees the request if the client left or this coroutine was cancelled
             encoder.release()
         return Response(content=data, media_type=media_type, headers=headers)
 

@@ -40,16 +40,27 @@ with client.audio.speech.with_streaming_response.create(
 
 Invalid requests get a 4xx with `{{"error": {{"message": ..., "type": ..., "param": ..., "code": ...}}}}`.
 
+### Word timestamps and subtitles
+
+`POST /v1/audio/speech/captioned`, same body: `{{"audio": base64, "audio_format", "sample_rate", "words": [{{"word", "start", "end"}}]}}`;
+`"stream": true` gives one such JSON object per line (NDJSON) as audio is made; `response_format` `srt` or `vtt` returns subtitles.
+
+### Long documents
+
+`POST /v1/documents` `{{"input": "# Chapter\n\nText…", "markdown": true, "voice": "default"}}` → 202 `{{"id", …}}`;
+`GET /v1/documents/ID` (progress), `GET /v1/documents/ID/audio.wav` (streams while it runs), `audio.m4b`, `audio.mp3`,
+`captions.srt`, `captions.vtt`; `DELETE /v1/documents/ID` stops it.
+
 ### Gradio endpoints (`gradio_client`)
 
 ```python
 from gradio_client import Client
 client = Client("http://HOST/")
-stream, full, files, status, figures = client.predict(
+stream, full, files, status, figures, captions = client.predict(
     "First line.\\nSecond line.", "Built-in voice", "lj_female_us", None, 1.0, 1.0, 0, False,
     api_name="/generate")
 ```
 
 `/generate` (text, voice mode, built-in voice, reference clip, strength, speed, seed, streaming, what the clip says, normalise text, model),
-`/stop`, `/reference_report`, `/ab_render`, `/ab_reveal`, `/engine_stats`.
+`/stop`, `/reference_report`, `/ab_render`, `/ab_reveal`, `/engine_stats`, `/read_document`, `/stop_document`.
 """
