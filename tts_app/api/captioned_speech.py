@@ -22,7 +22,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from tts_app.api.openai_speech import SpeechRequest, Submitted, open_audio_encoder, submit_speech, until_shutdown, whole_result
+from tts_app.api.openai_speech import SpeechRequest, Submitted, open_audio_encoder, submit_speech, until_shutdown, whole_encoded, whole_result
 from tts_app.captions import as_json, to_srt, to_vtt
 
 logger = logging.getLogger(__name__)
@@ -59,13 +59,9 @@ async def create_captioned_speech(request: Request) -> Response:
     sample_rate = int(submitted.engine.sample_rate)
 
     if not body.stream:
-        try:
-            audio = await whole_result(request, handle)
-            if isinstance(audio, Response):
-                return audio
-            data = await encoder.whole(audio)
-        finally:
-            encoder.release()
+        data = await whole_encoded(request, handle, encoder)
+        if isinstance(data, Response):
+            return data
         return JSONResponse(_line(data, body.response_format, sample_rate, handle.words), headers=headers)
 
     async def lines() -> AsyncIterator[bytes]:

@@ -161,6 +161,15 @@ async def whole_result(request: Request, handle: Any) -> Any:
         handle.cancel()  # a no-op once done; frees the request if the client left or this coroutine was cancelled
 
 
+async def whole_encoded(request: Request, handle: Any, encoder: Encoder) -> bytes | Response:
+    """The request's whole audio, encoded; a 499 response if its client left. The encoder is released."""
+    try:
+        audio = await whole_result(request, handle)
+        return audio if isinstance(audio, Response) else await encoder.whole(audio)
+    finally:
+        encoder.release()
+
+
 async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRequest) -> Submitted | JSONResponse:
     """Read, validate and submit a speech request; an OpenAI-shaped 4xx/5xx response when it cannot run."""
     body = await read_body(request, schema)
@@ -232,13 +241,9 @@ async def create_speech(request: Request) -> Response:
         return encoder
 
     if not body.stream:
-        try:
-            audio = await whole_result(request, handle)
-            if isinstance(audio, Response):
-                return audio
-            data = await encoder.whole(audio)
-        finally:
-            encoder.release()
+        data = await whole_encoded(request, handle, encoder)
+        if isinstance(data, Response):
+            return data
         return Response(content=data, media_type=media_type, headers=headers)
 
     async def body_chunks() -> AsyncIterator[bytes]:
