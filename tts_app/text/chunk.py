@@ -18,23 +18,25 @@ class Chunk:
     word_of: tuple[int, ...] = ()  # per phoneme: index of its written word in the request, -1 for none
 
 
-def _cut_points(phonemes: list[str], max_len: int) -> list[int]:
-    """Indices where to cut so each piece is at most ``max_len`` phonemes, preferring clause marks."""
+def _cut_points(phonemes: list[str], max_len: int, first_len: int | None = None) -> list[int]:
+    """Indices where to cut so each piece is at most ``max_len`` phonemes (the first ``first_len``), preferring clause marks."""
     cuts: list[int] = []
     start = 0
-    while len(phonemes) - start > max_len:
-        window = phonemes[start : start + max_len]
+    limit = first_len or max_len
+    while len(phonemes) - start > limit:
+        window = phonemes[start : start + limit]
         clause = [i for i, p in enumerate(window) if p in _CLAUSE_MARKS]
         spaces = [i for i, p in enumerate(window) if p == " "]
         # Cut after the last clause mark in the window, else at the last word gap, else hard.
-        if clause and clause[-1] > max_len // 4:
+        if clause and clause[-1] > limit // 4:
             cut = start + clause[-1] + 1
         elif spaces:
             cut = start + spaces[-1] + 1
         else:
-            cut = start + max_len
+            cut = start + limit
         cuts.append(cut)
         start = cut
+        limit = max_len
     return cuts
 
 
@@ -44,14 +46,17 @@ def chunk_sentences(
     sentence_pause_s: float = 0.25,
     clause_pause_s: float = 0.12,
     word_of: list[list[int]] | None = None,
+    first_max_phonemes: int | None = None,
 ) -> list[Chunk]:
     """Turn phonemized sentences into chunks; the last chunk gets no pause.
 
     ``word_of`` (per sentence, per phoneme: its written word) is cut the same way.
+    ``first_max_phonemes`` caps the first chunk only: the text stage of a long first
+    sentence is what the first audio waits for.
     """
     chunks: list[Chunk] = []
     for k, sentence in enumerate(sentences):
-        bounds = [0, *_cut_points(sentence, max_phonemes), len(sentence)]
+        bounds = [0, *_cut_points(sentence, max_phonemes, None if chunks else first_max_phonemes), len(sentence)]
         pieces = [(a, b) for a, b in zip(bounds, bounds[1:]) if any(ph.strip() for ph in sentence[a:b])]
         for i, (a, b) in enumerate(pieces):
             pause = sentence_pause_s if i == len(pieces) - 1 else clause_pause_s

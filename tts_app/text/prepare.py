@@ -46,6 +46,7 @@ class TextOptions:
     sentence_pause_s: float = 0.25
     clause_pause_s: float = 0.12
     max_phonemes: int = 400
+    first_chunk_phonemes: int = 160  # the first chunk's cap: its text stage is what the first audio waits for
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,8 @@ def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], opt
         sentences = phonemize_spliced(words, espeak_voice, slots)
         word_of = _word_labels(sentences, words, len(all_words), word_phonemes(espeak_voice, slots))
         all_words.extend(shown_word(w, slots) for w in written_words(words))
-        pieces = chunk_sentences(sentences, options.max_phonemes, options.sentence_pause_s, options.clause_pause_s, word_of)
+        first_cap = options.first_chunk_phonemes if not chunks else None
+        pieces = chunk_sentences(sentences, options.max_phonemes, options.sentence_pause_s, options.clause_pause_s, word_of, first_cap)
         if not pieces:
             continue
         pause = seg.pause_after_s

@@ -12,7 +12,6 @@ from typing import Any
 
 import gradio as gr
 
-from tts_app.captions import to_srt, to_vtt
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.model_engines import ModelUnavailable, engine_for, model_loaded
 from tts_app.models_available import EMBEDDED_ID
@@ -23,8 +22,8 @@ from tts_app.ui.captions_view import captions_html
 from tts_app.ui.history import Take, add_take
 from tts_app.ui.model_picker import check_model, model_label
 from tts_app.ui.run_figures import estimate_wait_s
-from tts_app.ui.run_model import Event, LineFailed, SpeakRun, next_batch, pump
-from tts_app.ui.session_files import new_file
+from tts_app.ui.run_files import RunFiles
+from tts_app.ui.run_model import Event, LineFailed, RunStep, SpeakRun, next_batch, pump
 from tts_app.ui.stream_pacer import prebuffer_for
 from tts_app.ui.text_lines import TextLimitError, parse_lines
 from tts_app.ui.user_error import UserError
@@ -39,7 +38,7 @@ from tts_app.ui.voice_input import (
     saved_voice_report,
 )
 from tts_app.voice_names import builtin_voice_path
-from tts_app.wav_io import wav_bytes, write_wav
+from tts_app.wav_io import wav_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -242,8 +241,7 @@ async def _generate(
     events: asyncio.Queue[Event] = asyncio.Queue()
     pumps = [asyncio.create_task(pump(i, h, events)) for i, h in enumerate(handles)]
     getter: asyncio.Future[Event] | None = None
-    line_paths: dict[int, str] = {}
-    caption_paths: dict[int, list[str]] = {}
+    files = RunFiles(session)
     run_id = uuid.uuid4().hex[:12]  # the page's caption script restarts its clock for a new run
 
     def metrics_of(index: int) -> dict[str, Any]:
@@ -264,30 +262,12 @@ async def _generate(
             except LineFailed as exc:
                 raise gr.Error(str(exc)) from exc
             for index in step.finished:
-                line_paths[index], caption_paths[index] = _write_line(session, index, run)
-
-            update: dict[Any, Any] = {}
-            for segment in step.segments[:-1]:
-                yield {outputs.stream: wav_bytes(segment, run.sample_rate)}
-            if step.segments:
-                update[outputs.stream] = wav_bytes(step.segments[-1], run.sample_rate)
-            if step.finished:
-                ordered = sorted(line_paths)
-                update[outputs.lines] = [
-                    {"index": str(i + 1), "text": run.lines[i].text, "path": line_paths[i]} for i in ordered
-                ]
-                update[outputs.files] = [*(line_paths[i] for i in ordered), *(p for i in ordered for p in caption_paths[i])]
-                update[outputs.figures] = run.figures.table()
-            if step.new_words or step.finished:
-                update[outputs.captions] = captions_html(run.take_lines(), run_id)
-            if run.has_audio:
-                update[outputs.status] = _progress_status(run, handles)
-            if update:
+                files.add_line(run, index)
+            for update in _step_updates(outputs, run, step, files, handles, run_id):
                 yield update
 
         summary = run.finish()
-        full_path = str(write_wav(new_file(session, "all-lines", ".wav"), run.joined(), run.sample_rate))
-        take_captions = _write_captions(session, "all-lines", run.take_words())
+        full_path = files.finish(run)
         take = Take(
             kind="speak",
             lines=list(lines),
@@ -297,15 +277,12 @@ async def _generate(
             seed=seed_value,
             streaming=bool(form.streaming),
             figures=summary,
-            line_files=[line_paths.get(i, "") for i in range(len(run.lines))],
+            line_files=files.line_files(len(run.lines)),
             full_file=full_path,
         )
         yield {
             outputs.full: full_path,
-            outputs.files: [
-                *(line_paths[i] for i in sorted(line_paths)), full_path,
-                *(p for i in sorted(line_paths) for p in caption_paths[i]), *take_captions,
-            ],  # fmt: skip
+            outputs.files: files.listing(),
             outputs.captions: captions_html(run.take_lines(), run_id),
             outputs.figures: run.figures.table(),
             outputs.history: add_take(history, take),
@@ -321,23 +298,19 @@ async def _generate(
         ACTIVE_RUNS.remove(session, handles)
 
 
-def _write_line(session: str, index: int, run: SpeakRun) -> tuple[str, list[str]]:
-    """A finished line's WAV file, and its SRT and WebVTT files."""
-    line, stem = run.lines[index], f"line-{index + 1:02d}"
-    wav = str(write_wav(new_file(session, stem, ".wav"), line.audio(), run.sample_rate))
-    return wav, _write_captions(session, stem, line.words)
-
-
-def _write_captions(session: str, stem: str, words: Sequence[Any]) -> list[str]:
-    """SRT and WebVTT files of ``words`` (none for a model without word timings)."""
-    if not words:
-        return []
-    paths = []
-    for suffix, render in ((".srt", to_srt), (".vtt", to_vtt)):
-        path = new_file(session, stem, suffix)
-        path.write_text(render(words), encoding="utf-8")
-        paths.append(str(path))
-    return paths
+def _step_updates(
+    outputs: SpeakOutputs, run: SpeakRun, step: RunStep, files: RunFiles, handles: Sequence[Any], run_id: str
+) -> list[dict[Any, Any]]:
+    """The page updates for one step: each live-stream segment, then one update of everything else."""
+    updates: list[dict[Any, Any]] = [{outputs.stream: wav_bytes(seg, run.sample_rate)} for seg in step.segments]
+    last = updates.pop() if updates else {}
+    if step.finished:
+        last.update({outputs.lines: files.line_items(run), outputs.files: files.listing(), outputs.figures: run.figures.table()})
+    if step.new_words or step.finished:
+        last[outputs.captions] = captions_html(run.take_lines(), run_id)
+    if run.has_audio:
+        last[outputs.status] = _progress_status(run, handles)
+    return updates + ([last] if last else [])
 
 
 def cancel_session(session: str | None) -> int:
