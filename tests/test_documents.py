@@ -184,3 +184,26 @@ def test_documents_do_not_starve_one_line_requests(tmp_path: Path) -> None:
         jobs.cancel(j.id)
         _wait(j)
     engine.close()
+
+
+def test_finished_jobs_make_room_and_a_full_store_refuses(engine, tmp_path: Path) -> None:
+    from tts_app.documents import JobsBusy
+
+    doc = parse_document("Alpha beta gamma delta. " * 20, piece_chars=60)
+    jobs = DocumentJobs(tmp_path, lambda: engine, max_bytes=10**9)
+    first = jobs.start(doc, DocumentSettings(), "1")
+    _wait(first)
+    size = sum(p.stat().st_size for p in first.folder.rglob("*") if p.is_file())
+    jobs.max_bytes = size - 1  # the next start finds the store over its cap: the finished job goes
+    second = jobs.start(doc, DocumentSettings(), "2")
+    assert jobs.get(first.id) is None and not first.folder.exists()
+    _wait(second)
+    slow = jobs.start(parse_document("SLOW words here. " * 400, piece_chars=40), DocumentSettings(), "3")
+    while slow.pieces_done < 1:
+        time.sleep(0.01)
+    jobs.max_bytes = 1  # only a running job's files left, over the cap: refused, not deleted
+    with pytest.raises(JobsBusy, match="space for documents is full"):
+        jobs.start(doc, DocumentSettings(), "4")
+    assert slow.wav_path.exists()
+    jobs.cancel(slow.id)
+    _wait(slow)

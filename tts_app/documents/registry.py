@@ -27,6 +27,9 @@ logger = logging.getLogger(__name__)
 MAX_RUNNING = int(os.environ.get("TTS_APP_DOCUMENTS_RUNNING", "2"))
 MAX_WAITING = int(os.environ.get("TTS_APP_DOCUMENTS_WAITING", "4"))
 KEEP_FINISHED_S = float(os.environ.get("TTS_APP_DOCUMENTS_KEEP_S", "3600"))
+# Finished jobs' files go, oldest first, while all jobs' files pass this (a 200,000-character
+# document is about 0.9 GB of WAV, M4B and MP3).
+MAX_BYTES = int(os.environ.get("TTS_APP_DOCUMENTS_MAX_BYTES", str(4 << 30)))
 _ID = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -37,10 +40,13 @@ class JobsBusy(RuntimeError):
 class DocumentJobs:
     """Jobs by id; at most ``max_running`` run at once, the next ones wait their turn."""
 
-    def __init__(self, root: Path, engine_of: Callable[[], Any], max_running: int = MAX_RUNNING, max_waiting: int = MAX_WAITING) -> None:
+    def __init__(
+        self, root: Path, engine_of: Callable[[], Any], max_running: int = MAX_RUNNING, max_waiting: int = MAX_WAITING,
+        max_bytes: int = MAX_BYTES,
+    ) -> None:  # fmt: skip
         self.root = root
         self._engine_of = engine_of
-        self.max_running, self.max_waiting = max_running, max_waiting
+        self.max_running, self.max_waiting, self.max_bytes = max_running, max_waiting, max_bytes
         self._jobs: dict[str, DocumentJob] = {}
         self._waiting: list[str] = []
         self._active: dict[str, list[Any]] = {}  # id -> its engine handles now in the engine
@@ -105,12 +111,29 @@ class DocumentJobs:
                 self._launch_next()
 
     def _forget_old(self) -> None:
-        """Drop finished jobs older than KEEP_FINISHED_S, and their files (lock held)."""
+        """Drop finished jobs older than KEEP_FINISHED_S, then the oldest finished ones while the
+        files of all jobs pass ``max_bytes`` (lock held)."""
         now = time.time()
-        for job_id, job in list(self._jobs.items()):
-            if job.status.over and job.finished_at and now - job.finished_at > KEEP_FINISHED_S:
-                del self._jobs[job_id]
+        finished = sorted((j for j in self._jobs.values() if j.status.over), key=lambda j: j.finished_at or 0.0)
+        total = sum(_folder_bytes(j.folder) for j in self._jobs.values())
+        for job in finished:
+            if (job.finished_at and now - job.finished_at > KEEP_FINISHED_S) or total > self.max_bytes:
+                total -= _folder_bytes(job.folder)
+                del self._jobs[job.id]
                 shutil.rmtree(job.folder, ignore_errors=True)
+        if total > self.max_bytes:
+            raise JobsBusy("the server's space for documents is full until the ones being read finish")
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for path, _dirs, names in os.walk(folder):
+        for name in names:
+            try:
+                total += os.stat(os.path.join(path, name)).st_size
+            except OSError:
+                pass
+    return total
 
 
 _jobs: DocumentJobs | None = None
@@ -118,12 +141,13 @@ _jobs_lock = threading.Lock()
 
 
 def document_jobs() -> DocumentJobs:
-    """The process's jobs, files under the output store (created on first use)."""
+    """The process's jobs, their files in Gradio's cache folder (created on first use)."""
     global _jobs
     with _jobs_lock:
         if _jobs is None:
-            from tts_app.output_store import output_store
             from tts_app.shared_engine import get_engine
+            from tts_app.upload_paths import upload_root
 
-            _jobs = DocumentJobs(output_store().root / "documents", get_engine)
+            # Beside the output store, not in it: its size cap must not take a document being written.
+            _jobs = DocumentJobs(upload_root() / "tts_app_documents", get_engine)
         return _jobs
