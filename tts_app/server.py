@@ -100,6 +100,11 @@ def _warm_engine() -> None:
         # One short request through the whole engine: the first visitor finds every stage warm,
         # and the engine has timed a step (the live stream's pre-buffer is sized from it).
         engine.submit(WARM_UP_TEXT).result(timeout=120)
+        # The voice matcher's libraries (scipy.signal: ~2 s to import cold) and the model voice's
+        # analysis, so the first uploaded clip is analysed without them.
+        from tts_app.voice.model_voice import model_voice
+
+        model_voice()
     except (OSError, RuntimeError, ValueError, ImportError, TimeoutError):
         logger.exception("engine warm-up failed; the first request will retry")
 
