@@ -40,7 +40,8 @@ def _generate(client: Client, text: str, mode: str = OWN, builtin: str | None = 
 
 
 def _check_final(outputs: tuple, n_lines: int) -> dict:
-    _stream, full, files, status, figures, captions = outputs
+    _stream, full, files, status, figures, captions, live = outputs
+    assert "data-token" not in str(live)  # an API caller streams through /generate, not the page's player
     assert status.startswith("✓"), status
     assert len(files) == 3 * (n_lines + 1), files  # a WAV a line, the joined WAV, then SRT and VTT of each
     assert [f.rsplit(".", 1)[1] for f in files[: n_lines + 1]] == ["wav"] * (n_lines + 1)
@@ -188,7 +189,7 @@ def test_normalisation_toggle_reaches_the_engine(client: Client) -> None:
 
     def speak(normalize: bool) -> np.ndarray:
         job = client.submit(text, OWN, None, None, 1.0, 1.0, 0, False, "", normalize, api_name="/generate")
-        _stream, full, _files, status, _figures, _captions = job.result()
+        _stream, full, _files, status, _figures, _captions, _live = job.result()
         assert status.startswith("✓"), status
         audio, _rate = sf.read(full, dtype="float32")
         return audio

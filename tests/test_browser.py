@@ -3,9 +3,9 @@ error states, the phone layout and saved voices.
 
 The server runs with a PATH that has no ffmpeg, so streaming works only through the imageio-ffmpeg
 wheel's binary (tts_app/ffmpeg_path.py). While the page plays the live stream, a Web Audio tap records
-exactly what the player renders, and the test aligns that against the joined file the server wrote, to
-measure any silence the streaming path inserted at chunk boundaries, and the time from the click to the
-player's first sound (tests/artifacts/stream_gaps.json; figures go to BENCHMARKS.md, not asserts).
+exactly what the page's live player (Web Audio fed from /live/{token}) renders, and the test aligns that
+against the joined file the server wrote, to measure any silence the streaming path inserted at chunk
+boundaries, and the time from the click to the player's first sound (tests/artifacts/stream_gaps.json; figures go to BENCHMARKS.md, not asserts).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 REFERENCE = REPO / "assets" / "voices" / "f5_ref_en.wav"
+VISITOR_TYPES_S = 2.0
 LONG_LINE = (
     "The last line is much longer than the others, so that it is still being decoded "
     "while the first line is already playing: the small boy put the worm on the hook, "
@@ -57,12 +58,33 @@ ARTIFACTS_REFUSED = REPO / "tests" / "artifacts" / "browser_refused.png"
 PHONE = {"width": 390, "height": 844}
 TABS = ["Speak", "A/B listening", "Document", "History", "Pronunciation", "API"]
 
-# Runs before the page's own scripts: taps the live player into Web Audio to record what it
-# plays, and notes when it starts playing and when each line player appears.
+# Runs before the page's own scripts: taps the live player's output to record what it plays, and notes
+# when it starts playing and when each line player appears. (The HLS player, which the page uses only
+# when no live channel is free, is tapped the same way.)
 TAP_SCRIPT = r"""
 (() => {
   const probe = { rate: 0, chunks: [], events: [], firstPlayingAt: null, firstSoundAt: null, linesAt: {}, captions: [] };
   window.__probe = probe;
+  const record = (e) => {
+    probe.chunks.push(new Float32Array(e.inputBuffer.getChannelData(0)));
+    // the caption highlighted while this buffer plays: [buffer index, word start, word end] (take seconds)
+    const now = document.querySelector('#live-captions .captions span.now');
+    probe.captions.push([probe.chunks.length - 1, now ? +now.dataset.s : null, now ? +now.dataset.e : null]);
+  };
+  window.__ttsLiveTap = (ctx, node) => {  // called by the page's live player with its output node
+    const tap = ctx.createScriptProcessor(4096, 1, 1);
+    probe.rate = ctx.sampleRate;
+    tap.onaudioprocess = record;
+    node.connect(tap);
+    tap.connect(ctx.destination);
+    const poll = setInterval(() => {  // first sound: the context's clock reaches the first scheduled piece
+      const live = window.ttsLive;
+      if (live && live.ctx === ctx && live.firstStart !== null && ctx.currentTime >= live.firstStart) {
+        probe.firstSoundAt = probe.firstPlayingAt = performance.now();
+        clearInterval(poll);
+      }
+    }, 5);
+  };
   const originalPlay = HTMLMediaElement.prototype.play;
   HTMLMediaElement.prototype.play = function () {
     try {
@@ -72,12 +94,7 @@ TAP_SCRIPT = r"""
         const source = ctx.createMediaElementSource(this);
         const tap = ctx.createScriptProcessor(4096, 1, 1);
         probe.rate = ctx.sampleRate;
-        tap.onaudioprocess = (e) => {
-          probe.chunks.push(new Float32Array(e.inputBuffer.getChannelData(0)));
-          // the caption highlighted while this buffer plays: [buffer index, word start, word end] (take seconds)
-          const now = document.querySelector('#live-captions .captions span.now');
-          probe.captions.push([probe.chunks.length - 1, now ? +now.dataset.s : null, now ? +now.dataset.e : null]);
-        };
+        tap.onaudioprocess = record;
         source.connect(tap);
         tap.connect(ctx.destination);
         ctx.resume();
@@ -214,7 +231,7 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
     segment_requests: list[str] = []
     errors: list[str] = []
     page = _open(browser, server, {"width": 1360, "height": 900}, errors)
-    page.on("request", lambda r: segment_requests.append(r.url) if "/stream/" in r.url else None)
+    page.on("request", lambda r: segment_requests.append(r.url) if "/live/" in r.url or "/stream/" in r.url else None)
     page.evaluate(
         "() => { window.__statuses = []; new MutationObserver(() => {"
         " const t = document.querySelector('#run-status')?.innerText;"
@@ -224,6 +241,9 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
 
     # Voice: upload a reference clip; the page switches to it and shows its report.
     _upload_reference(page, REFERENCE, "f5_ref_en.wav")
+    # The visitor reads the report and types: the page analyses the clip meanwhile (prepare_voice), as it
+    # would while anyone types five lines. Time to first sound is measured from the click after that.
+    time.sleep(VISITOR_TYPES_S)
 
     # Text: five lines; streaming on; Generate.
     page.locator("#text-input textarea").fill("\n".join(LINES))
@@ -266,12 +286,12 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
     statuses = page.evaluate("() => window.__statuses")
     assert any("Analysing the reference" in s for s in statuses), statuses
     page.screenshot(path=str(artifacts_dir / "browser_streaming.png"), full_page=True)
-    page.locator("#stream-player").scroll_into_view_if_needed()  # the live stream still plays: its captions follow it
+    page.locator("#live-player").scroll_into_view_if_needed()  # the live stream still plays: its captions follow it
     page.screenshot(path=str(artifacts_dir / "browser_captions.png"), full_page=False)
 
     # Listen to the live player until it ends or for LISTEN_AT_MOST_S, then measure what it inserted.
     page.wait_for_function(
-        f"() => window.__probe.events.some(e => e[0] === 'ended') "
+        f"() => (window.ttsLive && window.ttsLive.ended) "
         f"|| performance.now() - window.__probe.firstPlayingAt > {LISTEN_AT_MOST_S * 1000}",
         timeout=(LISTEN_AT_MOST_S + 60) * 1000,
     )
@@ -279,10 +299,14 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
     played_rate = page.evaluate("() => window.__probe.rate")
     pcm = base64.b64decode(page.evaluate("() => window.__probe.capturedPcm16()"))
     events = page.evaluate("() => window.__probe.events")
+    underruns = page.evaluate("() => window.ttsLive.underruns.map(u => [u[0], u[1] * 1000])")
+    arrivals = page.evaluate("() => window.ttsLive.arrivals")
+    arrivals = [[round(at - clicked_at, 1), round(seconds, 3)] for at, seconds in arrivals]
+    page_gap_s = page.evaluate("() => +(document.querySelector('#live-player .live')?.dataset.gap || 0)")
     caption_samples = page.evaluate("() => window.__probe.captions")
     buffer_len = page.evaluate("() => window.__probe.chunks.length ? window.__probe.chunks[0].length : 0")
     fetches = page.evaluate(  # when the player fetched its playlist and segments, in the page's clock
-        "() => performance.getEntriesByType('resource').filter(e => e.name.includes('/stream/'))"
+        "() => performance.getEntriesByType('resource').filter(e => e.name.includes('/live/'))"
         ".filter(e => e.startTime < window.__probe.firstSoundAt + 500)"
         ".map(e => [e.name.split('/').pop().split('?')[0].slice(-12), e.startTime, e.responseEnd])"
     )
@@ -292,10 +316,14 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
     sf.write(artifacts_dir / "browser_played.wav", played, played_rate)
     report = measure_gaps(played, played_rate, sent, sent_rate)
     stalls = [e for e in events if e[0] in ("waiting", "stalled") and e[2] > 0]
+    stalls += [["late piece", at, gap_ms] for at, gap_ms in underruns]
     result = {
         "gaps": report.as_dict(),
         "stream_requests": len(segment_requests),
         "stalls_after_start": len(stalls),
+        "late_pieces_ms": [[round(at - clicked_at, 1), round(gap_ms, 1)] for at, gap_ms in underruns],
+        "live_expected_gap_s": page_gap_s,
+        "live_pieces": arrivals,
         "time_to_first_sound_ms": round(probe["sound"] - clicked_at, 1),
         "time_to_play_ms": round(probe["playing"] - clicked_at, 1),
         "engine_first_audio_ms": round(engine_first_audio_s * 1000, 1),

@@ -166,17 +166,20 @@ def test_an_uploaded_clip_is_analysed_before_generate(tmp_path):
     # The page analyses an upload right after its report (handlers.prepare_voice, a queued event),
     # so the Generate that follows finds the profile built.
     from tts_app.ui.handlers import prepare_voice, resolve_profile
-    from tts_app.ui.voice_input import MODE_BUILTIN, MODE_UPLOAD
+    from tts_app.ui.voice_input import MODE_BUILTIN, MODE_DEFAULT, MODE_UPLOAD
 
     clip = tmp_path / "upload.wav"
     sf.write(clip, voiced_clip(), 16000)
     clear_profile_cache()
-    prepare_voice(MODE_BUILTIN, "lj_female_us", str(clip))  # not an upload: nothing to prepare
+    prepare_voice(MODE_DEFAULT, "lj_female_us", str(clip))  # the model's own voice: nothing to analyse
+    prepare_voice(MODE_UPLOAD, None, None)  # no clip yet
     assert profile_cache_info().misses == 0
-    prepare_voice(MODE_UPLOAD, None, str(clip))
+    prepare_voice(MODE_BUILTIN, "lj_female_us", str(clip))  # a picked built-in voice is prepared too
     assert profile_cache_info().misses == 1
+    prepare_voice(MODE_UPLOAD, None, str(clip))
+    assert profile_cache_info().misses == 2
     resolve_profile(str(clip), "")  # what Generate does, with the "What the clip says" box empty
-    assert profile_cache_info().misses == 1 and profile_cache_info().hits == 1
+    assert profile_cache_info().misses == 2 and profile_cache_info().hits == 1
     bad = tmp_path / "bad.wav"
     bad.write_bytes(b"not audio")
     prepare_voice(MODE_UPLOAD, None, str(bad))  # no exception: the report says why

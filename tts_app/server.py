@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse, Response
 
 from tts_app.api.captioned_speech import router as captioned_router
 from tts_app.api.documents import router as documents_router
+from tts_app.api.live import router as live_router
 from tts_app.api.openai_speech import router as openai_router
 from tts_app.ffmpeg_path import ensure_ffmpeg_on_path
 from tts_app.file_guard import FileDataGuard
@@ -44,6 +45,7 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     app.include_router(openai_router)
     app.include_router(captioned_router)
     app.include_router(documents_router)
+    app.include_router(live_router)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
@@ -91,7 +93,8 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     return app
 
 
-WARM_UP_TEXT = "Ready."
+# Long enough for a full decoder window: the live player predicts its start from full-window steps.
+WARM_UP_TEXT = "Ready. Every stage of the engine has run once, so the first visitor does not wait for it."
 
 
 def _warm_engine() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from .request import Request
 
 
@@ -54,15 +56,25 @@ class EngineCounters:
     rows_stepped: int = 0
     max_batch_seen: int = 0
     audio_s: float = 0.0
+    # Seconds per row of the last RECENT_STEPS steps: a player sizes its start from a high quantile
+    # (a full decoder window costs several times a first window, so the mean under-predicts).
+    recent_row_step_s: list[float] = field(default_factory=list)
+
+    RECENT_STEPS = 64
 
     def record_step(self, batch: int, seconds: float) -> None:
         self.steps += 1
         self.step_time_s += seconds
         self.rows_stepped += batch
         self.max_batch_seen = max(self.max_batch_seen, batch)
+        if batch:
+            self.recent_row_step_s.append(seconds / batch)
+            del self.recent_row_step_s[: -self.RECENT_STEPS]
 
     def snapshot(self) -> dict:
         d = asdict(self)
+        recent = d.pop("recent_row_step_s")
+        d["row_step_p90_s"] = float(np.quantile(recent, 0.9)) if recent else 0.0
         d["mean_step_s"] = self.step_time_s / self.steps if self.steps else 0.0
         d["mean_batch"] = self.rows_stepped / self.steps if self.steps else 0.0
         return d

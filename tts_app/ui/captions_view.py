@@ -1,7 +1,7 @@
 """Live captions under the stream player: the words heard so far, the current one highlighted.
 
 The page gets the words as spans carrying their times in the live stream; a small script in
-the page head compares them with the stream player's clock every 40 ms. Word times are the
+the page head compares them with the live player's clock every 40 ms. Word times are the
 engine's (from the model's durations); the stream is the joined take, so the same times
 serve both.
 """
@@ -34,14 +34,19 @@ CAPTION_SCRIPT = """<script>
 (() => {
   const tick = () => {
     const box = document.querySelector('#live-captions .captions[data-run]');
-    const media = document.querySelector('#stream-player audio');
-    if (!box || !media) return;
-    if (media.__captionRun !== box.dataset.run) {
-      if (!media.buffered.length) return;
-      media.__captionRun = box.dataset.run;
-      media.__captionT0 = media.buffered.start(0);
+    if (!box) return;
+    // the page's own live player (live_player.py) keeps the take's clock; else the HLS player's
+    let t = window.ttsLive ? window.ttsLive.clock(box.dataset.run) : null;
+    if (t === null) {
+      const media = document.querySelector('#stream-player audio');
+      if (!media) return;
+      if (media.__captionRun !== box.dataset.run) {
+        if (!media.buffered.length) return;
+        media.__captionRun = box.dataset.run;
+        media.__captionT0 = media.buffered.start(0);
+      }
+      t = media.currentTime - media.__captionT0;
     }
-    const t = media.currentTime - media.__captionT0;
     let now = null;
     for (const el of box.querySelectorAll('span[data-s]')) {
       if (+el.dataset.s <= t && t < +el.dataset.e) { now = el; break; }

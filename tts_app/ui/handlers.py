@@ -15,11 +15,13 @@ import gradio as gr
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.model_engines import ModelUnavailable, engine_for, model_loaded
 from tts_app.models_available import EMBEDDED_ID
-from tts_app.shared_engine import get_engine
+from tts_app.shared_engine import engine_loaded, get_engine
 from tts_app.ui.active_runs import ACTIVE_RUNS
 from tts_app.ui.captions_view import EMPTY as EMPTY_CAPTIONS
 from tts_app.ui.captions_view import captions_html
 from tts_app.ui.history import Take, add_take
+from tts_app.ui.live_channel import LIVE_CHANNELS, LiveChannel, LiveChannelsFull
+from tts_app.ui.live_player import LIVE_IDLE, expected_gap_s, live_html
 from tts_app.ui.model_picker import check_model, model_label
 from tts_app.ui.run_figures import estimate_wait_s
 from tts_app.ui.run_files import RunFiles
@@ -58,9 +60,10 @@ class SpeakOutputs:
     lines: gr.State
     history: gr.State
     captions: gr.HTML
+    live: gr.HTML  # the page's own low-latency player (live_player.py)
 
     def as_list(self) -> list[Any]:
-        return [self.stream, self.full, self.files, self.status, self.figures, self.lines, self.history, self.captions]
+        return [self.stream, self.full, self.files, self.status, self.figures, self.lines, self.history, self.captions, self.live]
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class SpeakForm:
     voice_text: str | None = None  # what the uploaded clip says, if the visitor typed it
     normalize: bool = True  # False: read numbers, dates and abbreviations as written
     model: str | None = None  # the selector's value (None: the embedded voice)
+    live_player: bool = False  # the page plays the stream itself from /live/{token} (API callers: HLS)
 
 
 def _mean_service_s() -> float | None:
@@ -166,6 +170,17 @@ def _settings_values(speed: float | None, seed: float | None, strength: float | 
     return speed_value, seed_value, strength_value
 
 
+def _open_live(form: SpeakForm, sample_rate: int) -> LiveChannel | None:
+    """A live channel when the page plays the stream itself; None for API callers, or when none is free."""
+    if not (form.streaming and form.live_player):
+        return None
+    try:
+        return LIVE_CHANNELS.open(sample_rate)
+    except LiveChannelsFull:
+        logger.warning("no live channel free: this run streams through the page's HLS player")
+        return None
+
+
 def _start_updates(outputs: SpeakOutputs, status: str) -> dict[Any, Any]:
     """The first update of an accepted run: clear the last run's outputs (a refused run leaves them)."""
     return {
@@ -236,7 +251,9 @@ async def _generate(
     ACTIVE_RUNS.add(session, handles)
     stats = engine.stats()
     prebuffer_s = prebuffer_for(float(stats.get("step_time_s") or 0.0), int(stats.get("rows_stepped") or 0), len(lines))
-    run = SpeakRun(lines, int(engine.sample_rate), bool(form.streaming), started, prebuffer_s=prebuffer_s)
+    live_gap_s = expected_gap_s(float(stats.get("row_step_p90_s") or 0.0), len(lines))
+    channel = _open_live(form, int(engine.sample_rate))
+    run = SpeakRun(lines, int(engine.sample_rate), bool(form.streaming), started, prebuffer_s=prebuffer_s, live=channel is not None)
     run.figures.model = "" if model_id == EMBEDDED_ID else model_label(model_id)
     events: asyncio.Queue[Event] = asyncio.Queue()
     pumps = [asyncio.create_task(pump(i, h, events)) for i, h in enumerate(handles)]
@@ -250,7 +267,13 @@ async def _generate(
         return metrics
 
     try:
-        yield _start_updates(outputs, _waiting_status(handles, started))
+        start = _start_updates(outputs, _waiting_status(handles, started))
+        if channel is not None:
+            start[outputs.live] = live_html(channel.token, channel.sample_rate, live_gap_s, run_id)
+        elif form.live_player and form.streaming:  # no channel free: this run uses the HLS player
+            start[outputs.live] = LIVE_IDLE
+            start[outputs.stream] = gr.update(visible=True)
+        yield start
         while not run.complete:
             batch, getter = await next_batch(events, getter, STATUS_EVERY_S)
             if not batch:
@@ -263,7 +286,7 @@ async def _generate(
                 raise gr.Error(str(exc)) from exc
             for index in step.finished:
                 files.add_line(run, index)
-            for update in _step_updates(outputs, run, step, files, handles, run_id):
+            for update in _step_updates(outputs, run, step, files, handles, run_id, channel):
                 yield update
 
         summary = run.finish()
@@ -289,6 +312,8 @@ async def _generate(
             outputs.status: _done_status(summary, len(run.lines)),
         }
     finally:
+        if channel is not None:
+            channel.close()  # its reader ends after what is queued (an unopened one expires)
         for handle in handles:
             handle.cancel()  # no-op for finished requests; frees the engine when Stop cancelled the run
         for task in pumps:
@@ -299,10 +324,22 @@ async def _generate(
 
 
 def _step_updates(
-    outputs: SpeakOutputs, run: SpeakRun, step: RunStep, files: RunFiles, handles: Sequence[Any], run_id: str
+    outputs: SpeakOutputs,
+    run: SpeakRun,
+    step: RunStep,
+    files: RunFiles,
+    handles: Sequence[Any],
+    run_id: str,
+    channel: LiveChannel | None = None,
 ) -> list[dict[Any, Any]]:
-    """The page updates for one step: each live-stream segment, then one update of everything else."""
-    updates: list[dict[Any, Any]] = [{outputs.stream: wav_bytes(seg, run.sample_rate)} for seg in step.segments]
+    """The page updates for one step: each live-stream segment (or, with a live channel, none: the
+    segments go to the page's own player), then one update of everything else."""
+    updates: list[dict[Any, Any]] = []
+    for seg in step.segments:
+        if channel is not None:
+            channel.put(seg)
+        else:
+            updates.append({outputs.stream: wav_bytes(seg, run.sample_rate)})
     last = updates.pop() if updates else {}
     if step.finished:
         last.update({outputs.lines: files.line_items(run), outputs.files: files.listing(), outputs.figures: run.figures.table()})
@@ -350,16 +387,22 @@ def voice_report(voice_mode: str, builtin_voice: str | None, reference_clip: str
 
 
 def prepare_voice(voice_mode: str, builtin_voice: str | None, reference_clip: str | None, voice_text: str | None = None) -> None:
-    """Analyse an uploaded clip right after its report, so Generate finds its profile ready.
+    """Analyse the chosen voice (an uploaded clip right after its report, a built-in one when picked)
+    and build its full-strength plan, so Generate finds both ready (~1 s off the first audio).
 
     Runs as its own queued event (bounded like every event); a bad clip is left to the report
     and to Generate, which say why in one line.
     """
-    if voice_mode != MODE_UPLOAD or not reference_clip:
+    if voice_mode == MODE_UPLOAD and not reference_clip:
         return
     try:
-        resolve_profile(str(reference_clip), voice_text)
-    except gr.Error:
+        voice, _label = resolve_voice(voice_mode, builtin_voice, reference_clip)
+        if voice is None:
+            return
+        profile = resolve_profile(voice, voice_text if voice_mode == MODE_UPLOAD else None)
+        if engine_loaded():  # never load the model from here
+            profile.streamer(1.0, int(get_engine().sample_rate))
+    except (gr.Error, VoiceChoiceError):
         pass  # already shown by the report; Generate raises it again
 
 

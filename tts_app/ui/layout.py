@@ -16,6 +16,7 @@ from tts_app.ui.document_tab import resume as resume_document
 from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, history_table, history_zip, take_audio
 from tts_app.models_available import EMBEDDED_ID
 from tts_app.ui.lexicon_panel import build_lexicon_panel
+from tts_app.ui.live_player import LIVE_IDLE
 from tts_app.ui.model_picker import model_dropdown
 from tts_app.ui.model_picker import refresh as refresh_model
 from tts_app.ui.run_figures import FIGURE_HEADERS, FIGURE_TYPES
@@ -183,13 +184,18 @@ def build_demo() -> gr.Blocks:
 
                     with gr.Column(scale=6, min_width=300):
                         status = gr.Markdown("Ready.", label="Status", elem_id="run-status")
+                        # The page plays the live stream itself (live_player.py, ~1 s sooner than HLS);
+                        # this HLS player serves API callers, and the page when no live channel is free.
                         stream = gr.Audio(
                             label="Live stream (lines in order)",
                             streaming=True,
                             autoplay=True,
                             interactive=False,
+                            visible=False,
                             elem_id="stream-player",
                         )
+                        live = gr.HTML(LIVE_IDLE, label="Live stream", show_label=False, elem_id="live-player", padding=False)
+                        live_flag = gr.Checkbox(False, visible=False, elem_id="live-flag")
                         captions = gr.HTML(captions_view.EMPTY, label="Captions", show_label=False, elem_id="live-captions", padding=False)
                         gr.Markdown(
                             "Each line gets its own player and download below as soon as it is done.",
@@ -242,7 +248,7 @@ def build_demo() -> gr.Blocks:
             with gr.Tab("API", id="api"):
                 gr.Markdown(api_help_markdown(), elem_id="api-help")
 
-        outputs = handlers.SpeakOutputs(stream, full, files, status, figures, line_items, history, captions)
+        outputs = handlers.SpeakOutputs(stream, full, files, status, figures, line_items, history, captions, live)
 
         async def generate(  # defaults: what gradio_client shows as optional
             text: str,
@@ -257,12 +263,13 @@ def build_demo() -> gr.Blocks:
             voice_text: str | None = None,
             normalize_text: bool = True,
             model: str | None = EMBEDDED_ID,
+            live_player: bool = False,
             request: gr.Request = None,  # type: ignore[assignment] - Gradio fills it in
         ) -> AsyncIterator[dict[Any, Any]]:
             """Speak each non-empty line of the text (one engine batch), streaming the lines in order."""
             form = handlers.SpeakForm(
                 text, voice_mode, builtin_voice, reference_clip, voice_strength, speed, seed, streaming, voice_text,
-                normalize_text, model,
+                normalize_text, model, bool(live_player),
             )
             async for update in handlers.generate(form, history, request, outputs):
                 yield update
@@ -275,14 +282,16 @@ def build_demo() -> gr.Blocks:
         builtin.change(lambda name: gr.update(visible=is_saved_voice(name)), builtin, delete_btn, queue=False, api_visibility="private")
         builtin.change(handlers.builtin_preview, builtin, preview, api_visibility="private").then(
             handlers.voice_report, voice_inputs, report, api_visibility="private"
-        )
+        ).then(handlers.prepare_voice, voice_inputs, None, show_progress="hidden", api_visibility="private")
         upload.change(handlers.on_upload, upload, voice_mode, api_visibility="private").then(
             handlers.voice_report, voice_inputs, report, api_visibility="private"
         ).then(handlers.prepare_voice, voice_inputs, None, show_progress="hidden", api_visibility="private")
-        streaming.change(lambda on: gr.update(visible=bool(on)), streaming, stream, queue=False, api_visibility="private")
+        streaming.change(lambda on: gr.update(visible=bool(on)), streaming, live, queue=False, api_visibility="private")
+        # The page, unlike an API caller, plays the stream itself: it says so once loaded.
+        demo.load(None, None, live_flag, js="() => true", api_visibility="private")
         run = generate_btn.click(
             generate,
-            [text, voice_mode, builtin, upload, strength, speed, seed, streaming, history, voice_text, normalize, model],
+            [text, voice_mode, builtin, upload, strength, speed, seed, streaming, history, voice_text, normalize, model, live_flag],
             outputs.as_list(),
             api_name="generate",
             show_progress="hidden",  # the status box tells progress and errors: no per-output spinners or "Error" pills
@@ -295,7 +304,9 @@ def build_demo() -> gr.Blocks:
         history.change(_history_outputs, history, [history_df, zip_btn], api_visibility="private")
         history_df.select(_select_take, history, take_player, api_visibility="private")
         gr.api(handlers.engine_stats, api_name="engine_stats")
-        demo.load(handlers.voice_report, voice_inputs, report, api_visibility="private")
+        demo.load(handlers.voice_report, voice_inputs, report, api_visibility="private").then(
+            handlers.prepare_voice, voice_inputs, None, show_progress="hidden", api_visibility="private"
+        )
         demo.load(refresh_choices, builtin, builtin, queue=False, api_visibility="private")
         demo.load(
             lambda *current: tuple(refresh_model(value) for value in current),

@@ -16,7 +16,7 @@ import numpy as np
 from tts_app.backends.base import WordTiming
 from tts_app.captions import shift
 from tts_app.ui.run_figures import RunFigures
-from tts_app.ui.stream_pacer import PREBUFFER_S, StreamPacer
+from tts_app.ui.stream_pacer import PREBUFFER_S, StreamPacer, pass_through
 from tts_app.wav_io import join_with_pauses
 
 LINE_PAUSE_S = 0.3  # silence between lines, in the stream and in the joined file
@@ -66,12 +66,15 @@ class SpeakRun:
         streaming: bool,
         started: float | None = None,
         prebuffer_s: float = PREBUFFER_S,
+        live: bool = False,
     ) -> None:
         self.sample_rate = int(sample_rate)
         self.lines = [LineState(text=line) for line in lines]
         self.figures = RunFigures()
         self.started = time.perf_counter() if started is None else started
-        self._pacer = StreamPacer(self.sample_rate, prebuffer_s=prebuffer_s) if streaming else None
+        # live: the page's own player takes the audio as it comes and buffers it itself.
+        pacer = pass_through(self.sample_rate) if live else StreamPacer(self.sample_rate, prebuffer_s=prebuffer_s)
+        self._pacer = pacer if streaming else None
         self._next_line = 0  # the line the live stream is on
 
     @property

@@ -33,16 +33,20 @@ MAX_PREBUFFER_S = 3.0
 UNKNOWN_STEP_PREBUFFER_S = 1.0
 
 
-def prebuffer_for(step_time_s: float, rows_stepped: int, rows: int) -> float:
-    """Seconds of audio to hold before the first segment of a run of ``rows`` lines.
-
-    The engine's next step advances every running row, so it is predicted as ``rows`` times the
-    mean cost of one row in one step so far (``step_time_s`` over ``rows_stepped``).
-    """
+def next_step_s(step_time_s: float, rows_stepped: int, rows: int) -> float | None:
+    """The engine's next step for a run of ``rows`` lines, predicted as ``rows`` times the mean cost
+    of one row in one step so far (``step_time_s`` over ``rows_stepped``); None before any step."""
     if rows_stepped <= 0 or step_time_s <= 0:
+        return None
+    return step_time_s / rows_stepped * max(rows, 1)
+
+
+def prebuffer_for(step_time_s: float, rows_stepped: int, rows: int) -> float:
+    """Seconds of audio to hold before the first HLS segment of a run of ``rows`` lines."""
+    step = next_step_s(step_time_s, rows_stepped, rows)
+    if step is None:
         return UNKNOWN_STEP_PREBUFFER_S
-    next_step_s = step_time_s / rows_stepped * max(rows, 1)
-    return min(MAX_PREBUFFER_S, max(PREBUFFER_S, STEP_MARGIN * next_step_s))
+    return min(MAX_PREBUFFER_S, max(PREBUFFER_S, STEP_MARGIN * step))
 
 
 class StreamPacer:
@@ -101,3 +105,8 @@ class StreamPacer:
         self._pending = [rest] if len(rest) else []
         self._pending_len = len(rest)
         return pieces
+
+
+def pass_through(sample_rate: int) -> StreamPacer:
+    """A pacer that hands back everything pushed so far, at once (for a player that buffers itself)."""
+    return StreamPacer(sample_rate, prebuffer_s=0.0, max_segment_s=1e9, min_segment_s=0.0, first_piece_s=1e9)

@@ -6,6 +6,7 @@ import gradio as gr
 
 from tts_app.ui.captions_view import CAPTION_SCRIPT
 from tts_app.ui.document_tab import JOB_URL_SCRIPT
+from tts_app.ui.live_player import LIVE_PLAYER_SCRIPT
 
 # Local font stacks only: a Space or a laptop offline must not wait on a font CDN.
 _SANS = ["Inter", "ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "Roboto", "sans-serif"]
@@ -28,6 +29,11 @@ def app_theme() -> gr.themes.Base:
 
 
 APP_CSS = """
+#live-player .live, #live-player .live-idle { display: flex; align-items: center; gap: 0.5rem; min-height: 2.4rem;
+  padding: 0.4rem 0.8rem; border-radius: var(--radius-lg); border: 1px solid var(--border-color-primary);
+  background: var(--background-fill-primary); font-variant-numeric: tabular-nums; }
+#live-player .live-dot { width: 0.6rem; height: 0.6rem; border-radius: 50%; background: #e11d48; flex: none; }
+#live-player .live.ended .live-dot { background: var(--body-text-color-subdued); }
 #live-captions .captions { line-height: 1.8; max-height: 9.5em; overflow-y: auto; padding: 0.2rem 0.1rem; text-align: left; position: relative; }
 #document-progress .doc-progress > * { margin: 0.35rem 0; }
 #document-progress progress { width: 100%; height: 14px; }
@@ -94,6 +100,7 @@ START_GAP_SCRIPT = """<script>
 APP_HEAD = (
     '<meta name="description" content="Streaming text to speech with voice matching, A/B listening and an OpenAI-compatible API.">'
     + START_GAP_SCRIPT
+    + LIVE_PLAYER_SCRIPT
     + CAPTION_SCRIPT
     + JOB_URL_SCRIPT
 )

@@ -76,8 +76,7 @@ def make_plan(target: VoiceStats, strength: float, sample_rate: int, class_map: 
     pitch_map = pitch_map_for(target, source.stats, strength)
     formant_ratio = formant_ratio_for(target, source.stats) ** strength
     calib = _resample(source.audio, source.sample_rate, sample_rate)
-    stream = PsolaStream(pitch_map, formant_ratio, sample_rate)
-    voiced, unvoiced = np.concatenate([stream.process(calib), stream.flush()], axis=1)
+    voiced, unvoiced = _shifted_calibration(pitch_map, formant_ratio, sample_rate)
     shifted_db = joint_normalise(band_power_db(voiced, sample_rate), band_power_db(unvoiced, sample_rate))
 
     # Aim at a blend of the two spectra so that strength scales timbre as it does pitch.
@@ -116,6 +115,28 @@ def make_plan(target: VoiceStats, strength: float, sample_rate: int, class_map: 
         class_scale=strength if class_map is not None else 0.0,
         class_gain=class_gain,
     )
+
+
+_SHIFTED: LruCache[np.ndarray] = LruCache(maxsize=8)
+
+
+def _shifted_calibration(pitch_map: PitchMap, formant_ratio: float, sample_rate: int) -> np.ndarray:
+    """[2, T] voiced and unvoiced grains of the model-voice clip through the pitch/formant stage.
+
+    Cached: a profile's class-map fit and its first plan both need the strength-1 result (the
+    stage is most of a plan's cost: ~0.2 s for the 13 s clip).
+    """
+    source = model_voice()
+
+    def run() -> np.ndarray:
+        calib = _resample(source.audio, source.sample_rate, sample_rate)
+        stream = PsolaStream(pitch_map, formant_ratio, sample_rate)
+        shifted = np.concatenate([stream.process(calib), stream.flush()], axis=1)
+        shifted.flags.writeable = False
+        return shifted
+
+    key = (id(source), pitch_map.shift, pitch_map.slope, pitch_map.pivot, float(formant_ratio), int(sample_rate))
+    return _SHIFTED.get_or_create(key, run)
 
 
 def _boost_room(level_db: np.ndarray) -> np.ndarray:

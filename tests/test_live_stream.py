@@ -1,0 +1,144 @@
+"""The page's low-latency live stream: channels (no server) and GET /live/{token} through the real app."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+
+import httpx
+import numpy as np
+import pytest
+import soundfile as sf
+
+from tts_app.ui import live_channel
+from tts_app.ui.live_channel import LiveChannels, LiveChannelsFull
+from tts_app.ui.live_player import UNKNOWN_GAP_S, expected_gap_s, live_html
+
+TIMEOUT = httpx.Timeout(120.0)
+
+
+async def _read_all(channel: live_channel.LiveChannel) -> bytes:
+    return b"".join([data async for data in channel.read()])
+
+
+def test_a_channel_hands_its_audio_over_in_order_then_ends() -> None:
+    channels = LiveChannels()
+    channel = channels.open(22050)
+    assert live_channel.TOKEN_RE.fullmatch(channel.token)
+    pieces = [np.linspace(-1, 1, n, dtype=np.float32) for n in (5, 0, 1000, 3)]
+
+    async def scenario() -> bytes:
+        reader = asyncio.create_task(_read_all(channels.attach(channel.token)))
+        for piece in pieces:  # written while the reader waits
+            channel.put(piece)
+            await asyncio.sleep(0.01)
+        channel.close()
+        return await asyncio.wait_for(reader, 5)
+
+    got = np.frombuffer(asyncio.run(scenario()), dtype="<f4")
+    assert np.array_equal(got, np.concatenate(pieces))
+
+
+@pytest.mark.parametrize("token", ["", "0" * 31, "0" * 33, "Z" * 32, "../../etc/passwd", None, 7])
+def test_only_well_formed_known_tokens_attach(token: object) -> None:
+    channels = LiveChannels()
+    channels.open(22050)
+    assert channels.attach(token) is None  # type: ignore[arg-type]
+
+
+def test_a_channel_has_one_reader() -> None:
+    channels = LiveChannels()
+    channel = channels.open(22050)
+    assert channels.attach(channel.token) is channel
+    assert channels.attach(channel.token) is None
+    channels.release(channel)
+    assert len(channels) == 0 and channel.closed
+
+
+def test_the_number_of_channels_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(live_channel, "MAX_CHANNELS", 3)
+    channels = LiveChannels()
+    opened = [channels.open(22050) for _ in range(3)]
+    with pytest.raises(LiveChannelsFull):
+        channels.open(22050)
+    channels.release(opened[0])
+    channels.open(22050)
+
+
+def test_unread_and_old_channels_expire(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(live_channel.time, "monotonic", lambda: now[0])
+    channels = LiveChannels()
+    unread, reading, running = channels.open(22050), channels.open(22050), channels.open(22050)
+    unread.close()
+    channels.attach(reading.token)
+    reading.close()
+    now[0] += live_channel.UNREAD_TTL_S + 1
+    assert channels.attach(unread.token) is None  # finished and never opened: gone
+    assert len(channels) == 2  # the one being read and the one still running stay
+    now[0] += live_channel.MAX_AGE_S
+    channels.open(22050)
+    assert len(channels) == 1 and running.closed
+
+
+def test_a_channel_stops_at_its_byte_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(live_channel, "MAX_CHANNEL_BYTES", 4 * 100)
+    channel = LiveChannels().open(22050)
+    channel.put(np.zeros(60, np.float32))
+    channel.put(np.zeros(60, np.float32))  # over the cap: dropped, and the stream ends
+    assert channel.closed
+    assert len(asyncio.run(_read_all(channel))) == 4 * 60
+
+
+def test_the_player_start_follows_the_engine_step_time() -> None:
+    assert expected_gap_s(0.0, 5) == UNKNOWN_GAP_S
+    assert expected_gap_s(0.1, 5) == pytest.approx(0.65)  # five rows step together, with a 30 % margin
+    assert expected_gap_s(0.1, 1) < expected_gap_s(0.1, 2)
+    assert expected_gap_s(10.0, 50) == 3.0  # bounded
+    html = live_html("ab" * 16, 22050, 0.65, "<run>")
+    assert 'data-token="' + "ab" * 16 + '"' in html and 'data-gap="0.650"' in html and "&lt;run&gt;" in html
+
+
+# --- through the real server -------------------------------------------------------------------
+
+def _generate(base: str, live_player: bool) -> str:
+    data = ["Hello there.\nA second line.", "Model's own voice", None, None, 1.0, 1.0, 0, True, "", True, "piper-joe-medium", live_player]
+    posted = httpx.post(f"{base}/gradio_api/call/generate", json={"data": data}, timeout=TIMEOUT)
+    assert posted.status_code == 200, posted.text
+    return httpx.get(f"{base}/gradio_api/call/generate/{posted.json()['event_id']}", timeout=TIMEOUT).text
+
+
+def test_a_run_streams_its_audio_to_the_live_route(app_server: str) -> None:
+    events = _generate(app_server, live_player=True)
+    assert "event: complete" in events, events[-500:]
+    tokens = set(re.findall(r'data-token=\\?"([0-9a-f]{32})', events))
+    assert len(tokens) == 1, events[:2000]
+    token = tokens.pop()
+    reply = httpx.get(f"{app_server}/live/{token}", timeout=TIMEOUT)
+    assert reply.status_code == 200 and reply.headers["x-sample-format"] == "f32le"
+    rate = int(reply.headers["x-sample-rate"])
+    live = np.frombuffer(reply.content, dtype="<f4")
+    # The live stream is the joined take: the file the run wrote, sample for sample (16-bit there).
+    full_path = re.findall(r'"path": ?"([^"]+all-lines\.wav)"', events)[-1]
+    full = httpx.get(f"{app_server}/gradio_api/file={full_path}", timeout=TIMEOUT)
+    assert full.status_code == 200
+    joined, joined_rate = sf.read(io.BytesIO(full.content), dtype="float32")
+    assert joined_rate == rate and len(live) == len(joined)
+    assert np.abs(live - joined).max() < 1.5 / 32768
+    # Read once: a second reader, and anything else, gets a 404.
+    assert httpx.get(f"{app_server}/live/{token}", timeout=TIMEOUT).status_code == 404
+
+
+def test_an_api_caller_gets_no_live_channel_by_default(app_server: str) -> None:
+    events = _generate(app_server, live_player=False)
+    assert "event: complete" in events and "data-token" not in events
+
+
+@pytest.mark.parametrize(
+    "path", ["/live/" + "0" * 32, "/live/../../etc/passwd", "/live/%2e%2e%2fapp.py", "/live/" + "a" * 5000, "/live/"]
+)
+def test_unknown_or_hostile_live_paths_are_404(app_server: str, path: str) -> None:
+    reply = httpx.get(app_server + path, timeout=TIMEOUT)
+    assert reply.status_code == 404, (path, reply.status_code)
+    assert "root:" not in reply.text and "import" not in reply.text
