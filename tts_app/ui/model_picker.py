@@ -15,10 +15,10 @@ import gradio as gr
 from tts_app.models_available import EMBEDDED_ID, find_models
 from tts_app.ui.user_error import UserError
 
-# What a CPU user should expect from Qwen3-TTS (BENCHMARKS.md, "Qwen3-TTS on CPU"): the 0.6B model
-# with full-size random weights took about 45 CPU seconds per second of speech on this project's
-# 2-core AVX2 machine.
-CPU_NOTE = "Qwen3-TTS is a GPU model: on a 2-core CPU expect about 25-45 s of compute per second of speech."
+# What a CPU user should expect from Qwen3-TTS (BENCHMARKS.md, "CPU speed of the 0.6B model"): the
+# 0.6B model with full-size random weights ran at RTF 9.2 (17.8 CPU s per s of speech) on an idle
+# 2-core Zen 4, and took 45.7 CPU s per s on a heavily loaded 2-core Zen 3.
+CPU_NOTE = "Qwen3-TTS is a GPU model: on a 2-core CPU expect about 10-25 s of waiting per second of speech."
 
 
 def model_choices() -> list[tuple[str, str]]:
