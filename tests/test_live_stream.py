@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import io
-import re
-
 import httpx
 import numpy as np
 import pytest
-import soundfile as sf
 
 from tts_app.ui import live_channel
 from tts_app.ui.live_channel import LiveChannels, LiveChannelsFull
@@ -100,39 +96,41 @@ def test_the_player_start_follows_the_engine_step_time() -> None:
     assert 'data-token="' + "ab" * 16 + '"' in html and 'data-gap="0.650"' in html and "&lt;run&gt;" in html
 
 
-# --- through the real server -------------------------------------------------------------------
+# --- the route --------------------------------------------------------------------------------
 
-def _generate(base: str, live_player: bool) -> str:
-    data = ["Hello there.\nA second line.", "Model's own voice", None, None, 1.0, 1.0, 0, True, "", True, "piper-joe-medium", live_player]
-    posted = httpx.post(f"{base}/gradio_api/call/generate", json={"data": data}, timeout=TIMEOUT)
+def test_the_route_streams_a_channel_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GET /live/{token} (the app's own router) returns the run's samples as written, then 404s."""
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from tts_app.api import live
+
+    channels = LiveChannels()
+    monkeypatch.setattr(live, "LIVE_CHANNELS", channels)
+    app = FastAPI()
+    app.include_router(live.router)
+    channel = channels.open(22050)
+    audio = np.sin(np.arange(30_000) / 7.0).astype(np.float32)
+    channel.put(audio[:10_000])
+    channel.put(audio[10_000:])
+    channel.close()
+    with TestClient(app) as client:
+        reply = client.get(f"/live/{channel.token}")
+        assert reply.status_code == 200, reply.text
+        assert reply.headers["x-sample-rate"] == "22050" and reply.headers["x-sample-format"] == "f32le"
+        assert reply.headers["cache-control"] == "no-store"
+        assert np.array_equal(np.frombuffer(reply.content, dtype="<f4"), audio)
+        assert client.get(f"/live/{channel.token}").status_code == 404  # read once
+    assert len(channels) == 0  # released after its reader finished
+
+
+def test_an_api_caller_gets_no_live_channel(app_server: str) -> None:
+    """Only a page's session (set at page load) gets the live player; /generate callers keep HLS."""
+    data = ["Hello there.", "Model's own voice", None, None, 1.0, 1.0, 0, True, "", True, "piper-joe-medium"]
+    posted = httpx.post(f"{app_server}/gradio_api/call/generate", json={"data": data}, timeout=TIMEOUT)
     assert posted.status_code == 200, posted.text
-    return httpx.get(f"{base}/gradio_api/call/generate/{posted.json()['event_id']}", timeout=TIMEOUT).text
-
-
-def test_a_run_streams_its_audio_to_the_live_route(app_server: str) -> None:
-    events = _generate(app_server, live_player=True)
-    assert "event: complete" in events, events[-500:]
-    tokens = set(re.findall(r'data-token=\\?"([0-9a-f]{32})', events))
-    assert len(tokens) == 1, events[:2000]
-    token = tokens.pop()
-    reply = httpx.get(f"{app_server}/live/{token}", timeout=TIMEOUT)
-    assert reply.status_code == 200 and reply.headers["x-sample-format"] == "f32le"
-    rate = int(reply.headers["x-sample-rate"])
-    live = np.frombuffer(reply.content, dtype="<f4")
-    # The live stream is the joined take: the file the run wrote, sample for sample (16-bit there).
-    full_path = re.findall(r'"path": ?"([^"]+all-lines\.wav)"', events)[-1]
-    full = httpx.get(f"{app_server}/gradio_api/file={full_path}", timeout=TIMEOUT)
-    assert full.status_code == 200
-    joined, joined_rate = sf.read(io.BytesIO(full.content), dtype="float32")
-    assert joined_rate == rate and len(live) == len(joined)
-    assert np.abs(live - joined).max() < 1.5 / 32768
-    # Read once: a second reader, and anything else, gets a 404.
-    assert httpx.get(f"{app_server}/live/{token}", timeout=TIMEOUT).status_code == 404
-
-
-def test_an_api_caller_gets_no_live_channel_by_default(app_server: str) -> None:
-    events = _generate(app_server, live_player=False)
-    assert "event: complete" in events and "data-token" not in events
+    events = httpx.get(f"{app_server}/gradio_api/call/generate/{posted.json()['event_id']}", timeout=TIMEOUT).text
+    assert "event: complete" in events and "data-token" not in events, events[-500:]
 
 
 @pytest.mark.parametrize(

@@ -195,7 +195,8 @@ def build_demo() -> gr.Blocks:
                             elem_id="stream-player",
                         )
                         live = gr.HTML(LIVE_IDLE, label="Live stream", show_label=False, elem_id="live-player", padding=False)
-                        live_flag = gr.Checkbox(False, visible=False, elem_id="live-flag")
+                        # True in a page's session (set at load), False for API callers: they keep the HLS stream.
+                        live_flag = gr.State(False)
                         captions = gr.HTML(captions_view.EMPTY, label="Captions", show_label=False, elem_id="live-captions", padding=False)
                         gr.Markdown(
                             "Each line gets its own player and download below as soon as it is done.",
@@ -288,7 +289,7 @@ def build_demo() -> gr.Blocks:
         ).then(handlers.prepare_voice, voice_inputs, None, show_progress="hidden", api_visibility="private")
         streaming.change(lambda on: gr.update(visible=bool(on)), streaming, live, queue=False, api_visibility="private")
         # The page, unlike an API caller, plays the stream itself: it says so once loaded.
-        demo.load(None, None, live_flag, js="() => true", api_visibility="private")
+        demo.load(lambda: True, None, live_flag, queue=False, api_visibility="private")
         run = generate_btn.click(
             generate,
             [text, voice_mode, builtin, upload, strength, speed, seed, streaming, history, voice_text, normalize, model, live_flag],
