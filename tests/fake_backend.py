@@ -39,16 +39,20 @@ class FakeBackend(Backend):
         self.prepared.append(len(rows))
         return [FakeRow(np.random.default_rng(r.seed), len(r.text.split()), r.text) for r in rows]
 
-    def step(self, states):
+    def step(self, states, emit=None):
+        """Rows advance one by one and are emitted as they go (like the CPU decoder); a row whose
+        text has "CRASH" fails the step when its turn comes, after the rows before it were emitted."""
         self.batches.append(len(states))
-        if any("CRASH" in s.text for s in states):
-            raise RuntimeError("decoder exploded")
         if self.step_sleep_s or any("SLOW" in s.text for s in states):
             time.sleep(self.step_sleep_s or 0.01)
         out = []
         for s in states:
+            if "CRASH" in s.text:
+                raise RuntimeError("decoder exploded")
             s.steps_left -= 1
             out.append(StepOutput(s.rng.standard_normal(100).astype(np.float32), s.steps_left <= 0))
+            if emit is not None:
+                emit(len(out) - 1, out[-1])
         return out
 
     def release(self, state):

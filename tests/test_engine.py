@@ -200,3 +200,43 @@ def test_submit_many_queues_all_or_none():
             e.submit_many(["a", "b", "c", "d"])  # four do not fit in a queue of three
         assert e.stats()["queued"] == 0 and e.stats()["submitted"] == 1
         first.result(timeout=10)
+
+
+class _GatedBackend(FakeBackend):
+    """Emits each row as it goes, but holds the step after the first row until the test opens the gate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def step(self, states, emit=None):
+        def held(i, out):
+            emit(i, out)
+            if i == 0 and len(states) > 1:
+                self.gate.wait(5.0)
+
+        return super().step(states, held if emit is not None else None)
+
+
+def test_a_row_emitted_mid_step_reaches_its_handle_before_the_step_ends():
+    backend = _GatedBackend()
+    with Engine(backend, max_batch_size=4, max_wait_ms=0) as e:
+        first, second = e.submit_many(["a b", "c d"], seed=0)
+        chunks = iter(first)
+        started = time.perf_counter()
+        np.testing.assert_array_equal(next(chunks), expected("a", 0))  # before the gate opens
+        assert time.perf_counter() - started < 4.0
+        assert not second.done
+        backend.gate.set()
+        np.testing.assert_array_equal(first.result(timeout=10), expected("a b", 0))
+        np.testing.assert_array_equal(second.result(timeout=10), expected("c d", 0))
+
+
+def test_rows_emitted_before_a_failing_row_are_not_run_twice(engine):
+    # In one step: two good rows are emitted, then a row fails the step; the retry runs only the rows
+    # not emitted yet, so the good rows advance once per step and their audio is exact.
+    handles = engine.submit_many(["a b c", "d e f", "CRASH here", "g h"], seed=3)
+    for h, text in zip([handles[0], handles[1], handles[3]], ["a b c", "d e f", "g h"]):
+        np.testing.assert_array_equal(h.result(timeout=10), expected(text, 3))
+    with pytest.raises(RuntimeError, match="decoder exploded"):
+        handles[2].result(timeout=10)

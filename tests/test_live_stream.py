@@ -89,9 +89,12 @@ def test_a_channel_stops_at_its_byte_cap(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_the_player_start_follows_the_engine_step_time() -> None:
     assert expected_gap_s(0.0, 5) == UNKNOWN_GAP_S
-    assert expected_gap_s(0.1, 5) == pytest.approx(0.65)  # five rows step together, with a 30 % margin
+    assert expected_gap_s(0.1, 5) == pytest.approx(0.75)  # five rows step together, with a 50 % margin
     assert expected_gap_s(0.1, 1) < expected_gap_s(0.1, 2)
     assert expected_gap_s(10.0, 50) == 3.0  # bounded
+    # Rows emitted as decoded: the first line waits for the others' first windows (64 of 160 frames) only.
+    assert expected_gap_s(0.1, 5, emits_rows=True) == pytest.approx(1.5 * 0.1 * (1 + 4 * 0.4))
+    assert expected_gap_s(0.1, 1, emits_rows=True) == expected_gap_s(0.1, 1)
     html = live_html("ab" * 16, 22050, 0.65, "<run>")
     assert 'data-token="' + "ab" * 16 + '"' in html and 'data-gap="0.650"' in html and "&lt;run&gt;" in html
 

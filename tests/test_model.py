@@ -202,3 +202,25 @@ def test_onnxruntime_fallback_keeps_fidelity_and_batch_parity(vits, sentences, m
     z = batch[-1]
     streamed = np.concatenate(_stream(fallback, z, [0, *(w.end for w in plan_windows(z.shape[1]))]))
     assert np.abs(streamed - fallback.decode(z[None])[0]).max() <= 1e-3
+
+
+def test_rows_emitted_one_by_one_equal_the_batched_step(piper_backend, sentences):
+    # The engine passes emit: on CPU the backend then decodes row by row and hands each row out as
+    # it is done. Same audio as the step without emit, bit for bit, in row order.
+    texts = _texts(sentences)[:4]
+    rows = [RowInput(k, t, seed=k, parsed=piper_backend.check_text(t)) for k, t in enumerate(texts)]
+    plain_states, emit_states = piper_backend.prepare(rows), piper_backend.prepare(rows)
+    emitted: list[int] = []
+    for _ in range(4):
+        live = [i for i, s in enumerate(plain_states) if not getattr(s, "finished", False)]
+        if not live:
+            break
+        plain = piper_backend.step([plain_states[i] for i in live])
+        got = piper_backend.step([emit_states[i] for i in live], emit=lambda i, out: emitted.append(i))
+        for p, g in zip(plain, got):
+            assert p.done == g.done and np.array_equal(p.audio, g.audio)
+        if piper_backend.model.decodes_rows_alone:
+            assert emitted[-len(live) :] == list(range(len(live))), (emitted, live)
+        for i, out in zip(live, plain):
+            if out.done:
+                plain_states[i].finished = emit_states[i].finished = True

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -49,6 +49,9 @@ class StepOutput:
     words: tuple[WordTiming, ...] = ()  # words whose audio has now all been sent (backends that know durations)
 
 
+RowEmitter = Callable[[int, "StepOutput"], None]
+
+
 class Backend(ABC):
     """A model the engine can batch and stream.
 
@@ -83,8 +86,18 @@ class Backend(ABC):
         """Start each row; return one opaque state object per row, in order."""
 
     @abstractmethod
-    def step(self, states: Sequence[Any]) -> list[StepOutput]:
-        """Advance every row by one unit in one batched call; one output per state, in order."""
+    def step(self, states: Sequence[Any], emit: RowEmitter | None = None) -> list[StepOutput]:
+        """Advance every row by one unit in one batched call; one output per state, in order.
+
+        ``emit(i, output)``, when given, may be called with row ``i``'s output as soon as it is
+        final, before the step ends (a backend that decodes row by row lets a stream's next audio
+        out without waiting for the other rows); the returned list still holds every output.
+        """
+
+    @property
+    def emits_rows(self) -> bool:
+        """True when ``step`` hands each row out as soon as it is decoded (see ``step``'s ``emit``)."""
+        return False
 
     def release(self, state: Any) -> None:
         """Free what a finished or cancelled row holds (a KV-cache slot, say). Default: nothing."""

@@ -11,7 +11,7 @@ import numpy as np
 from ..config import SPEED_MAX, SPEED_MIN, SynthesisSettings
 from ..model import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
 from ..text import TextError, TextOptions, prepare_text, to_ids, word_id_spans
-from .base import Backend, RowInput, StepOutput
+from .base import Backend, RowEmitter, RowInput, StepOutput
 from .word_clock import WordClock
 
 _LOGGER = logging.getLogger(__name__)
@@ -131,13 +131,29 @@ class PiperBackend(Backend):
                 s.clock.time_chunk(s.parsed.word_spans[s.next_chunk], frames_N, z_CxT.shape[1] * self.model.hop, pause)
             s.next_chunk += 1
 
-    def step(self, states: Sequence[PiperRow]) -> list[StepOutput]:
+    @property
+    def emits_rows(self) -> bool:
+        return bool(self.model.decodes_rows_alone)
+
+    def step(self, states: Sequence[PiperRow], emit: RowEmitter | None = None) -> list[StepOutput]:
         self._run_text_stage(states)
         windows = [s.plan[s.next_window] for s in states]
-        audio = self.model.decode_stream(
-            [s.decoder for s in states], [s.z_CxT[:, w.start : w.end] for s, w in zip(states, windows)], [w.last for w in windows]
-        )
-        return [self._advance(s, a) for s, a in zip(states, audio)]
+        # Where the decoder runs one row per call anyway (CPU), decoding row by row costs nothing and
+        # lets each row's audio out as soon as it is done; elsewhere the rows share batched calls.
+        per_call = 1 if emit is not None and self.model.decodes_rows_alone else len(states)
+        outputs: list[StepOutput] = []
+        for a in range(0, len(states), max(per_call, 1)):
+            group, group_windows = states[a : a + per_call], windows[a : a + per_call]
+            audio = self.model.decode_stream(
+                [s.decoder for s in group],
+                [s.z_CxT[:, w.start : w.end] for s, w in zip(group, group_windows)],
+                [w.last for w in group_windows],
+            )
+            for s, a_S in zip(group, audio):
+                outputs.append(self._advance(s, a_S))
+                if emit is not None:
+                    emit(len(outputs) - 1, outputs[-1])
+        return outputs
 
     def _advance(self, state: PiperRow, audio: np.ndarray) -> StepOutput:
         """Commit a decoded window to the row; add the pause after a finished chunk."""

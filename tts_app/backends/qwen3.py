@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import torch
 
-from tts_app.backends.base import Backend, RowInput, StepOutput
+from tts_app.backends.base import Backend, RowEmitter, RowInput, StepOutput
 from tts_app.qwen3.codec import CodecDecoder
 from tts_app.qwen3.config import Qwen3TTSConfig
 from tts_app.qwen3.generator import BatchedGenerator, RowState
@@ -94,7 +94,7 @@ class Qwen3Backend(Backend):
             seeds.append(row.seed)
         return list(self.generator.prefill(prompts, tails, params, seeds))
 
-    def step(self, states: Sequence[Any]) -> list[StepOutput]:
+    def step(self, states: Sequence[Any], emit: RowEmitter | None = None) -> list[StepOutput]:
         rows: list[RowState] = list(states)
         new = self.generator.decode(rows)
         audio = decode_new_audio(self.codec, [s.codes for s in rows], [n.shape[0] for n in new], self.codec_left_context)

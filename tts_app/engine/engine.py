@@ -185,6 +185,7 @@ class Engine:
             snap["queued"] = len(self._scheduler.waiting)
             snap["active"] = len(self._scheduler.running)
             snap["max_batch_size"] = self._scheduler.max_batch_size
+        snap["emits_rows"] = bool(getattr(self.backend, "emits_rows", False))
         return snap
 
     def close(self, timeout: float = 30.0) -> None:
@@ -272,10 +273,34 @@ class Engine:
         return started
 
     def _advance(self, running: list[Request]) -> None:
+        """One step for ``running``: each row's audio goes to its handle as soon as the backend emits
+        it (the first line of a page's run need not wait for the others), the rest when the step ends.
+        A failed step is retried row by row for the rows not yet emitted, so one bad row fails alone."""
         t0 = time.perf_counter()
-        outputs: Sequence[StepOutput | Exception] = _isolated(
-            lambda reqs: self.backend.step([r.state for r in reqs]), running
-        )
+        emitted: dict[int, StepOutput] = {}  # request id -> its output, already delivered
+
+        def run(reqs: list[Request]) -> list[StepOutput]:
+            def emit(i: int, out: StepOutput) -> None:
+                emitted[reqs[i].id] = out
+                self._deliver(reqs[i], out, time.perf_counter())
+
+            return self.backend.step([r.state for r in reqs], emit=emit)
+
+        outputs: list[StepOutput | Exception]
+        try:
+            outputs = list(run(running))
+        except Exception as batch_error:  # noqa: BLE001 - any model error must stay contained
+            if len(running) > 1:
+                _LOGGER.warning("batch of %d failed (%s); retrying rows one by one", len(running), batch_error)
+            outputs = []
+            for req in running:
+                if req.id in emitted:
+                    outputs.append(emitted[req.id])
+                    continue
+                try:
+                    outputs.extend(run([req]) if len(running) > 1 else [batch_error])
+                except Exception as row_error:  # noqa: BLE001
+                    outputs.append(row_error)
         now = time.perf_counter()
         with self._lock:
             self._counters.record_step(len(running), now - t0)
@@ -284,13 +309,18 @@ class Engine:
                 self._retire(req, RequestStatus.FAILED, out)
                 continue
             req.batch_sizes.append(len(running))
-            if out.audio.size or out.words:
-                if req.first_audio_at is None and out.audio.size:
-                    req.first_audio_at = now
-                req.samples += out.audio.size
-                self._handles[req.id]._push(np.asarray(out.audio, np.float32), out.words)
+            if req.id not in emitted:
+                self._deliver(req, out, now)
             if out.done:
                 self._retire(req, RequestStatus.FINISHED)
+
+    def _deliver(self, req: Request, out: StepOutput, now: float) -> None:
+        """Hand one step's audio and words to the request's handle."""
+        if out.audio.size or out.words:
+            if req.first_audio_at is None and out.audio.size:
+                req.first_audio_at = now
+            req.samples += out.audio.size
+            self._handles[req.id]._push(np.asarray(out.audio, np.float32), out.words)
 
     def _retire(self, req: Request, status: RequestStatus, error: BaseException | None = None) -> None:
         """A request leaves for good: free its backend state, settle its handle."""

@@ -274,6 +274,12 @@ class PiperVits:
         """Fresh decoder state for one row's latents (one per text chunk)."""
         return DecoderStream([StageBuffer() for _ in self.decoder_stages])
 
+    @property
+    def decodes_rows_alone(self) -> bool:
+        """True when decode_stream runs each row in its own calls (CPU, one row per call): decoding
+        rows one decode_stream call at a time then gives the same audio at the same cost."""
+        return self.device == "cpu" and self.cpu_decode_rows == 1
+
     def decode_stream(self, streams: Sequence[DecoderStream], z_chunks: Sequence[np.ndarray], finals: Sequence[bool]) -> list[np.ndarray]:
         """Each row's next latent frames [192, n_i] -> the audio samples that are now exact [S_i].
 

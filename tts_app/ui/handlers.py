@@ -251,7 +251,7 @@ async def _generate(
     ACTIVE_RUNS.add(session, handles)
     stats = engine.stats()
     prebuffer_s = prebuffer_for(float(stats.get("step_time_s") or 0.0), int(stats.get("rows_stepped") or 0), len(lines))
-    live_gap_s = expected_gap_s(float(stats.get("row_step_p90_s") or 0.0), len(lines))
+    live_gap_s = expected_gap_s(float(stats.get("row_step_p90_s") or 0.0), len(lines), bool(stats.get("emits_rows")))
     channel = _open_live(form, int(engine.sample_rate))
     run = SpeakRun(lines, int(engine.sample_rate), bool(form.streaming), started, prebuffer_s=prebuffer_s, live=channel is not None)
     run.figures.model = "" if model_id == EMBEDDED_ID else model_label(model_id)

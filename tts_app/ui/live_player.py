@@ -18,19 +18,31 @@ from __future__ import annotations
 
 import html
 
+from tts_app.model.windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES
 from tts_app.ui.stream_pacer import MAX_PREBUFFER_S
 
 LIVE_IDLE = '<div class="live-idle muted">The live stream plays here.</div>'
-GAP_MARGIN = 1.3  # the next step may run this much slower than predicted before the player runs dry
+GAP_MARGIN = 1.5  # the next step may run this much slower than predicted before the player runs dry
 UNKNOWN_GAP_S = 1.0  # before the engine has timed any step
 
 
-def expected_gap_s(row_step_p90_s: float, rows: int) -> float:
-    """Seconds until the next piece after the first: the engine's next step advances every row of
-    the run, predicted from the slow end (90th percentile) of its recent per-row step times."""
+# A first window costs about its share of a full one (64 of 160 frames).
+_FIRST_WINDOW_SHARE = FIRST_WINDOW_FRAMES / WINDOW_FRAMES
+
+
+def expected_gap_s(row_step_p90_s: float, rows: int, emits_rows: bool = False) -> float:
+    """Seconds from the first line's first piece to its next one, from the slow end (90th percentile)
+    of the engine's recent per-row step times (a row's full window).
+
+    A backend that emits rows as they are decoded sends the first line's next window after the
+    other lines' first windows and its own full one; otherwise only once every row's full window
+    of the next step is done.
+    """
     if row_step_p90_s <= 0:
         return UNKNOWN_GAP_S
-    return min(MAX_PREBUFFER_S, GAP_MARGIN * row_step_p90_s * max(rows, 1))
+    rows = max(rows, 1)
+    row_steps = 1 + (rows - 1) * _FIRST_WINDOW_SHARE if emits_rows else rows
+    return min(MAX_PREBUFFER_S, GAP_MARGIN * row_step_p90_s * row_steps)
 
 
 def live_html(token: str, sample_rate: int, gap_s: float, run_id: str) -> str:
