@@ -326,8 +326,8 @@ def test_app_serves_the_official_checkpoint_over_http(official, tmp_path):
 
 def test_page_clones_a_voice_with_the_official_checkpoint(official, tmp_path):
     """The browser: `python app.py --model-path <the official tiny checkpoint>`, the Speak tab's model
-    selector, an uploaded clip, Stream on: the run is streamed by the Qwen3-TTS engine and its line
-    file is 24 kHz audio. Random weights make noise, so what is checked is the path, not the words."""
+    selector, an uploaded clip, Stream on: the run is streamed by the Qwen3-TTS engine to the page's
+    live player at 24 kHz, and its line file is 24 kHz audio. Random weights make noise, so what is checked is the path, not the words."""
     import io
 
     import httpx
@@ -347,7 +347,7 @@ def test_page_clones_a_voice_with_the_official_checkpoint(official, tmp_path):
                 errors: list[str] = []
                 page.on("pageerror", lambda exc: errors.append(str(exc)))
                 streamed: list[str] = []
-                page.on("request", lambda r: streamed.append(r.url) if "/stream/" in r.url and r.url.endswith(".aac") else None)
+                page.on("request", lambda r: streamed.append(r.url) if "/live/" in r.url else None)
                 page.goto(base + "/", wait_until="domcontentloaded")
                 page.wait_for_selector("#generate-btn", timeout=60_000)
                 # The selector lists the checkpoint given on the command line (read at page load).
@@ -365,6 +365,8 @@ def test_page_clones_a_voice_with_the_official_checkpoint(official, tmp_path):
                 )
                 href = page.eval_on_selector("#line-players .line-player a[download]", "e => e.href")
                 figures = page.inner_text("#run-figures")
+                page.wait_for_function("() => window.ttsLive && window.ttsLive.done", timeout=30_000)
+                live = page.evaluate("() => ({received: window.ttsLive.received, rate: window.ttsLive.ctx.sampleRate})")
                 page.screenshot(path=str(tmp_path / "qwen3_page.png"), full_page=True)
                 reply = httpx.get(href, timeout=30)  # while the page is open: a closed page's files are removed
             finally:
@@ -372,6 +374,7 @@ def test_page_clones_a_voice_with_the_official_checkpoint(official, tmp_path):
         assert reply.status_code == 200, (href, reply.status_code, reply.content[:200])
         audio, rate = sf.read(io.BytesIO(reply.content), dtype="float32")
     assert rate == 24000 and 0 < len(audio) <= 13 * 1920 and np.isfinite(audio).all()
-    assert streamed, "the live player fetched no stream segment"
+    assert streamed, "the live player fetched no live stream"
+    assert live["received"] == len(audio) and live["rate"] == 24000, live  # the whole line, at the model's rate
     assert not errors, errors
     assert label in figures, figures  # the run row names the model
