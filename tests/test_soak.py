@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import REPO, serve_app
+from conftest import REPO, serve_app, tree_bytes
 
 STORE_CAP_BYTES = 1_500_000
 SWEEP_EVERY_S = 1.0
@@ -59,18 +59,6 @@ def _generate(client: httpx.Client, base: str, n: int, voice: dict | None = None
     return _call(client, base, "generate", [text, mode, "lj_female_us", voice, 1.0, 1.0, n, n % 2 == 0, "", True, "piper-joe-medium"])
 
 
-def _store_bytes(root: Path) -> int:
-    """Total size of the files under ``root``; files the sweeper removes meanwhile count as gone."""
-    total = 0
-    for folder, _dirs, names in os.walk(root):
-        for name in names:
-            try:
-                total += os.stat(os.path.join(folder, name)).st_size
-            except OSError:
-                pass
-    return total
-
-
 def _run_many(count: int, job: Callable[[httpx.Client, int], None]) -> None:
     local = threading.local()
 
@@ -91,7 +79,7 @@ def test_300_calls_keep_the_output_store_under_its_cap(fresh_server: tuple[str, 
 
     def sample() -> None:
         while not done.is_set():
-            samples.append(_store_bytes(store))
+            samples.append(tree_bytes(store))
             time.sleep(0.1)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -102,7 +90,7 @@ def test_300_calls_keep_the_output_store_under_its_cap(fresh_server: tuple[str, 
         done.set()
         sampler.join()
     time.sleep(3 * SWEEP_EVERY_S)
-    settled = _store_bytes(store)
+    settled = tree_bytes(store)
     assert settled <= STORE_CAP_BYTES, settled
     # Between two sweeps (1 s or 8 files) the store may pass its cap by what was written meanwhile.
     assert max(samples) <= 2 * STORE_CAP_BYTES, max(samples)
