@@ -143,3 +143,20 @@ def test_unknown_or_hostile_live_paths_are_404(app_server: str, path: str) -> No
     reply = httpx.get(app_server + path, timeout=TIMEOUT)
     assert reply.status_code == 404, (path, reply.status_code)
     assert "root:" not in reply.text and "import" not in reply.text
+
+
+def test_only_a_page_streaming_run_gets_a_channel_and_none_when_all_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tts_app.ui import handlers
+
+    channels = LiveChannels()
+    monkeypatch.setattr(handlers, "LIVE_CHANNELS", channels)
+
+    def form(streaming: bool, live_player: bool) -> handlers.SpeakForm:
+        return handlers.SpeakForm("Hi.", "Model's own voice", None, None, 1.0, 1.0, 0, streaming, live_player=live_player)
+
+    assert handlers._open_live(form(True, False), 22050) is None  # an API caller: HLS
+    assert handlers._open_live(form(False, True), 22050) is None  # not streaming: nothing to play live
+    channel = handlers._open_live(form(True, True), 22050)
+    assert channel is not None and channel.sample_rate == 22050
+    monkeypatch.setattr(live_channel, "MAX_CHANNELS", 1)
+    assert handlers._open_live(form(True, True), 22050) is None  # all taken: this run falls back to HLS

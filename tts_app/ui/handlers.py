@@ -270,6 +270,7 @@ async def _generate(
         start = _start_updates(outputs, _waiting_status(handles, started))
         if channel is not None:
             start[outputs.live] = live_html(channel.token, channel.sample_rate, live_gap_s, run_id)
+            start[outputs.stream] = gr.update(visible=False)  # a fallback run may have shown it
         elif form.live_player and form.streaming:  # no channel free: this run uses the HLS player
             start[outputs.live] = LIVE_IDLE
             start[outputs.stream] = gr.update(visible=True)
