@@ -109,15 +109,3 @@ def app_server(artifacts_dir: Path) -> Iterator[str]:
     """``python app.py`` on 127.0.0.1 and a free port, started once per test session; yields its base URL."""
     with serve_app(artifacts_dir / "app_server.log") as (base, _process):
         yield base
-
-
-def tree_bytes(root: Path) -> int:
-    """Total size of the files under ``root``; files a sweeper removes meanwhile count as gone."""
-    total = 0
-    for folder, _dirs, names in os.walk(root):
-        for name in names:
-            try:
-                total += os.stat(os.path.join(folder, name)).st_size
-            except OSError:
-                pass
-    return total

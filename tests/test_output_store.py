@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from conftest import tree_bytes
+from tts_app.file_sizes import folder_bytes
 from tts_app.output_store import WAKE_EVERY_FILES, OutputStore, StoreLimits, sweep
 
 
@@ -46,8 +46,8 @@ def test_the_sweeper_thread_sweeps_after_a_burst_without_waiting_for_its_timer(t
             _write(tmp_path / "s" / f"f{n}.wav", 100, now - 10 + n)
             store.note_new_file()
         deadline = time.time() + 10
-        while tree_bytes(tmp_path) > 300 and time.time() < deadline:
+        while folder_bytes(tmp_path) > 300 and time.time() < deadline:
             time.sleep(0.05)
-        assert tree_bytes(tmp_path) <= 300
+        assert folder_bytes(tmp_path) <= 300
     finally:
         store.stop()

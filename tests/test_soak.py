@@ -17,7 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import REPO, serve_app, tree_bytes
+from conftest import REPO, serve_app
+from tts_app.file_sizes import folder_bytes
 
 STORE_CAP_BYTES = 1_500_000
 SWEEP_EVERY_S = 1.0
@@ -79,7 +80,7 @@ def test_300_calls_keep_the_output_store_under_its_cap(fresh_server: tuple[str, 
 
     def sample() -> None:
         while not done.is_set():
-            samples.append(tree_bytes(store))
+            samples.append(folder_bytes(store))
             time.sleep(0.1)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -90,7 +91,7 @@ def test_300_calls_keep_the_output_store_under_its_cap(fresh_server: tuple[str, 
         done.set()
         sampler.join()
     time.sleep(3 * SWEEP_EVERY_S)
-    settled = tree_bytes(store)
+    settled = folder_bytes(store)
     assert settled <= STORE_CAP_BYTES, settled
     # Between two sweeps (1 s or 8 files) the store may pass its cap by what was written meanwhile.
     assert max(samples) <= 2 * STORE_CAP_BYTES, max(samples)

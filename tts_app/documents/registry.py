@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
+from tts_app.file_sizes import folder_bytes
 from tts_app.text.document import ParsedDocument
 
 from .job import DocumentJob, DocumentSettings, JobStatus
@@ -115,25 +116,14 @@ class DocumentJobs:
         files of all jobs pass ``max_bytes`` (lock held)."""
         now = time.time()
         finished = sorted((j for j in self._jobs.values() if j.status.over), key=lambda j: j.finished_at or 0.0)
-        total = sum(_folder_bytes(j.folder) for j in self._jobs.values())
+        total = sum(folder_bytes(j.folder) for j in self._jobs.values())
         for job in finished:
             if (job.finished_at and now - job.finished_at > KEEP_FINISHED_S) or total > self.max_bytes:
-                total -= _folder_bytes(job.folder)
+                total -= folder_bytes(job.folder)
                 del self._jobs[job.id]
                 shutil.rmtree(job.folder, ignore_errors=True)
         if total > self.max_bytes:
             raise JobsBusy("the server's space for documents is full until the ones being read finish")
-
-
-def _folder_bytes(folder: Path) -> int:
-    total = 0
-    for path, _dirs, names in os.walk(folder):
-        for name in names:
-            try:
-                total += os.stat(os.path.join(path, name)).st_size
-            except OSError:
-                pass
-    return total
 
 
 _jobs: DocumentJobs | None = None
