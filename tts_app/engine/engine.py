@@ -185,7 +185,7 @@ class Engine:
             snap["queued"] = len(self._scheduler.waiting)
             snap["active"] = len(self._scheduler.running)
             snap["max_batch_size"] = self._scheduler.max_batch_size
-        snap["emits_rows"] = bool(getattr(self.backend, "emits_rows", False))
+        snap["emits_rows"] = bool(self.backend.emits_rows)
         return snap
 
     def close(self, timeout: float = 30.0) -> None:
@@ -280,27 +280,16 @@ class Engine:
         emitted: dict[int, StepOutput] = {}  # request id -> its output, already delivered
 
         def run(reqs: list[Request]) -> list[StepOutput]:
+            if len(reqs) == 1 and reqs[0].id in emitted:  # a retry after a failed batch: this row is done
+                return [emitted[reqs[0].id]]
+
             def emit(i: int, out: StepOutput) -> None:
                 emitted[reqs[i].id] = out
                 self._deliver(reqs[i], out, time.perf_counter())
 
             return self.backend.step([r.state for r in reqs], emit=emit)
 
-        outputs: list[StepOutput | Exception]
-        try:
-            outputs = list(run(running))
-        except Exception as batch_error:  # noqa: BLE001 - any model error must stay contained
-            if len(running) > 1:
-                _LOGGER.warning("batch of %d failed (%s); retrying rows one by one", len(running), batch_error)
-            outputs = []
-            for req in running:
-                if req.id in emitted:
-                    outputs.append(emitted[req.id])
-                    continue
-                try:
-                    outputs.extend(run([req]) if len(running) > 1 else [batch_error])
-                except Exception as row_error:  # noqa: BLE001
-                    outputs.append(row_error)
+        outputs: Sequence[StepOutput | Exception] = _isolated(run, running)
         now = time.perf_counter()
         with self._lock:
             self._counters.record_step(len(running), now - t0)

@@ -43,8 +43,7 @@ class LiveChannel:
         self.closed_at: float | None = None
         self.reader_attached = False
         self._chunks: deque[bytes] = deque()
-        self._bytes = 0
-        self._total = 0
+        self._total = 0  # bytes ever queued: the cap
         self._overflow = False
         self._wake = asyncio.Event()
 
@@ -62,7 +61,6 @@ class LiveChannel:
             self.close()
             return
         self._chunks.append(data)
-        self._bytes += len(data)
         self._total += len(data)
         self._wake.set()
 
@@ -77,9 +75,7 @@ class LiveChannel:
         while True:
             self._wake.clear()
             while self._chunks:
-                data = self._chunks.popleft()
-                self._bytes -= len(data)
-                yield data
+                yield self._chunks.popleft()
             if self.closed:
                 return
             try:

@@ -4,9 +4,9 @@ The handler puts ``live_html`` in the page when a run starts; the head script se
 fetches the run's audio (float32 samples as the engine makes them) and schedules each piece
 back to back on an AudioContext. Playback starts as early as it can without running dry: the
 first piece (the first line's first window) is scheduled so that it ends ``data-gap`` seconds
-(the engine's next step for every line of the run, predicted by ``expected_gap_s``) after it
-arrived, or at once when it is longer than that. A piece that arrives late is played as soon as it comes, and the gap
-is counted (``window.ttsLive.underruns``). The AudioContext is made in the Generate click, the
+after it arrived (when the first line's next window is due, predicted by ``expected_gap_s``), or
+at once when it is longer than that. A piece that arrives late is played as soon as it comes, and
+the gap is counted (``window.ttsLive.underruns``). The AudioContext is made in the Generate click, the
 user gesture browsers require for sound.
 
 ``window.ttsLive.clock(run)`` is the take's clock for the captions; ``window.__ttsLiveTap(ctx,
@@ -18,16 +18,11 @@ from __future__ import annotations
 
 import html
 
-from tts_app.model.windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES
 from tts_app.ui.stream_pacer import MAX_PREBUFFER_S
 
 LIVE_IDLE = '<div class="live-idle muted">The live stream plays here.</div>'
 GAP_MARGIN = 1.5  # the next step may run this much slower than predicted before the player runs dry
 UNKNOWN_GAP_S = 1.0  # before the engine has timed any step
-
-
-# A first window costs about its share of a full one (64 of 160 frames).
-_FIRST_WINDOW_SHARE = FIRST_WINDOW_FRAMES / WINDOW_FRAMES
 
 
 def expected_gap_s(row_step_p90_s: float, rows: int, emits_rows: bool = False) -> float:
@@ -40,8 +35,12 @@ def expected_gap_s(row_step_p90_s: float, rows: int, emits_rows: bool = False) -
     """
     if row_step_p90_s <= 0:
         return UNKNOWN_GAP_S
+    # lazy: the page's modules do not load the model's runtime; by a run's start it is loaded
+    from tts_app.model.windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES
+
     rows = max(rows, 1)
-    row_steps = 1 + (rows - 1) * _FIRST_WINDOW_SHARE if emits_rows else rows
+    # a first window costs about its share of a full one (64 of 160 frames)
+    row_steps = 1 + (rows - 1) * FIRST_WINDOW_FRAMES / WINDOW_FRAMES if emits_rows else rows
     return min(MAX_PREBUFFER_S, GAP_MARGIN * row_step_p90_s * row_steps)
 
 

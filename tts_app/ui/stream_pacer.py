@@ -33,20 +33,16 @@ MAX_PREBUFFER_S = 3.0
 UNKNOWN_STEP_PREBUFFER_S = 1.0
 
 
-def next_step_s(step_time_s: float, rows_stepped: int, rows: int) -> float | None:
-    """The engine's next step for a run of ``rows`` lines, predicted as ``rows`` times the mean cost
-    of one row in one step so far (``step_time_s`` over ``rows_stepped``); None before any step."""
-    if rows_stepped <= 0 or step_time_s <= 0:
-        return None
-    return step_time_s / rows_stepped * max(rows, 1)
-
-
 def prebuffer_for(step_time_s: float, rows_stepped: int, rows: int) -> float:
-    """Seconds of audio to hold before the first HLS segment of a run of ``rows`` lines."""
-    step = next_step_s(step_time_s, rows_stepped, rows)
-    if step is None:
+    """Seconds of audio to hold before the first HLS segment of a run of ``rows`` lines.
+
+    The engine's next step advances every running row, so it is predicted as ``rows`` times the
+    mean cost of one row in one step so far (``step_time_s`` over ``rows_stepped``).
+    """
+    if rows_stepped <= 0 or step_time_s <= 0:
         return UNKNOWN_STEP_PREBUFFER_S
-    return min(MAX_PREBUFFER_S, max(PREBUFFER_S, STEP_MARGIN * step))
+    next_step_s = step_time_s / rows_stepped * max(rows, 1)
+    return min(MAX_PREBUFFER_S, max(PREBUFFER_S, STEP_MARGIN * next_step_s))
 
 
 class StreamPacer:
