@@ -19,6 +19,42 @@ def test_fast_precision_follows_the_cpu_flags():
         check_precision("int4")
 
 
+def test_an_isa_cap_hides_the_flags_above_it(monkeypatch):
+    from tts_app.model.cpu import isa_summary, usable_flags
+
+    zen4 = frozenset({"avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16"})
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    assert usable_flags(zen4) == zen4
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx2")  # how an AVX2-only CPU is emulated
+    assert usable_flags(zen4) == {"avx2", "fma"}
+    assert decoder_kind("fast", zen4) == "int8"
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_VNNI")
+    assert usable_flags(zen4) == {"avx2", "fma", "avx512f", "avx512_vnni"}
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert "avx512" not in isa_summary().split(" (")[0]
+
+
+def test_the_model_runtimes_do_not_busy_wait(piper_backend):
+    """Idle OpenBLAS or onnxruntime threads spinning on one of the 2 cores slowed the next
+    OpenVINO call 1.5 to 2x (runtime.py): the model quiets both."""
+    from threadpoolctl import threadpool_info
+
+    from tts_app.model.runtime import SessionOptions, open_session
+
+    assert all(pool["num_threads"] == 1 for pool in threadpool_info() if pool["user_api"] == "blas")
+    session = open_session(_tiny_onnx(), "cpu", SessionOptions(2, runtime="onnxruntime"))
+    assert session._session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+def _tiny_onnx() -> bytes:
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    return helper.make_model(graph, ir_version=9, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
 def test_engine_rejects_an_unknown_precision():
     from tts_app.engine import Engine
 
@@ -114,3 +150,16 @@ def test_cli_rejects_an_unknown_precision(tmp_path, capsys):
         main(["synth", "-i", str(lines), "-o", str(tmp_path / "out"), "--precision", "half"])
     assert exit_info.value.code == 2
     assert "invalid choice: 'half'" in capsys.readouterr().err
+
+
+def test_warm_up_prepares_the_flows_one_row_shapes(vits, monkeypatch):
+    """The flow runs one row per call (piper_vits._flow_row): warm-up prepares those shapes and
+    skips batched flow shapes an older version logged."""
+    from tts_app.model import warm_up
+
+    streamed = warm_up._streamed_feeds(vits)
+    flow_lengths = sorted(key[1] for key in streamed if key[0] == "flow")
+    assert flow_lengths[0] == vits.frame_bucket and flow_lengths[-1] >= warm_up.WARM_CHUNK_FRAMES.stop
+    logged = warm_up._logged_feeds(vits, {"flow": [[[4, 192, 224], [4, 1, 224]], [[1, 192, 1024], [1, 1, 1024]]]})
+    assert list(logged) == [("flow", 1024)]
+

@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from .cpu import cpu_flags, cpu_model
+from .cpu import cpu_model, usable_flags
 from .runtime import StageSession
 
 _LOGGER = logging.getLogger(__name__)
@@ -29,13 +29,16 @@ MARGIN = 0.9  # onnxruntime's median must be under 0.9x OpenVINO's to be chosen
 REPEATS = 5
 RUNTIME_ENV = "TTS_APP_DECODER_RUNTIME"
 CHOICE_FILE = "decoder_runtimes.json"
+# Bumped when the measurement changes, so older cached picks are measured again
+# (2: onnxruntime no longer busy-waits, which had slowed the OpenVINO call timed after it).
+MEASURE_VERSION = 2
 
 
 def choice_key(threads: int) -> str:
     import onnxruntime
     import openvino
 
-    return json.dumps([cpu_model(), sorted(cpu_flags()), threads, openvino.get_version(), onnxruntime.__version__])
+    return json.dumps([MEASURE_VERSION, cpu_model(), sorted(usable_flags()), threads, openvino.get_version(), onnxruntime.__version__])
 
 
 def cached_choice(cache_dir: Path | None, key: str, n_stages: int) -> list[str] | None:

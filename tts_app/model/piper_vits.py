@@ -16,7 +16,7 @@ from .graph_split import DP_NOISE, FLOW_INPUTS, DecoderStageGraph, StageGraphs, 
 from .model_cache import ShapeLog, model_cache_dir
 from .precision import check_precision, decoder_kind
 from .quantize import calibration_ids, int8_path, load_int8, quantize_stage
-from .runtime import SessionOptions, StageSession, open_session, pick_device, uses_openvino
+from .runtime import SessionOptions, StageSession, open_session, pick_device, quiet_blas_threads, uses_openvino
 from .stream_decoder import (
     SHAPE_STEP_FRAMES,
     DecoderStage,
@@ -102,15 +102,20 @@ class PiperVits:
         self.hop = config.hop_length
         self.threads = max(1, threads)
         self.device = pick_device()
+        if self.device == "cpu":
+            quiet_blas_threads()
         self.precision = check_precision(precision)
         self.cache_dir = cache_dir
         self.shape_log = ShapeLog(cache_dir / SHAPE_LOG_NAME if cache_dir is not None else None)
         # The encoder's rounding must not depend on the batch: a 1e-5 change can flip
         # a ceil()'d duration and change the row's length.
         self._encoder = open_session(graphs.encoder, self.device, self._options("encoder"), batch_invariant=True)
-        self._flow = open_session(graphs.flow, self.device, self._options("flow"))
-        self.decoder_stages = self._open_decoder(graphs.decoder, "f32")
         self.decoder_kind = decoder_kind(self.precision) if uses_openvino(self.device) else "f32"
+        # The flow runs a row per call (_flow_rows), so bf16 keeps a row's latents independent of
+        # its batch mates; int8 is for the decoder's convolutions only (quantize.py).
+        self.flow_kind = "bf16" if self.decoder_kind == "bf16" else "f32"
+        self._flow = open_session(graphs.flow, self.device, self._options("flow", self.flow_kind))
+        self.decoder_stages = self._open_decoder(graphs.decoder, "f32")
         if self.precision == "fast" and self.decoder_kind == "f32":
             _LOGGER.warning("precision 'fast' needs OpenVINO on CPU; running float32")
         if self.decoder_kind == "bf16":
@@ -191,6 +196,7 @@ class PiperVits:
     # The stage sessions and input names, for warm-up's stand-in calls.
     dp_noise_name = DP_NOISE
     flow_input_names = FLOW_INPUTS
+    frame_bucket = FRAME_BUCKET
 
     @property
     def encoder_session(self) -> StageSession:
@@ -257,17 +263,24 @@ class PiperVits:
                 m_CxT = logs_CxT = np.zeros((LATENT_CHANNELS, 1), np.float32)
             eps_CxT = r.rng.standard_normal(m_CxT.shape).astype(np.float32)
             priors.append(m_CxT + eps_CxT * np.exp(logs_CxT) * r.noise_scale)
-        # OpenVINO prepares kernels per input shape (about 10 ms for the flow, 45 ms for the
-        # decoder, measured); bucketed lengths keep the set of shapes small and cached.
-        # The flow masks its padding, so a row's latents do not depend on T.
-        T = _round_up(max(p.shape[1] for p in priors), FRAME_BUCKET)
-        z_p_BxCxT = np.zeros((B, LATENT_CHANNELS, T), np.float32)
-        y_mask_Bx1xT = np.zeros((B, 1, T), np.float32)
-        for b, p in enumerate(priors):
-            z_p_BxCxT[b, :, : p.shape[1]] = p
-            y_mask_Bx1xT[b, 0, : p.shape[1]] = 1.0
-        (z_BxCxT,) = self._flow.run({FLOW_INPUTS[0]: z_p_BxCxT, FLOW_INPUTS[1]: y_mask_Bx1xT})
-        return [(z_BxCxT[b, :, : p.shape[1]].copy(), frames[b]) for b, p in enumerate(priors)]
+        return [(self._flow_row(p), frames[b]) for b, p in enumerate(priors)]
+
+    def _flow_row(self, z_p_CxT: np.ndarray) -> np.ndarray:
+        """One row's prior z_p [192, T] -> latents z [192, T], at the row's own padded length.
+
+        The flow's cost grows with rows at the same rate alone or batched (19.7, 37.1, 74.2 ms for
+        1, 2, 4 rows of 256 frames, measured), so a call per row costs nothing, pads a short row
+        only to its own bucket, not a long mate's, and is the same call in any batch: the row's
+        latents equal its solo run in every precision. OpenVINO prepares kernels per input
+        shape (about 10 ms for the flow); bucketed lengths keep the shapes few and cached.
+        """
+        T = _round_up(z_p_CxT.shape[1], FRAME_BUCKET)
+        z_p_1xCxT = np.zeros((1, LATENT_CHANNELS, T), np.float32)
+        z_p_1xCxT[0, :, : z_p_CxT.shape[1]] = z_p_CxT
+        y_mask_1x1xT = np.zeros((1, 1, T), np.float32)
+        y_mask_1x1xT[0, 0, : z_p_CxT.shape[1]] = 1.0
+        (z_1xCxT,) = self._flow.run({FLOW_INPUTS[0]: z_p_1xCxT, FLOW_INPUTS[1]: y_mask_1x1xT})
+        return z_1xCxT[0, :, : z_p_CxT.shape[1]].copy()
 
     # -- decoder --------------------------------------------------------------
     def new_decoder_stream(self) -> DecoderStream:

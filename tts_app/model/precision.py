@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from .cpu import cpu_flags
+from .cpu import usable_flags
 
 PRECISIONS = ("exact", "fast")
 BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
@@ -26,7 +26,7 @@ def decoder_kind(precision: str, flags: frozenset[str] | None = None) -> str:
     """"f32" for exact; for fast, "bf16" where the CPU has bf16 instructions, else "int8"."""
     if check_precision(precision) == "exact":
         return "f32"
-    return "bf16" if BF16_FLAGS & (cpu_flags() if flags is None else flags) else "int8"
+    return "bf16" if BF16_FLAGS & usable_flags(flags) else "int8"
 
 
 def precision_from_env(default: str = "exact") -> str:

@@ -3,7 +3,8 @@ each on 2 cores, measured), so a fresh process would pay that inside its first r
 
 Warmed here, one call each with stand-in inputs (kernels depend on shapes, not values):
 - the decoder's streamed shapes for chunks of ``WARM_CHUNK_FRAMES`` (they follow from the
-  window plan and the padding step alone: stream_decoder.stream_input_lengths);
+  window plan and the padding step alone: stream_decoder.stream_input_lengths), and the
+  flow's one-row shapes for the same lengths;
 - shapes logged by earlier runs in the model cache (model_cache.ShapeLog): the batch
   sizes and lengths this installation's traffic actually met, text stage included; most
   recent first, within ``LOGGED_BUDGET_S`` so a long log cannot make loading slow.
@@ -30,6 +31,7 @@ _LOGGER = logging.getLogger(__name__)
 WARM_CHUNK_FRAMES = range(65, 64 + 4 * 160)
 MAX_DIM = 1 << 20  # a logged shape beyond this is not from this model: skipped
 LOGGED_BUDGET_S = 6.0  # wall time for logged shapes, after the decoder's streamed ones
+LATENT_CHANNELS = 192  # the flow's input: one row of latents [1, 192, T]
 
 
 def warm_model(model: "PiperVits") -> None:
@@ -70,6 +72,9 @@ def _streamed_feeds(model: "PiperVits") -> dict[tuple, tuple[object, dict[str, n
     for k, stage in enumerate(model.decoder_stages):
         for n in sorted(lengths[k]):
             _add_decoder(feeds, model, k, n)
+    step = model.frame_bucket
+    for T in range(step, WARM_CHUNK_FRAMES.stop + step, step):
+        _add_flow(feeds, model, T)
     return feeds
 
 
@@ -93,11 +98,14 @@ def _logged_feeds(model: "PiperVits", logged: dict[str, list[list[list[int]]]]) 
                     model.dp_noise_name: np.zeros((B, 2, N), np.float32),
                 }
                 feeds[("encoder", B, N)] = (model.encoder_session, feed)
-            elif stage_name == "flow" and [len(s) for s in shapes] == [3, 3]:
-                B, C, T = shapes[0]
-                names = model.flow_input_names
-                feeds[("flow", B, C, T)] = (model.flow_session, {names[0]: np.zeros((B, C, T), np.float32), names[1]: np.ones((B, 1, T), np.float32)})
+            elif stage_name == "flow" and [len(s) for s in shapes] == [3, 3] and shapes[0][:2] == [1, LATENT_CHANNELS]:
+                _add_flow(feeds, model, shapes[0][2])  # the flow runs one row per call
     return feeds
+
+
+def _add_flow(feeds: dict, model: "PiperVits", T: int) -> None:
+    names = model.flow_input_names
+    feeds[("flow", T)] = (model.flow_session, {names[0]: np.zeros((1, LATENT_CHANNELS, T), np.float32), names[1]: np.ones((1, 1, T), np.float32)})
 
 
 def _add_decoder(feeds: dict, model: "PiperVits", k: int, n: int) -> None:
