@@ -2,7 +2,7 @@
 
 Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (or PORT), default 0.0.0.0:7860,
 as Hugging Face Spaces expects. The model loads once per process, on first use.
-`--precision fast` (or TTS_APP_PRECISION=fast) runs the voice's decoder in int8/bfloat16.
+`--precision fast` (or TTS_APP_PRECISION=fast) runs the voice's decoder in bfloat16 (int8 on CPUs without it).
 `--model-path DIR` (or TTS_APP_QWEN3_PATH=DIR) offers a Qwen3-TTS checkpoint in the model selector.
 """
 

@@ -137,3 +137,25 @@ def test_a_client_that_hangs_up_cancels_its_request(http: httpx.Client, app_serv
     while stats.predict(api_name="/engine_stats")["cancelled"] <= before:
         assert time.monotonic() < deadline, "the engine request should be cancelled when the client goes away"
         time.sleep(0.2)
+
+
+def test_the_fast_embedded_voice_through_http(artifacts_dir) -> None:
+    """Where the CPU has bf16, the fast precision is a model of its own (/v1/models, the Speak and A/B
+    selectors): same words, same length as the exact voice. Elsewhere naming it is a one-line 400."""
+    from conftest import serve_app
+
+    from tts_app.models_available import EMBEDDED_FAST_ID, fast_variant_offered
+
+    offered = fast_variant_offered({})
+    body = {"model": EMBEDDED_FAST_ID, "input": "The fast voice says the same words.", "response_format": "pcm"}
+    with serve_app(artifacts_dir / "fast_model_server.log") as (base, _process), httpx.Client(base_url=base, timeout=180) as http:
+        listed = {m["id"]: m for m in http.get("/v1/models").json()["data"]}
+        assert (EMBEDDED_FAST_ID in listed) == offered
+        fast = http.post("/v1/audio/speech", json=body)
+        if not offered:
+            assert fast.status_code == 400 and "bfloat16" in fast.json()["error"]["message"]
+            return
+        exact = http.post("/v1/audio/speech", json=body | {"model": "piper-joe-medium"})
+        assert fast.status_code == exact.status_code == 200
+        assert abs(len(fast.content) - len(exact.content)) <= 0.02 * len(exact.content)  # same durations: the text stage stays float32
+        assert http.get("/v1/models").json()["data"][1] == {"id": EMBEDDED_FAST_ID, "object": "model", "owned_by": "tts_app", "loaded": True}

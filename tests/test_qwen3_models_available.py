@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tts_app.models_available import EMBEDDED_ID, ENV_VAR, LOCAL_ID, find_models, unknown_model_message
+from tts_app.models_available import EMBEDDED_FAST_ID, EMBEDDED_ID, ENV_VAR, LOCAL_ID, find_models, unknown_model_message
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -27,7 +27,7 @@ def _by_id(choices):
 
 
 def test_nothing_found_lists_every_size_with_how_to_get(tmp_path):
-    choices = find_models(None, env={"HF_HUB_CACHE": str(tmp_path)})
+    choices = [c for c in find_models(None, env={"HF_HUB_CACHE": str(tmp_path)}) if c.id != EMBEDDED_FAST_ID]
     assert [c.id for c in choices] == [EMBEDDED_ID, "qwen3-0.6b", "qwen3-1.7b"]
     assert choices[0].available and not choices[1].available
     line = choices[1].how_to_get
@@ -68,3 +68,15 @@ def test_fetch_without_hub_exits_2_with_one_line(tmp_path):
         assert r.returncode == 2, r.stderr
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+
+
+def test_the_fast_embedded_voice_is_offered_only_where_it_is_bf16(tmp_path, monkeypatch):
+    import tts_app.model.precision as precision
+
+    env = {"HF_HUB_CACHE": str(tmp_path)}
+    monkeypatch.setattr(precision, "usable_flags", lambda flags=None: frozenset({"avx2", "avx512f", "avx512_bf16"}))
+    ids = [c.id for c in find_models(None, env=env)]
+    assert ids[:2] == [EMBEDDED_ID, EMBEDDED_FAST_ID] and _by_id(find_models(None, env=env))[EMBEDDED_FAST_ID].available
+    assert EMBEDDED_FAST_ID not in [c.id for c in find_models(None, env=env | {"TTS_APP_PRECISION": "fast"})]  # already fast
+    monkeypatch.setattr(precision, "usable_flags", lambda flags=None: frozenset({"avx2", "fma"}))  # fast would be int8
+    assert EMBEDDED_FAST_ID not in [c.id for c in find_models(None, env=env)]

@@ -1,5 +1,6 @@
-"""One engine per served model: the embedded voice's shared engine, plus a Qwen3-TTS engine per checkpoint
-found on this machine (``tts_app.models_available``), created on its first request and kept."""
+"""One engine per served model: the embedded voice's shared engine, plus (each created on its first request
+and kept) the embedded voice in the fast precision where that is bf16, and a Qwen3-TTS engine per checkpoint
+found on this machine (``tts_app.models_available``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tts_app.models_available import EMBEDDED_ID, find_models, unknown_model_message
+from tts_app.models_available import EMBEDDED_FAST_ID, EMBEDDED_ID, fast_variant_offered, find_models, unknown_model_message
 from tts_app.shared_engine import _lower_priority, engine_loaded, get_engine
 
 if TYPE_CHECKING:
@@ -30,6 +31,14 @@ _engines: dict[str, "Engine"] = {}
 
 class ModelUnavailable(ValueError):
     """The requested model is not on this machine; the message says how to get it (one line)."""
+
+
+def _create_fast() -> "Engine":
+    """The embedded voice in the fast precision: a second model in memory (about 90 MB), its own batches."""
+    from tts_app.engine import Engine
+
+    with ThreadPoolExecutor(1, thread_name_prefix="fast-engine-create", initializer=_lower_priority) as pool:
+        return pool.submit(Engine, precision="fast").result()
 
 
 def _create(path: Path) -> "Engine":
@@ -54,6 +63,11 @@ def engine_for(model_id: str) -> "Engine":
     if model_id == EMBEDDED_ID:
         return get_engine()
     with _lock:
+        if model_id == EMBEDDED_FAST_ID and model_id not in _engines:
+            if not fast_variant_offered():
+                raise ModelUnavailable(f"{EMBEDDED_FAST_ID!r} needs a CPU with bfloat16 instructions (AVX512-BF16 or AMX); use {EMBEDDED_ID!r}")
+            logger.info("loading the embedded voice in the fast precision")
+            _engines[model_id] = _create_fast()
         if model_id not in _engines:
             choice = next((c for c in find_models() if c.id == model_id and c.id != EMBEDDED_ID), None)
             if choice is None or choice.path is None:
@@ -75,13 +89,13 @@ def served_models() -> list[dict[str, Any]]:
     """OpenAI's model-list entries: the embedded voice and each Qwen3-TTS checkpoint found, with ``loaded``."""
     rows = [{"id": EMBEDDED_ID, "object": "model", "owned_by": "tts_app", "loaded": engine_loaded()}]
     for c in find_models():
-        if c.id != EMBEDDED_ID and c.path is not None:
+        if c.id == EMBEDDED_FAST_ID or (c.id != EMBEDDED_ID and c.path is not None):
             rows.append({"id": c.id, "object": "model", "owned_by": "tts_app", "loaded": c.id in _engines})
     return rows
 
 
 def close_model_engines() -> None:
-    """Close the Qwen3-TTS engines (server shutdown; the embedded one has ``close_engine``)."""
+    """Close the engines made on request (server shutdown; the embedded one has ``close_engine``)."""
     with _lock:
         for engine in _engines.values():
             engine.close()

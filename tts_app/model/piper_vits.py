@@ -121,6 +121,7 @@ class PiperVits:
         if self.decoder_kind == "bf16":
             self.decoder_stages = self._open_decoder(graphs.decoder, "bf16")
         elif self.decoder_kind == "int8":
+            _LOGGER.warning("precision 'fast' on a CPU without bf16 runs an int8 decoder: experimental, about 20 WER points less intelligible (BENCHMARKS.md)")
             self.decoder_stages = self._int8_decoder(graphs.decoder)
         self.decoder_runtimes = [type(st.session).__name__.strip("_").replace("Session", "") for st in self.decoder_stages]
         _LOGGER.info("loaded Piper VITS on %s with %d thread(s), decoder in %s on %s", self.device, self.threads, self.decoder_kind, self.decoder_runtimes)

@@ -1,8 +1,9 @@
 """The two precisions: "exact" (float32, equal to stock piper within 1e-3) and "fast".
 
-"fast" changes only the decoder, where 94% of the arithmetic is: bfloat16 on CPUs with
-bf16 instructions (AVX512-BF16 or AMX), else int8 convolutions (quantize.py). The text stage
-stays float32 in both, so durations (rounded up from floats) are those of the exact mode.
+"fast" changes the decoder, where most of the arithmetic is: bfloat16 on CPUs with bf16
+instructions (AVX512-BF16 or AMX), with the flow too, else int8 convolutions (quantize.py; they
+cost about 20 WER points, so that route is experimental). The encoder stays float32 in both, so
+durations (rounded up from floats) are those of the exact mode.
 """
 
 from __future__ import annotations

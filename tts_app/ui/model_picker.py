@@ -12,7 +12,7 @@ from typing import Any
 
 import gradio as gr
 
-from tts_app.models_available import EMBEDDED_ID, find_models
+from tts_app.models_available import EMBEDDED_ID, EMBEDDED_IDS, find_models
 from tts_app.ui.user_error import UserError
 
 # What a CPU user should expect from Qwen3-TTS (BENCHMARKS.md, "CPU speed of the 0.6B model"): the
@@ -29,7 +29,7 @@ def model_choices() -> list[tuple[str, str]]:
 def model_help() -> str:
     """One line under the selector: how to get Qwen3-TTS when none is here, else what to expect on CPU."""
     choices = find_models()
-    if all(c.id == EMBEDDED_ID or not c.available for c in choices):  # only the embedded voice is here
+    if all(c.id in EMBEDDED_IDS or not c.available for c in choices):  # only the embedded voice is here
         return "For Qwen3-TTS: `python -m tts_app fetch qwen3-0.6b --dir DIR`, then `python app.py --model-path DIR`."
     return CPU_NOTE
 
