@@ -319,7 +319,7 @@ def test_app_serves_the_official_checkpoint_over_http(official, tmp_path):
             assert r.status_code == 200, r.text
             audio, rate = sf.read(__import__("io").BytesIO(r.content), dtype="float32")
             assert rate == 24000 and 0 < len(audio) <= 13 * 1920 and np.isfinite(audio).all()
-            assert http.get("/v1/models").json()["data"][1]["loaded"] is True
+            assert {m["id"]: m for m in http.get("/v1/models").json()["data"]}["qwen3-local"]["loaded"] is True
             r = http.post("/v1/audio/speech", json={"model": "qwen3-1.7b", "input": "Hi."})
             assert r.status_code == 400 and "fetch qwen3-1.7b" in r.json()["error"]["message"]
 
