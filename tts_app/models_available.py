@@ -115,7 +115,7 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
             found[spec.id] = snap
     choices = [ModelChoice(EMBEDDED_ID, "Embedded voice (Piper joe, CPU)")]
     if fast_variant_offered(env):
-        choices.append(ModelChoice(EMBEDDED_FAST_ID, "Embedded voice, fast (bfloat16 decoder: same words, about 1.7x the throughput)"))
+        choices.append(ModelChoice(EMBEDDED_FAST_ID, "Embedded voice, fast (bfloat16)"))
     choices += [ModelChoice(s.id, s.label, found.get(s.id)) for s in QWEN3_MODELS.values()]
     if LOCAL_ID in found:
         choices.append(ModelChoice(LOCAL_ID, f"Qwen3-TTS ({found[LOCAL_ID].name})", found[LOCAL_ID]))
