@@ -8,12 +8,11 @@ import logging
 import math
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tts_app.models_available import EMBEDDED_FAST_ID, EMBEDDED_ID, fast_variant_offered, find_models, unknown_model_message
-from tts_app.shared_engine import _lower_priority, engine_loaded, get_engine
+from tts_app.shared_engine import create_lowered, engine_loaded, get_engine
 
 if TYPE_CHECKING:
     from tts_app.engine import Engine
@@ -34,11 +33,10 @@ class ModelUnavailable(ValueError):
 
 
 def _create_fast() -> "Engine":
-    """The embedded voice in the fast precision: a second model in memory (about 90 MB), its own batches."""
+    """The embedded voice in the fast precision: a second model in memory, with its own batches."""
     from tts_app.engine import Engine
 
-    with ThreadPoolExecutor(1, thread_name_prefix="fast-engine-create", initializer=_lower_priority) as pool:
-        return pool.submit(Engine, precision="fast").result()
+    return create_lowered(lambda: Engine(precision="fast"), "fast-engine-create")
 
 
 def _create(path: Path) -> "Engine":
@@ -54,8 +52,7 @@ def _create(path: Path) -> "Engine":
     sampling = SamplingParams(max_new_tokens=max(2, math.ceil(max_s * FRAMES_PER_SECOND)))
 
     # Same priority rule as the embedded engine (see shared_engine): created on a lowered thread.
-    with ThreadPoolExecutor(1, thread_name_prefix="qwen3-engine-create", initializer=_lower_priority) as pool:
-        return pool.submit(lambda: Engine(backend=Qwen3Backend.from_pretrained(str(path), sampling=sampling))).result()
+    return create_lowered(lambda: Engine(backend=Qwen3Backend.from_pretrained(str(path), sampling=sampling)), "qwen3-engine-create")
 
 
 def engine_for(model_id: str) -> "Engine":

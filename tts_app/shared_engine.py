@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from tts_app.engine import Engine
@@ -28,15 +28,19 @@ def _lower_priority() -> None:
         logger.warning("could not lower the engine's CPU priority: %s", error)
 
 
+def create_lowered(factory: Callable[[], "Engine"], name: str) -> "Engine":
+    """Run ``factory`` on a thread of its own, at lower priority: the engine's worker and the
+    model's compute threads are started from it and inherit that priority (Linux)."""
+    with ThreadPoolExecutor(1, thread_name_prefix=name, initializer=_lower_priority) as pool:
+        return pool.submit(factory).result()
+
+
 def _create_engine() -> "Engine":
-    """Create the engine on a thread of its own, at lower priority: the engine's worker and
-    the model's compute threads are started from it and inherit that priority (Linux)."""
     from tts_app.engine import Engine  # heavy (model runtime and graphs): imported on first use
     from tts_app.model.precision import precision_from_env
 
     precision = precision_from_env()  # $TTS_APP_PRECISION, set by `python app.py --precision fast`
-    with ThreadPoolExecutor(1, thread_name_prefix="engine-create", initializer=_lower_priority) as pool:
-        return pool.submit(Engine, precision=precision).result()
+    return create_lowered(lambda: Engine(precision=precision), "engine-create")
 
 
 def get_engine() -> "Engine":

@@ -111,7 +111,7 @@ class PiperVits:
         # a ceil()'d duration and change the row's length.
         self._encoder = open_session(graphs.encoder, self.device, self._options("encoder"), batch_invariant=True)
         self.decoder_kind = decoder_kind(self.precision) if uses_openvino(self.device) else "f32"
-        # The flow runs a row per call (_flow_rows), so bf16 keeps a row's latents independent of
+        # The flow runs a row per call (_flow_row), so bf16 keeps a row's latents independent of
         # its batch mates; int8 is for the decoder's convolutions only (quantize.py).
         self.flow_kind = "bf16" if self.decoder_kind == "bf16" else "f32"
         self._flow = open_session(graphs.flow, self.device, self._options("flow", self.flow_kind))
@@ -198,6 +198,7 @@ class PiperVits:
     dp_noise_name = DP_NOISE
     flow_input_names = FLOW_INPUTS
     frame_bucket = FRAME_BUCKET
+    latent_channels = LATENT_CHANNELS
 
     @property
     def encoder_session(self) -> StageSession:

@@ -31,7 +31,6 @@ _LOGGER = logging.getLogger(__name__)
 WARM_CHUNK_FRAMES = range(65, 64 + 4 * 160)
 MAX_DIM = 1 << 20  # a logged shape beyond this is not from this model: skipped
 LOGGED_BUDGET_S = 6.0  # wall time for logged shapes, after the decoder's streamed ones
-LATENT_CHANNELS = 192  # the flow's input: one row of latents [1, 192, T]
 
 
 def warm_model(model: "PiperVits") -> None:
@@ -98,14 +97,15 @@ def _logged_feeds(model: "PiperVits", logged: dict[str, list[list[list[int]]]]) 
                     model.dp_noise_name: np.zeros((B, 2, N), np.float32),
                 }
                 feeds[("encoder", B, N)] = (model.encoder_session, feed)
-            elif stage_name == "flow" and [len(s) for s in shapes] == [3, 3] and shapes[0][:2] == [1, LATENT_CHANNELS]:
+            elif stage_name == "flow" and [len(s) for s in shapes] == [3, 3] and shapes[0][:2] == [1, model.latent_channels]:
                 _add_flow(feeds, model, shapes[0][2])  # the flow runs one row per call
     return feeds
 
 
 def _add_flow(feeds: dict, model: "PiperVits", T: int) -> None:
     names = model.flow_input_names
-    feeds[("flow", T)] = (model.flow_session, {names[0]: np.zeros((1, LATENT_CHANNELS, T), np.float32), names[1]: np.ones((1, 1, T), np.float32)})
+    z_p_1xCxT = np.zeros((1, model.latent_channels, T), np.float32)
+    feeds[("flow", T)] = (model.flow_session, {names[0]: z_p_1xCxT, names[1]: np.ones((1, 1, T), np.float32)})
 
 
 def _add_decoder(feeds: dict, model: "PiperVits", k: int, n: int) -> None:
