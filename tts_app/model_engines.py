@@ -83,10 +83,11 @@ def model_loaded(model_id: str) -> bool:
 
 
 def served_models() -> list[dict[str, Any]]:
-    """OpenAI's model-list entries: the embedded voice and each Qwen3-TTS checkpoint found, with ``loaded``."""
+    """OpenAI's model-list entries: the embedded voice, its fast variant where offered and each Qwen3-TTS
+    checkpoint found, with ``loaded``."""
     rows = [{"id": EMBEDDED_ID, "object": "model", "owned_by": "tts_app", "loaded": engine_loaded()}]
     for c in find_models():
-        if c.id == EMBEDDED_FAST_ID or (c.id != EMBEDDED_ID and c.path is not None):
+        if c.id != EMBEDDED_ID and c.available:
             rows.append({"id": c.id, "object": "model", "owned_by": "tts_app", "loaded": c.id in _engines})
     return rows
 

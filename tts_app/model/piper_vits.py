@@ -115,12 +115,11 @@ class PiperVits:
         # its batch mates; int8 is for the decoder's convolutions only (quantize.py).
         self.flow_kind = "bf16" if self.decoder_kind == "bf16" else "f32"
         self._flow = open_session(graphs.flow, self.device, self._options("flow", self.flow_kind))
-        self.decoder_stages = self._open_decoder(graphs.decoder, "f32")
+        # int8 starts from the float32 stages (they record its calibration inputs); bf16 needs none.
+        self.decoder_stages = self._open_decoder(graphs.decoder, "bf16" if self.decoder_kind == "bf16" else "f32")
         if self.precision == "fast" and self.decoder_kind == "f32":
             _LOGGER.warning("precision 'fast' needs OpenVINO on CPU; running float32")
-        if self.decoder_kind == "bf16":
-            self.decoder_stages = self._open_decoder(graphs.decoder, "bf16")
-        elif self.decoder_kind == "int8":
+        if self.decoder_kind == "int8":
             _LOGGER.warning("precision 'fast' on a CPU without bf16 runs an int8 decoder: experimental, about 20 WER points less intelligible (BENCHMARKS.md)")
             self.decoder_stages = self._int8_decoder(graphs.decoder)
         self.decoder_runtimes = [type(st.session).__name__.strip("_").replace("Session", "") for st in self.decoder_stages]
