@@ -3,7 +3,8 @@
 Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (or PORT), default 0.0.0.0:7860,
 as Hugging Face Spaces expects. The model loads once per process, on first use.
 `--precision fast` (or TTS_APP_PRECISION=fast) runs the voice's decoder in bfloat16 (int8 on CPUs without it).
-`--model-path DIR` (or TTS_APP_QWEN3_PATH=DIR) offers a Qwen3-TTS checkpoint in the model selector.
+`--model-path DIR` offers a Qwen3-TTS (or TTS_APP_QWEN3_PATH=DIR) or Chatterbox (or TTS_APP_CHATTERBOX_PATH=DIR)
+checkpoint in the model selector.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import argparse
 import os
 from pathlib import Path
 
+from tts_app.models_available import CHATTERBOX_ENV
 from tts_app.models_available import ENV_VAR as QWEN3_PATH_ENV
-from tts_app.models_available import is_checkpoint
+from tts_app.models_available import is_chatterbox_checkpoint, is_checkpoint
 from tts_app.server import launch
 from tts_app.ui.layout import build_demo
 
@@ -24,14 +26,21 @@ if __name__ == "__main__":
     parser.add_argument("--precision", default=os.environ.get("TTS_APP_PRECISION", "exact"), help="exact (float32, default) or fast")
     parser.add_argument(
         "--model-path", default=None, metavar="DIR",
-        help="a Qwen3-TTS checkpoint folder to offer in the model selector (same as TTS_APP_QWEN3_PATH)",
+        help="a Qwen3-TTS or Chatterbox checkpoint folder to offer in the model selector "
+        "(same as TTS_APP_QWEN3_PATH / TTS_APP_CHATTERBOX_PATH)",
     )
     args = parser.parse_args()
     if args.precision not in ("exact", "fast"):
         parser.error(f"--precision must be exact or fast, got {args.precision!r}")
     os.environ["TTS_APP_PRECISION"] = args.precision  # read by tts_app/shared_engine.py
     if args.model_path:
-        if not is_checkpoint(Path(args.model_path).expanduser()):
-            parser.error(f"--model-path {args.model_path}: not a Qwen3-TTS checkpoint (config.json, *.safetensors, speech_tokenizer/)")
-        os.environ[QWEN3_PATH_ENV] = args.model_path  # read by tts_app/models_available.py on every page load
+        folder = Path(args.model_path).expanduser()
+        if is_checkpoint(folder):
+            os.environ[QWEN3_PATH_ENV] = args.model_path  # read by tts_app/models_available.py on every page load
+        elif is_chatterbox_checkpoint(folder):
+            os.environ[CHATTERBOX_ENV] = args.model_path
+        else:
+            parser.error(f"--model-path {args.model_path}: neither a Qwen3-TTS checkpoint (config.json, *.safetensors, "
+                         "speech_tokenizer/) nor a Chatterbox one (ve.safetensors, t3_cfg.safetensors, s3gen.safetensors, "
+                         "tokenizer.json, conds.pt)")
     launch(demo)

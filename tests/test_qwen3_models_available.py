@@ -8,7 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tts_app.models_available import EMBEDDED_FAST_ID, EMBEDDED_ID, ENV_VAR, LOCAL_ID, find_models, unknown_model_message
+from tts_app.models_available import (
+    CHATTERBOX_ENV,
+    CHATTERBOX_FILES,
+    CHATTERBOX_ID,
+    EMBEDDED_FAST_ID,
+    EMBEDDED_ID,
+    ENV_VAR,
+    LOCAL_ID,
+    find_models,
+    unknown_model_message,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -28,10 +38,13 @@ def _by_id(choices):
 
 def test_nothing_found_lists_every_size_with_how_to_get(tmp_path):
     choices = [c for c in find_models(None, env={"HF_HUB_CACHE": str(tmp_path)}) if c.id != EMBEDDED_FAST_ID]
-    assert [c.id for c in choices] == [EMBEDDED_ID, "qwen3-0.6b", "qwen3-1.7b"]
-    assert choices[0].available and not choices[1].available
+    assert [c.id for c in choices] == [EMBEDDED_ID, "qwen3-0.6b", "qwen3-1.7b", CHATTERBOX_ID]
+    assert choices[0].available and not choices[1].available and not choices[3].available
     line = choices[1].how_to_get
     assert "python -m tts_app fetch qwen3-0.6b" in line and ENV_VAR in line and "\n" not in line
+    line = choices[3].how_to_get
+    assert "python -m tts_app fetch chatterbox" in line and CHATTERBOX_ENV in line and "install_chatterbox.sh" in line
+    assert "\n" not in line
 
 
 def test_model_path_env_and_hf_cache(tmp_path):
@@ -42,6 +55,29 @@ def test_model_path_env_and_hf_cache(tmp_path):
     assert found["qwen3-0.6b"].path == small
     assert found["qwen3-1.7b"].path == snap
     assert found[LOCAL_ID].path == tiny and found[LOCAL_ID].available
+
+
+def _chatterbox_checkpoint(path, missing: str = ""):
+    path.mkdir(parents=True)
+    for name in CHATTERBOX_FILES:
+        if name != missing:
+            (path / name).write_bytes(b"")
+    return path
+
+
+def test_chatterbox_from_model_path_env_and_hf_cache(tmp_path):
+    given = _chatterbox_checkpoint(tmp_path / "given")
+    by_env = _chatterbox_checkpoint(tmp_path / "env")
+    snap = _chatterbox_checkpoint(tmp_path / "hub" / "models--ResembleAI--chatterbox" / "snapshots" / "abc")
+    hub = {"HF_HUB_CACHE": str(tmp_path / "hub")}
+    assert _by_id(find_models(str(given), env={CHATTERBOX_ENV: str(by_env), **hub}))[CHATTERBOX_ID].path == given
+    assert _by_id(find_models(None, env={CHATTERBOX_ENV: str(by_env), **hub}))[CHATTERBOX_ID].path == by_env
+    assert _by_id(find_models(None, env=hub))[CHATTERBOX_ID].path == snap
+    # A Chatterbox folder given as the Qwen3 path is not taken for either.
+    found = _by_id(find_models(None, env={ENV_VAR: str(given), "HF_HUB_CACHE": str(tmp_path / "none")}))
+    assert not found[CHATTERBOX_ID].available and LOCAL_ID not in found
+    incomplete = _chatterbox_checkpoint(tmp_path / "partial", missing="conds.pt")
+    assert not _by_id(find_models(str(incomplete), env={"HF_HUB_CACHE": str(tmp_path / "none")}))[CHATTERBOX_ID].available
 
 
 def test_incomplete_folder_is_not_a_checkpoint(tmp_path):

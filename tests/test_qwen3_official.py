@@ -24,79 +24,29 @@ TTS_APP_REQUIRE_REFERENCE=1) they fail instead, so CI can never pass by skipping
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
-REF_DIR = REPO / "tests" / "reference_envs"
+from reference_env import fixture_dir, unavailable
+
 ATOL = 1e-4
-VENV_TIMEOUT_S = 40 * 60
-FIXTURE_TIMEOUT_S = 10 * 60
 
 logger = logging.getLogger(__name__)
 
 
-def _require() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes") or os.environ.get("TTS_APP_REQUIRE_REFERENCE") == "1"
-
-
 def _unavailable(reason: str) -> None:
-    if _require():
-        pytest.fail(f"official Qwen3-TTS reference unavailable: {reason}", pytrace=False)
-    pytest.skip(f"official Qwen3-TTS reference unavailable (set CI=true to fail instead): {reason}")
-
-
-def _cache_root() -> Path:
-    return Path(os.environ.get("TTS_APP_REFERENCE_ENVS", Path.home() / ".cache" / "tts_app" / "reference_envs"))
-
-
-def _fixture_key() -> str:
-    h = hashlib.sha256()
-    for name in ("qwen_tts.sh", "qwen_tts_requirements.txt", "qwen_tts_make_fixture.py"):
-        h.update((REF_DIR / name).read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _run(cmd: list[str], timeout: int) -> subprocess.CompletedProcess:
-    # PYTHON: the interpreter qwen_tts.sh makes the venv from (a venv's python makes one from its base).
-    env = {**os.environ, "PYTHON": os.environ.get("PYTHON", sys.executable)}
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO, stdin=subprocess.DEVNULL, env=env)
-    except subprocess.TimeoutExpired:
-        _unavailable(f"{cmd[0]} ran past {timeout} s")
-        raise  # unreachable: _unavailable raises
+    unavailable("Qwen3-TTS", reason)
 
 
 @pytest.fixture(scope="session")
 def official() -> dict[str, Any]:
     """{"ckpt": the official tiny checkpoint folder, "ref": the official outputs}; built once, then cached."""
-    out = _cache_root() / "fixtures" / f"qwen_tts-{_fixture_key()}"
-    if not (out / "reference.pt").is_file():
-        env = _run(["bash", str(REF_DIR / "qwen_tts.sh")], VENV_TIMEOUT_S)
-        if env.returncode != 0:
-            _unavailable(f"qwen_tts.sh failed: {env.stderr.strip().splitlines()[-1:]}")
-        python = env.stdout.strip().splitlines()[-1]
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=out.name + ".", dir=out.parent))
-        made = _run([python, str(REF_DIR / "qwen_tts_make_fixture.py"), str(tmp)], FIXTURE_TIMEOUT_S)
-        if made.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            _unavailable(f"the fixture script failed: {made.stderr.strip()[-2000:]}")
-        if out.exists():  # a concurrent run finished first
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            tmp.rename(out)
+    out = fixture_dir("qwen_tts", "Qwen3-TTS")
     return {"ckpt": out / "checkpoint", "ref": torch.load(out / "reference.pt", weights_only=False)}
 
 

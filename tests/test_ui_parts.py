@@ -212,11 +212,12 @@ def test_wheel_ffmpeg_is_put_on_path_when_the_system_has_none(monkeypatch: pytes
 
 
 def test_model_selector_lists_what_is_here_and_refuses_the_rest(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tts_app.models_available import EMBEDDED_ID, ENV_VAR
+    from tts_app.models_available import CHATTERBOX_ENV, CHATTERBOX_FILES, CHATTERBOX_ID, EMBEDDED_ID, ENV_VAR
     from tts_app.ui.model_picker import check_model, model_choices, model_help, refresh
     from tts_app.ui.user_error import UserError
 
     monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.delenv(CHATTERBOX_ENV, raising=False)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))  # an empty cache: no Qwen3-TTS here
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # no bf16 either: no fast variant (test_qwen3_models_available)
     assert [model_id for _label, model_id in model_choices()] == [EMBEDDED_ID]
@@ -227,3 +228,13 @@ def test_model_selector_lists_what_is_here_and_refuses_the_rest(tmp_path, monkey
     with pytest.raises(UserError, match="Unknown model"):
         check_model("/etc/passwd")  # a hostile value is never a path
     assert refresh("qwen3-0.6b")["value"] == EMBEDDED_ID  # a value no longer offered falls back
+    with pytest.raises(UserError, match="fetch chatterbox"):
+        check_model(CHATTERBOX_ID)
+    # A Chatterbox checkpoint here: offered, and the help line says what it costs on a CPU.
+    (tmp_path / "cb").mkdir()
+    for name in CHATTERBOX_FILES:
+        (tmp_path / "cb" / name).write_bytes(b"")
+    monkeypatch.setenv(CHATTERBOX_ENV, str(tmp_path / "cb"))
+    assert [model_id for _label, model_id in model_choices()] == [EMBEDDED_ID, CHATTERBOX_ID]
+    assert "Chatterbox is a GPU model" in model_help() and "Qwen3-TTS is" not in model_help()
+    assert check_model(CHATTERBOX_ID) == CHATTERBOX_ID

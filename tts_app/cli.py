@@ -38,8 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--no-normalize", action="store_true", help="read numbers, dates and abbreviations as written")
     s.add_argument("--lexicon", help="JSON pronunciation lexicon: {\"word\": \"respelling\" or \"/ipa/\"}")
     s.add_argument("-v", "--verbose", action="store_true", help="log engine progress to stderr")
-    f = sub.add_parser("fetch", help="download a Qwen3-TTS checkpoint from the Hugging Face hub (opt-in)")
-    f.add_argument("model", help="qwen3-0.6b or qwen3-1.7b")
+    f = sub.add_parser("fetch", help="download a Qwen3-TTS or Chatterbox checkpoint from the Hugging Face hub (opt-in)")
+    f.add_argument("model", help="qwen3-0.6b, qwen3-1.7b or chatterbox")
     f.add_argument("--dir", help="folder to download into (default: the Hugging Face cache)")
     f.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     return p

@@ -1,6 +1,6 @@
 """One engine per served model: the embedded voice's shared engine, plus (each created on its first request
-and kept) the embedded voice in the fast precision where that is bf16, and a Qwen3-TTS engine per checkpoint
-found on this machine (``tts_app.models_available``)."""
+and kept) the embedded voice in the fast precision where that is bf16, a Qwen3-TTS engine per checkpoint
+and a Chatterbox engine when its checkpoint is found on this machine (``tts_app.models_available``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tts_app.models_available import EMBEDDED_FAST_ID, EMBEDDED_ID, fast_variant_offered, find_models, unknown_model_message
+from tts_app.models_available import (
+    CHATTERBOX_ID,
+    EMBEDDED_FAST_ID,
+    EMBEDDED_ID,
+    fast_variant_offered,
+    find_models,
+    unknown_model_message,
+)
 from tts_app.shared_engine import create_lowered, engine_loaded, get_engine
 
 if TYPE_CHECKING:
@@ -20,9 +27,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Longest audio one request may produce (a public server must bound a generation that never says EOS).
-MAX_SECONDS_ENV = "TTS_APP_QWEN3_MAX_SECONDS"
+MAX_SECONDS_ENV = "TTS_APP_MAX_SECONDS"
+LEGACY_MAX_SECONDS_ENV = "TTS_APP_QWEN3_MAX_SECONDS"  # its first name, still read
 DEFAULT_MAX_SECONDS = 60.0
 FRAMES_PER_SECOND = 12.5  # the 12 Hz codec: 24 kHz / 1,920 samples per frame
+CHATTERBOX_TOKENS_PER_SECOND = 25.0  # S3 speech tokens
 
 _lock = threading.Lock()
 _engines: dict[str, "Engine"] = {}
@@ -39,20 +48,37 @@ def _create_fast() -> "Engine":
     return create_lowered(lambda: Engine(precision="fast"), "fast-engine-create")
 
 
+def _max_seconds() -> float:
+    raw = os.environ.get(MAX_SECONDS_ENV, os.environ.get(LEGACY_MAX_SECONDS_ENV, str(DEFAULT_MAX_SECONDS)))
+    try:
+        return float(raw)
+    except ValueError:
+        logger.warning("%s is not a number; using %g s", MAX_SECONDS_ENV, DEFAULT_MAX_SECONDS)
+        return DEFAULT_MAX_SECONDS
+
+
 def _create(path: Path) -> "Engine":
     from tts_app.backends.qwen3 import Qwen3Backend  # torch: imported only when a Qwen3 model is requested
     from tts_app.engine import Engine
     from tts_app.qwen3.sampling import SamplingParams
 
-    try:
-        max_s = float(os.environ.get(MAX_SECONDS_ENV, DEFAULT_MAX_SECONDS))
-    except ValueError:
-        logger.warning("%s is not a number; using %g s", MAX_SECONDS_ENV, DEFAULT_MAX_SECONDS)
-        max_s = DEFAULT_MAX_SECONDS
-    sampling = SamplingParams(max_new_tokens=max(2, math.ceil(max_s * FRAMES_PER_SECOND)))
-
+    sampling = SamplingParams(max_new_tokens=max(2, math.ceil(_max_seconds() * FRAMES_PER_SECOND)))
     # Same priority rule as the embedded engine (see shared_engine): created on a lowered thread.
     return create_lowered(lambda: Engine(backend=Qwen3Backend.from_pretrained(str(path), sampling=sampling)), "qwen3-engine-create")
+
+
+def _create_chatterbox(path: Path) -> "Engine":
+    from tts_app.backends.chatterbox import ChatterboxBackend  # torch + the official modules: only when asked for
+    from tts_app.chatterbox.config import ChatterboxSampling
+    from tts_app.engine import Engine
+
+    sampling = ChatterboxSampling(max_new_tokens=max(2, math.ceil(_max_seconds() * CHATTERBOX_TOKENS_PER_SECOND)))
+
+    def make() -> "Engine":
+        backend = ChatterboxBackend.from_pretrained(str(path), sampling=sampling)
+        return Engine(backend=backend, max_batch_size=backend.max_batch_size)
+
+    return create_lowered(make, "chatterbox-engine-create")
 
 
 def engine_for(model_id: str) -> "Engine":
@@ -70,7 +96,7 @@ def engine_for(model_id: str) -> "Engine":
             if choice is None or choice.path is None:
                 raise ModelUnavailable(unknown_model_message(model_id, EMBEDDED_ID))
             logger.info("loading %s from %s", choice.label, choice.path)
-            _engines[model_id] = _create(choice.path)
+            _engines[model_id] = (_create_chatterbox if model_id == CHATTERBOX_ID else _create)(choice.path)
         return _engines[model_id]
 
 
@@ -83,8 +109,8 @@ def model_loaded(model_id: str) -> bool:
 
 
 def served_models() -> list[dict[str, Any]]:
-    """OpenAI's model-list entries: the embedded voice, its fast variant where offered and each Qwen3-TTS
-    checkpoint found, with ``loaded``."""
+    """OpenAI's model-list entries: the embedded voice, its fast variant where offered and each Qwen3-TTS or
+    Chatterbox checkpoint found, with ``loaded``."""
     rows = [{"id": EMBEDDED_ID, "object": "model", "owned_by": "tts_app", "loaded": engine_loaded()}]
     for c in find_models():
         if c.id != EMBEDDED_ID and c.available:

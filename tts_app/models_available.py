@@ -1,8 +1,10 @@
-"""Which speech models this machine can serve: the embedded voice, plus Qwen3-TTS checkpoints found on disk.
+"""Which speech models this machine can serve: the embedded voice, plus Qwen3-TTS and Chatterbox checkpoints
+found on disk.
 
-Search order for Qwen3-TTS: ``--model-path`` (or the ``model_path`` argument), $TTS_APP_QWEN3_PATH, then
-the Hugging Face cache (file-system lookup only). Nothing here downloads except ``fetch``, the explicit
-opt-in behind ``python -m tts_app fetch qwen3-0.6b [--dir DIR]``.
+Search order: ``--model-path`` (or the ``model_path`` argument, whichever kind of checkpoint it holds),
+$TTS_APP_QWEN3_PATH / $TTS_APP_CHATTERBOX_PATH, then the Hugging Face cache (file-system lookup only).
+Nothing here downloads except ``fetch``, the explicit opt-in behind
+``python -m tts_app fetch {qwen3-0.6b,qwen3-1.7b,chatterbox} [--dir DIR]``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional
 
 logger = logging.getLogger(__name__)
 
@@ -23,6 +25,11 @@ EMBEDDED_ID = "piper-joe-medium"
 EMBEDDED_FAST_ID = "piper-joe-medium-fast"
 EMBEDDED_IDS = (EMBEDDED_ID, EMBEDDED_FAST_ID)
 ENV_VAR = "TTS_APP_QWEN3_PATH"
+CHATTERBOX_ID = "chatterbox"
+CHATTERBOX_ENV = "TTS_APP_CHATTERBOX_PATH"
+CHATTERBOX_REPO = "ResembleAI/chatterbox"
+CHATTERBOX_FILES = ("ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors", "tokenizer.json", "conds.pt")
+CHATTERBOX_GB = 3.2  # t3_cfg 2.1 GB + s3gen 1.1 GB; the repository's other files are not fetched
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,12 @@ class ModelChoice:
     @property
     def how_to_get(self) -> str:
         """One line telling a user how to make this model available."""
+        if not self.available and self.id == CHATTERBOX_ID:
+            return (
+                f"{self.label} is not on this machine: run `python -m tts_app fetch {CHATTERBOX_ID} --dir DIR` (about "
+                f"{CHATTERBOX_GB:g} GB, needs the Hugging Face hub) and `bash scripts/install_chatterbox.sh`, then start "
+                f"the app with --model-path DIR or {CHATTERBOX_ENV}=DIR"
+            )
         spec = QWEN3_MODELS.get(self.id)
         if self.available or spec is None:
             return ""
@@ -69,7 +82,12 @@ class ModelChoice:
         )
 
 
+def is_chatterbox_checkpoint(path: Path) -> bool:
+    return all((path / f).is_file() for f in CHATTERBOX_FILES)
+
+
 def is_checkpoint(path: Path) -> bool:
+    """A Qwen3-TTS checkpoint folder."""
     return (
         (path / "config.json").is_file()
         and (path / "speech_tokenizer" / "config.json").is_file()
@@ -86,39 +104,44 @@ def _model_id(path: Path) -> str:
     return next((s.id for s in QWEN3_MODELS.values() if s.talker_hidden == hidden), LOCAL_ID)
 
 
-def hf_cache_snapshot(repo: str, env: Mapping[str, str]) -> Optional[Path]:
+def hf_cache_snapshot(repo: str, env: Mapping[str, str], complete: Callable[[Path], bool] = is_checkpoint) -> Optional[Path]:
     """The newest complete snapshot of ``repo`` in the local Hugging Face cache, if any."""
     hub = env.get("HF_HUB_CACHE") or os.path.join(env.get("HF_HOME", os.path.join(Path.home(), ".cache", "huggingface")), "hub")
     snaps = Path(hub) / ("models--" + repo.replace("/", "--")) / "snapshots"
     if not snaps.is_dir():
         return None
     for snap in sorted(snaps.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
-        if is_checkpoint(snap):
+        if complete(snap):
             return snap
     return None
 
 
 def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> list[ModelChoice]:
-    """The embedded voice first, then every Qwen3-TTS size (with ``path`` None where none was found)."""
+    """The embedded voice first, then every Qwen3-TTS size and Chatterbox (with ``path`` None where none was found)."""
     env = os.environ if env is None else env
     found: dict[str, Path] = {}
-    for given in (model_path, env.get(ENV_VAR)):
+    for given, kinds in ((model_path, "qwen3 chatterbox"), (env.get(ENV_VAR), "qwen3"), (env.get(CHATTERBOX_ENV), "chatterbox")):
         if not given:
             continue
         path = Path(given).expanduser()
-        if is_checkpoint(path):
+        if "qwen3" in kinds and is_checkpoint(path):
             found.setdefault(_model_id(path), path)
+        elif "chatterbox" in kinds and is_chatterbox_checkpoint(path):
+            found.setdefault(CHATTERBOX_ID, path)
         else:
-            logger.warning("%s is not a Qwen3-TTS checkpoint (needs config.json, *.safetensors, speech_tokenizer/)", path)
+            logger.warning("%s is not a %s checkpoint", path, " or ".join(k.capitalize() for k in kinds.split()))
     for spec in QWEN3_MODELS.values():
         if spec.id not in found and (snap := hf_cache_snapshot(spec.repo, env)) is not None:
             found[spec.id] = snap
+    if CHATTERBOX_ID not in found and (snap := hf_cache_snapshot(CHATTERBOX_REPO, env, is_chatterbox_checkpoint)) is not None:
+        found[CHATTERBOX_ID] = snap
     choices = [ModelChoice(EMBEDDED_ID, "Embedded voice (Piper joe, CPU)")]
     if fast_variant_offered(env):
         choices.append(ModelChoice(EMBEDDED_FAST_ID, "Embedded voice, fast (bfloat16)"))
     choices += [ModelChoice(s.id, s.label, found.get(s.id)) for s in QWEN3_MODELS.values()]
     if LOCAL_ID in found:
         choices.append(ModelChoice(LOCAL_ID, f"Qwen3-TTS ({found[LOCAL_ID].name})", found[LOCAL_ID]))
+    choices.append(ModelChoice(CHATTERBOX_ID, "Chatterbox (Resemble AI)", found.get(CHATTERBOX_ID)))
     return choices
 
 
@@ -131,22 +154,28 @@ def fast_variant_offered(env: Optional[Mapping[str, str]] = None) -> bool:
     return env.get(PRECISION_ENV, "exact").strip().lower() != "fast" and decoder_kind("fast") == "bf16"
 
 
+FETCHABLE = (*QWEN3_MODELS, CHATTERBOX_ID)
+
+
 def fetch(model_id: str, directory: Optional[str] = None) -> Path:
-    """Download a Qwen3-TTS checkpoint (the one explicit network use); returns its folder.
+    """Download a Qwen3-TTS or Chatterbox checkpoint (the one explicit network use); returns its folder.
 
     Raises ``ValueError`` with a one-line reason (unknown model, hub unreachable, incomplete download).
     """
-    spec = QWEN3_MODELS.get(model_id)
-    if spec is None:
-        raise ValueError(f"unknown model {model_id!r}; choose one of: {', '.join(QWEN3_MODELS)}")
+    if model_id == CHATTERBOX_ID:
+        repo, files, complete = CHATTERBOX_REPO, list(CHATTERBOX_FILES), is_chatterbox_checkpoint
+    elif model_id in QWEN3_MODELS:
+        repo, files, complete = QWEN3_MODELS[model_id].repo, None, is_checkpoint
+    else:
+        raise ValueError(f"unknown model {model_id!r}; choose one of: {', '.join(FETCHABLE)}")
     from huggingface_hub import snapshot_download  # installed with gradio
 
     try:
-        path = Path(snapshot_download(spec.repo, local_dir=directory))
+        path = Path(snapshot_download(repo, local_dir=directory, allow_patterns=files))
     except Exception as e:  # network, auth and disk errors all come back as one line
-        raise ValueError(f"could not download {spec.repo}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
-    if not is_checkpoint(path):
-        raise ValueError(f"{path} is not a complete Qwen3-TTS checkpoint after the download")
+        raise ValueError(f"could not download {repo}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+    if not complete(path):
+        raise ValueError(f"{path} is not a complete {model_id} checkpoint after the download")
     return path
 
 
@@ -154,7 +183,7 @@ def unknown_model_message(model: str, served: str, model_path: Optional[str] = N
     """The 400 message for a request naming a model this server does not serve: how to get it, if we know it."""
     choice = next((c for c in find_models(model_path) if c.id == model), None)
     if choice is None:
-        known = ", ".join([served, *QWEN3_MODELS])
+        known = ", ".join([served, *FETCHABLE])
         return f"model {model!r} is not served here; use {served!r} (known models: {known})"
     if not choice.available:
         return choice.how_to_get

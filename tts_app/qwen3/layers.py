@@ -11,6 +11,7 @@ over the new tokens only. One code path serves prefill and decode.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -34,12 +35,28 @@ class RMSNorm(nn.Module):
         return self.weight * x32.to(x.dtype)
 
 
-class Rotary(nn.Module):
-    """Standard RoPE. The talker's multimodal RoPE reduces to this: its three position streams are equal for speech."""
+def llama3_inv_freq(inv_freq: torch.Tensor, scaling: dict[str, Any]) -> torch.Tensor:
+    """Llama 3's frequency scaling (``rope_type: llama3``): long wavelengths slowed by ``factor``, a smooth band between."""
+    factor, low, high = float(scaling["factor"]), float(scaling["low_freq_factor"]), float(scaling["high_freq_factor"])
+    old_len = float(scaling["original_max_position_embeddings"])
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > old_len / low, inv_freq / factor, inv_freq)
+    smooth = (old_len / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < old_len / high) & ~(wavelen > old_len / low)
+    return torch.where(medium, smoothed, scaled)
 
-    def __init__(self, head_dim: int, theta: float) -> None:
+
+class Rotary(nn.Module):
+    """Standard RoPE (optionally Llama 3 scaled). The talker's multimodal RoPE reduces to this: its three position streams are equal for speech."""
+
+    def __init__(self, head_dim: int, theta: float, scaling: Optional[dict[str, Any]] = None) -> None:
         super().__init__()
         inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+        if scaling is not None:
+            if scaling.get("rope_type", scaling.get("type")) != "llama3":
+                raise ValueError(f"unsupported RoPE scaling {scaling!r}")
+            inv_freq = llama3_inv_freq(inv_freq, scaling)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
     def forward(self, positions_BxT: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -170,13 +187,15 @@ class DecoderLayer(nn.Module):
 
 
 class DecoderStack(nn.Module):
-    """``layers`` + final ``norm`` + RoPE: the backbone of the talker, the code predictor and the codec."""
+    """``layers`` + final ``norm`` + RoPE: the backbone of the talker, the code predictor, the codec and Chatterbox's T3."""
 
-    def __init__(self, num_layers: int, dims: LayerDims, rope_theta: float) -> None:
+    def __init__(
+        self, num_layers: int, dims: LayerDims, rope_theta: float, rope_scaling: Optional[dict[str, Any]] = None
+    ) -> None:
         super().__init__()
         self.layers = nn.ModuleList(DecoderLayer(dims) for _ in range(num_layers))
         self.norm = RMSNorm(dims.hidden, dims.eps)
-        self.rotary = Rotary(dims.head_dim, rope_theta)
+        self.rotary = Rotary(dims.head_dim, rope_theta, rope_scaling)
 
     def forward(
         self,

@@ -1,4 +1,4 @@
-"""The model selector of the Speak and A/B tabs: the embedded voice, plus each Qwen3-TTS checkpoint found here.
+"""The model selector of the Speak and A/B tabs: the embedded voice, plus each Qwen3-TTS or Chatterbox checkpoint found here.
 
 Choices are read again on every page load (``refresh``), so `python app.py --model-path DIR`
 (which sets $TTS_APP_QWEN3_PATH after the page was built) and a checkpoint fetched while the
@@ -12,13 +12,15 @@ from typing import Any
 
 import gradio as gr
 
-from tts_app.models_available import EMBEDDED_FAST_ID, EMBEDDED_ID, EMBEDDED_IDS, find_models
+from tts_app.models_available import CHATTERBOX_ID, EMBEDDED_FAST_ID, EMBEDDED_ID, EMBEDDED_IDS, find_models
 from tts_app.ui.user_error import UserError
 
 # What a CPU user should expect from Qwen3-TTS (BENCHMARKS.md, "CPU speed of the 0.6B model"): the
 # 0.6B model with full-size random weights ran at RTF 9.2 (17.8 CPU s per s of speech) on an idle
 # 2-core Zen 4, and took 45.7 CPU s per s on a heavily loaded 2-core Zen 3.
 CPU_NOTE = "Qwen3-TTS is a GPU model: on a 2-core CPU expect about 10-25 s of waiting per second of speech."
+# BENCHMARKS.md, "Chatterbox on CPU": one request costs about 9.5 s of compute per second of speech on a 2-core Zen 4.
+CHATTERBOX_CPU_NOTE = "Chatterbox is a GPU model: on a 2-core CPU expect about 10 s of waiting per second of speech."
 
 
 def model_choices() -> list[tuple[str, str]]:
@@ -30,13 +32,16 @@ FAST_NOTE = "Fast: the embedded voice with bfloat16 arithmetic, same words and v
 
 
 def model_help() -> str:
-    """One line under the selector: how to get Qwen3-TTS when none is here, else what to expect on CPU;
-    what the fast embedded voice is, when it is offered."""
+    """One line under the selector: how to get a cloning model when none is here, else what to expect on
+    CPU from those that are; what the fast embedded voice is, when it is offered."""
     choices = find_models()
     fast = " " + FAST_NOTE if any(c.id == EMBEDDED_FAST_ID for c in choices) else ""
-    if all(c.id in EMBEDDED_IDS or not c.available for c in choices):  # only the embedded voice is here
-        return "For Qwen3-TTS: `python -m tts_app fetch qwen3-0.6b --dir DIR`, then `python app.py --model-path DIR`." + fast
-    return CPU_NOTE + fast
+    others = {c.id for c in choices if c.available and c.id not in EMBEDDED_IDS}
+    if not others:  # only the embedded voice is here
+        return ("For Qwen3-TTS or Chatterbox: `python -m tts_app fetch qwen3-0.6b --dir DIR` (or `fetch chatterbox`), "
+                "then `python app.py --model-path DIR`." + fast)
+    notes = ([CPU_NOTE] if others - {CHATTERBOX_ID} else []) + ([CHATTERBOX_CPU_NOTE] if CHATTERBOX_ID in others else [])
+    return " ".join(notes) + fast
 
 
 def model_dropdown(elem_id: str) -> gr.Dropdown:
