@@ -46,7 +46,9 @@ class ChatterboxState:
 class ChatterboxBackend(Backend):
     name = "chatterbox"
     sample_rate = s3gen_batch.SAMPLE_RATE
-    max_text_chars = 1000  # about 60 s of speech: T3's 1000-token budget ends there
+    # About 30 s of speech; with its prompt (at most 656 positions) a line then leaves T3's 1536-position cache
+    # room for 880 speech tokens (35 s), so a line's audio is not cut by the cache.
+    max_text_chars = 500
 
     def __init__(
         self,
