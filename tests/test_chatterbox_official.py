@@ -1,6 +1,7 @@
 """Parity of the Chatterbox backend (tts_app/chatterbox) with the OFFICIAL chatterbox-tts 0.1.7 code, on CPU.
 
-The official side runs in its own venv (tests/reference_envs/chatterbox.sh), which builds a random-weight
+The official side runs in its own venv with the pins the package declares (torch 2.6.0, transformers
+5.2.0; tests/reference_envs/chatterbox.sh), which builds a random-weight
 checkpoint in the released layout (T3 tiny, S3Gen and the voice encoder full size) and records the
 official outputs (tests/reference_envs/chatterbox_make_fixture.py); both are cached and rebuilt when those
 scripts or pins change. Our side needs the official modules in this environment: when they are missing
@@ -270,6 +271,28 @@ def test_backend_clip_voice_and_whole_mode_equal_official(official):
     assert _max_err(states[0].voice.gen["prompt_feat"], official_c["gen"]["prompt_feat"], "prompt mel") <= 1e-5
     for (audio, r) in zip(_run(backend, states), (c, b0)):
         assert _max_err(torch.from_numpy(audio), r["wav"], "backend waveform") <= WAV_ATOL
+
+
+def test_engine_refills_slots_and_rows_equal_solo_runs(official):
+    """Three requests through the engine on a backend with two T3 slots: the third waits for a free slot,
+    and every row's audio equals the same request run alone (whole-utterance mode, sampled, per-row seeds)."""
+    from tts_app.chatterbox.config import ChatterboxSampling
+    from tts_app.chatterbox.streaming import ChunkPlan
+    from tts_app.engine import Engine
+
+    texts = ["Short one.", "Hello there, how are you today?", "A third line waits."]
+    backend = _backend(official, sampling=ChatterboxSampling(max_new_tokens=12), plan=ChunkPlan(chunk_tokens=0), max_batch=2)
+    engine = Engine(backend=backend, max_batch_size=backend.max_batch_size)
+    try:
+        together = [h.result(timeout=900) for h in [engine.submit(t, seed=i + 1) for i, t in enumerate(texts)]]
+        alone = [engine.submit(t, seed=i + 1).result(timeout=900) for i, t in enumerate(texts)]
+    finally:
+        engine.close()
+    assert backend.generator.free_slots == 2
+    for t, a, b in zip(texts, together, alone):
+        assert a.size > 0 and a.shape == b.shape, t
+        assert np.abs(a - b).max() <= WAV_ATOL, t
+    assert not np.array_equal(together[0][:9600], together[2][:9600])  # rows are not copies of each other
 
 
 def test_streaming_chunks_vs_whole_decode(official, model, monkeypatch):
