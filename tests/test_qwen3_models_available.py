@@ -98,12 +98,32 @@ def test_unknown_model_message(tmp_path, monkeypatch):
 
 def test_fetch_without_hub_exits_2_with_one_line(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(REPO)}
-    for args in (["qwen3-0.6b", "--dir", str(tmp_path / "d")], ["qwen3-9b"]):
+    for args in (["qwen3-0.6b", "--dir", str(tmp_path / "d")], ["chatterbox", "--dir", str(tmp_path / "c")], ["qwen3-9b"]):
         r = subprocess.run([sys.executable, "-m", "tts_app", "fetch", *args], capture_output=True, text=True,
                            env=env, timeout=120, stdin=subprocess.DEVNULL)
         assert r.returncode == 2, r.stderr
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+
+
+def test_fetch_chatterbox_asks_for_the_five_files_only(tmp_path, monkeypatch):
+    """The Chatterbox repository holds other models' files too (several GB): fetch takes what the backend loads."""
+    import huggingface_hub
+
+    from tts_app.models_available import fetch
+
+    asked = {}
+
+    def fake_download(repo, local_dir=None, allow_patterns=None):
+        asked.update(repo=repo, patterns=allow_patterns)
+        for name in allow_patterns or []:
+            (Path(local_dir) / name).write_bytes(b"x")
+        return local_dir
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
+    (tmp_path / "cb").mkdir()
+    assert fetch(CHATTERBOX_ID, str(tmp_path / "cb")) == tmp_path / "cb"
+    assert asked == {"repo": "ResembleAI/chatterbox", "patterns": list(CHATTERBOX_FILES)}
 
 
 def test_the_fast_embedded_voice_is_offered_only_where_it_is_bf16(tmp_path, monkeypatch):
