@@ -362,8 +362,10 @@ def test_app_serves_the_checkpoint_over_http(official, tmp_path):
             audio, rate = sf.read(io.BytesIO(r.content), dtype="float32")
             assert rate == 24000 and 0 < len(audio) <= 24000 and np.isfinite(audio).all() and np.abs(audio).max() > 0
             assert {m["id"]: m for m in http.get("/v1/models").json()["data"]}["chatterbox"]["loaded"] is True
-            r = http.post("/v1/audio/speech", json={"model": "chatterbox", "input": "\u0000\u0001", "stream": False})
-            assert r.status_code == 400 and "\n" not in r.json()["error"]["message"], r.text
+            for bad, reason in (("\u0000\u0001", "no English letters"), ("word " * 120, "the limit is 500")):
+                r = http.post("/v1/audio/speech", json={"model": "chatterbox", "input": bad, "stream": False})
+                message = r.json()["error"]["message"]
+                assert r.status_code == 400 and reason in message and "\n" not in message, r.text
 
 
 if __name__ == "__main__":
