@@ -17,9 +17,11 @@ _TITLES = {
     "Gen": "General", "Capt": "Captain", "Sgt": "Sergeant", "Lt": "Lieutenant", "Col": "Colonel",
     "Gov": "Governor", "Sen": "Senator", "Rep": "Representative", "Rev": "Reverend", "Hon": "Honorable",
 }  # fmt: skip
+# "vs." joins two names: its dot never ends a sentence either.
+_TITLES["vs"] = "versus"
 # These may end a sentence; their dot is kept when a capitalised word or the end follows.
 _TRAILING = {
-    "etc": "et cetera", "vs": "versus", "approx": "approximately", "dept": "department", "est": "established",
+    "etc": "et cetera", "approx": "approximately", "dept": "department", "est": "established",
     "Jr": "Junior", "Sr": "Senior", "Inc": "Incorporated", "Ltd": "Limited", "Co": "Company", "Corp": "Corporation",
     "Ave": "Avenue", "Blvd": "Boulevard", "Rd": "Road", "fig": "figure", "Fig": "figure",
     "Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
@@ -70,6 +72,10 @@ _MONTH_NO_DOT = re.compile(r"\b(" + "|".join(_MONTH_ABBR) + r")(?=\s+\d)")
 _LATIN = re.compile(r"(?<![\w.])(e\.g|i\.e|a\.k\.a|cf)\.(?=[\s,;:!?)]|$)", re.IGNORECASE)
 _LATIN_WORDS = {"e.g": "for example", "i.e": "that is", "a.k.a": "also known as", "cf": "compare"}
 _NUMBER_ABBR = re.compile(r"\b(No|no|Nos|nos)\.\s?(?=\d)")
+# Dotted words that name what the number after them counts: "p. 42" -> "page 42".
+_BEFORE_NUMBER = {"p": "page", "pp": "pages", "Eq": "equation", "eq": "equation", "Eqs": "equations",
+                  "Vol": "volume", "vol": "volume", "Ch": "chapter", "ch": "chapter", "Sec": "section"}  # fmt: skip
+_BEFORE_NUMBER_RE = re.compile(r"(?<![\w.])(" + "|".join(sorted(_BEFORE_NUMBER, key=len, reverse=True)) + r")\.\s?(?=\(?\d)")
 _DOTTED_ACRONYM = re.compile(r"\b((?:[A-Z]\.){2,})(?=[\s,;:!?)]|$)")
 _INITIAL = re.compile(r"(?<![\w.])([A-Z])\.(?=\s+[A-Z])")
 _ALLCAPS = re.compile(r"\b([A-Z]{2,6})\b")
@@ -214,6 +220,8 @@ def expand_abbreviations(text: str) -> str:
             text = _LATIN.sub(_latin, text)
         if dotted & _NUMBER_WORDS:
             text = _NUMBER_ABBR.sub("number ", text)
+        if dotted & _BEFORE_NUMBER.keys():
+            text = _BEFORE_NUMBER_RE.sub(lambda m: _BEFORE_NUMBER[m.group(1)] + " ", text)
         if "St" in dotted:
             text = _ST.sub(_saint_or_street, text)
         if dotted & _ABBR_WORDS:

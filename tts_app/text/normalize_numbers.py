@@ -21,7 +21,9 @@ _CURRENCIES = {
     "$": ("dollar", "dollars", "cent", "cents"), "€": ("euro", "euros", "cent", "cents"),
     "£": ("pound", "pounds", "penny", "pence"), "¥": ("yen", "yen", None, None),
     "USD": ("US dollar", "US dollars", "cent", "cents"), "EUR": ("euro", "euros", "cent", "cents"),
+    "₹": ("rupee", "rupees", "paisa", "paise"), "₩": ("won", "won", None, None),
     "GBP": ("pound", "pounds", "penny", "pence"), "JPY": ("yen", "yen", None, None),
+    "INR": ("rupee", "rupees", "paisa", "paise"), "CHF": ("Swiss franc", "Swiss francs", "centime", "centimes"),
     "CAD": ("Canadian dollar", "Canadian dollars", "cent", "cents"),
     "AUD": ("Australian dollar", "Australian dollars", "cent", "cents"),
 }  # fmt: skip
@@ -30,7 +32,7 @@ _MAGNITUDES = {"k": "thousand", "K": "thousand", "thousand": "thousand", "m": "m
                "billion": "billion", "tn": "trillion", "T": "trillion", "trillion": "trillion"}  # fmt: skip
 _MAG = r"(?:(k|K|mn|m|M|bn|b|B|tn|T)\b|\s(thousand|million|billion|trillion)\b)?"
 _CODES = "|".join(k for k in _CURRENCIES if len(k) == 3)
-_MONEY_SYMBOL = re.compile(rf"({_SIGN})([$€£¥])\s?({_NUM}){_MAG}")
+_MONEY_SYMBOL = re.compile(rf"({_SIGN})([$€£¥₹₩])\s?({_NUM}){_MAG}")
 _MONEY_CODE_FIRST = re.compile(rf"\b({_CODES})\s?({_SIGN})({_NUM}){_MAG}")
 _MONEY_CODE_AFTER = re.compile(rf"(?<![\w.,])({_SIGN})({_NUM}){_MAG}\s?({_CODES})\b")
 _CENTS = re.compile(r"(?<![\w.,])(\d+)\s?¢")
@@ -211,10 +213,12 @@ _SECTION_ROMAN = re.compile(
 )
 _NAME_ROMAN = re.compile(rf"\b([A-Z][a-z]+)\s+((?=[IVXL]{{2,}}\b|V\b){_ROMAN})\b")
 _NUMBER = re.compile(rf"(?:(?<![\w.)])([-\u2212]))?(?<![\w.])({_NUM})(?!\w)|(?<![\w.])\.(\d+)\b")
+# Three or more dot-joined numbers are a version or an address, never a decimal: "3.11.7", "v2.0.1", "192.168.0.1".
+_DOTTED_NUMBERS = re.compile(r"(?<![\w.])([vV]?)(\d{1,9}(?:\.\d{1,9}){2,8})(?![\w.]\w|\.\d)")
 _DIMENSIONS = re.compile(r"(?<![\w.,])(\d+)\s?[×x]\s?(\d+)(?![\w.]\w)")
 _GLUED = re.compile(r"([A-Za-z])(?=\d)|(\d)(?=[A-Za-z])")
 _DIGIT = re.compile(r"\d")
-_MONEY_MARK = re.compile(r"[$€£¥¢]|USD|EUR|GBP|JPY|CAD|AUD")
+_MONEY_MARK = re.compile(r"[$€£¥¢₹₩]|USD|EUR|GBP|JPY|CAD|AUD|INR|CHF")
 
 
 def roman_value(numeral: str) -> int:
@@ -251,7 +255,9 @@ def _fraction(num: str, den: str) -> str:
     n, d = int(num), int(den)
     if (n, d) == (24, 7):
         return "twenty four seven"  # "open 24/7"
-    if d == 0 or d > 100:
+    # A fraction is read as one when it is proper ("5/8") or has a small denominator ("3/2"); other
+    # pairs are two numbers ("120/80 mmHg": "one hundred twenty over eighty").
+    if d == 0 or d > 100 or (n >= d and d > 10):
         return f"{cardinal(num)} over {cardinal(den)}"
     return fraction(n, d)
 
@@ -261,6 +267,14 @@ def _mixed(m: re.Match) -> str:
     if n == 1 and d in (2, 4):
         return f"{cardinal(whole)} and a {'half' if d == 2 else 'quarter'}"
     return f"{cardinal(whole)} and {_fraction(m.group(2), m.group(3))}"
+
+
+def _dotted_numbers(m: re.Match) -> str:
+    """'3.11.7' -> 'three point eleven point seven'; an IPv4 address is read with 'dot'."""
+    parts = m.group(2).split(".")
+    words = [digits(p) if len(p) > 1 and p.startswith("0") else cardinal(p) for p in parts]
+    address = len(parts) == 4 and all(int(p) <= 255 for p in parts) and not m.group(1)
+    return ("version " if m.group(1) else "") + (" dot " if address else " point ").join(words)
 
 
 def _decade(m: re.Match) -> str:
@@ -293,6 +307,8 @@ def expand_numbers(text: str) -> str:
     text = _DATE_MONTH_DAY.sub(_date_month_day, text)
     text = _MONTH_YEAR.sub(lambda m: f"{m.group(1)} {year(m.group(2))}", text)
     text = time_words(text)
+    if "." in text:
+        text = _DOTTED_NUMBERS.sub(_dotted_numbers, text)
     if "+" in text or "-" in text or "(" in text or "." in text:
         text = _PHONE.sub(lambda m: telephone(m.group(0)), text)
     text = _DIMENSIONS.sub(lambda m: f"{cardinal(m.group(1))} by {cardinal(m.group(2))}", text)
