@@ -9,11 +9,11 @@ from math import gcd
 import numpy as np
 from scipy.signal import resample_poly
 
-from tts_app.voice.ltas import band_power_db, ltas_db
+from tts_app.voice.ltas import band_power_db, content_cutoff_hz, ltas_db
 from tts_app.voice.pitch import PitchConfig, smooth_track, yin_frames
 
 ANALYSIS_RATE = 22050
-ANALYSIS_VERSION = 2  # bump when analyze() changes: saved profiles are then re-analysed on load
+ANALYSIS_VERSION = 3  # bump when analyze() changes: saved profiles are then re-analysed on load
 _MIN_VOICED_FRAMES = 40  # ~0.2 s of voicing for F0 statistics to mean anything
 
 
@@ -82,22 +82,26 @@ def analyze(audio: np.ndarray, sample_rate: int) -> VoiceStats:
         f0_median = math.exp(median)
     else:
         f0_median, log_std = 0.0, 0.0
+    cutoff_hz = content_cutoff_hz(audio, sample_rate)  # a telephone clip in a 44.1 kHz file: ~4 kHz
     return VoiceStats(
         f0_median_hz=f0_median,
         f0_log_std=log_std,
         voiced_fraction=float(np.mean(f0 > 0)) if len(f0) else 0.0,
-        ltas_db=ltas_db(audio, sample_rate),
-        **dict(zip(("ltas_voiced_db", "ltas_unvoiced_db"), split_ltas_db(audio, sample_rate, f0))),
+        ltas_db=ltas_db(audio, sample_rate, cutoff_hz=cutoff_hz),
+        **dict(zip(("ltas_voiced_db", "ltas_unvoiced_db"), split_ltas_db(audio, sample_rate, f0, cutoff_hz))),
     )
 
 
-def split_ltas_db(audio: np.ndarray, sample_rate: int, f0_hz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Voiced and unvoiced LTAS of a clip given its F0 track (analysis-rate frames), jointly normalised."""
+def split_ltas_db(
+    audio: np.ndarray, sample_rate: int, f0_hz: np.ndarray, cutoff_hz: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Voiced and unvoiced LTAS of a clip given its F0 track (analysis-rate frames), jointly normalised;
+    bands above ``cutoff_hz`` (the clip's band limit) are NaN."""
     hop_s = PitchConfig(ANALYSIS_RATE).hop / ANALYSIS_RATE
     frame = np.minimum((np.arange(len(audio)) / sample_rate / hop_s).round().astype(np.int64), len(f0_hz) - 1)
     voiced_mask = f0_hz[frame] > 0 if len(f0_hz) else np.zeros(len(audio), dtype=bool)
-    voiced = band_power_db(audio, sample_rate, voiced_mask)
-    unvoiced = band_power_db(audio, sample_rate, ~voiced_mask)
+    voiced = band_power_db(audio, sample_rate, voiced_mask, cutoff_hz)
+    unvoiced = band_power_db(audio, sample_rate, ~voiced_mask, cutoff_hz)
     return joint_normalise(voiced, unvoiced)
 
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.fft import dct
 
-from tts_app.voice.bands import N_BANDS, band_matrix
+from tts_app.voice.bands import N_BANDS, band_centers_hz, band_matrix
+from tts_app.voice.ltas import content_cutoff_hz
 
 N_FFT = 1024  # 46 ms at 22.05 kHz: resolves harmonics of low voices
 HOP = 256
@@ -161,6 +162,17 @@ def dtw_path(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.array(path[::-1], dtype=np.int64)
 
 
+def _fill_bands(power: np.ndarray, shape: np.ndarray, carried: np.ndarray) -> np.ndarray:
+    """Band power [T, N_BANDS] with the bands a clip does not carry continued from its last carried
+    band along ``shape`` [N_BANDS] (the model's mean spectrum), so its cepstra are not a cliff's."""
+    if not carried.any():
+        return power
+    last = int(np.nonzero(carried)[0].max())
+    out = power.copy()
+    out[:, ~carried] = power[:, [last]] * (shape[~carried] / max(float(shape[last]), 1e-20))[None, :]
+    return out
+
+
 def fit_class_map(
     reference: np.ndarray, model_side: np.ndarray, sample_rate: int, n_classes: int = N_CLASSES, parallel: bool = False
 ) -> ClassMap:
@@ -170,6 +182,9 @@ def fit_class_map(
     """
     p_ref, p_src = whole_band_power(reference, sample_rate), whole_band_power(model_side, sample_rate)
     a_ref, a_src = active_frames(p_ref), active_frames(p_src)
+    carried = band_centers_hz() <= min(0.95 * sample_rate / 2, content_cutoff_hz(reference, sample_rate))
+    if not carried.all():
+        p_ref = _fill_bands(p_ref, p_src[a_src].mean(axis=0), carried)
     z_src, mean, std = _normalised(cepstra(p_src), a_src)
     z_ref = _normalised(cepstra(p_ref), a_ref)[0]  # the reference normalised by its own statistics
     centroids = kmeans(z_src[a_src], n_classes)
@@ -193,6 +208,8 @@ def fit_class_map(
             continue
         w = n / (n + _SHRINK_FRAMES)
         gains[j] = w * (r.mean(axis=0) - s.mean(axis=0)) + (1 - w) * overall
+    if carried.any() and not carried.all():
+        gains[:, ~carried] = gains[:, [int(np.nonzero(carried)[0].max())]]  # no made-up filter above the band limit
     # Level-neutral: the mean gain over the model's active frames is 0 dB (loudness is set later).
     gains -= float((counts @ gains.mean(axis=1)) / max(counts.sum(), 1.0))
     return ClassMap(centroids, mean, std, gains, "parallel" if parallel else "nearest")

@@ -21,7 +21,7 @@ from tts_app.voice.plan import _resample, make_plan
 
 logger = logging.getLogger(__name__)
 
-CONVERSION_VERSION = 1  # bump when the class map's fit changes: saved profiles then rebuild it
+CONVERSION_VERSION = 2  # bump when the class map's fit changes: saved profiles then rebuild it
 MIN_TRANSCRIPT_WORDS = 3  # fewer recognised words than this: alignment is not worth trusting
 # Measured (BENCHMARKS.voice.md, 20 sentences): aligning on PocketSphinx's transcript lost to the
 # nearest-class fallback on 2 of 3 voices in similarity and on WER (wrong words, wrong pairs), so a

@@ -17,6 +17,7 @@ import numpy as np
 import soundfile as sf
 
 from tts_app.voice.errors import VoiceError
+from tts_app.voice.ltas import content_cutoff_hz
 from tts_app.voice.report import ReferenceReport
 
 logger = logging.getLogger(__name__)
@@ -228,6 +229,7 @@ def _clean(audio_fc: np.ndarray, sample_rate: int, name: str) -> tuple[np.ndarra
     clip = (clip * 10 ** (gain_db / 20)).astype(np.float32)
 
     snr_db = level_dbfs - noise_db if noise_db < level_dbfs else 0.0
+    bandwidth_hz = min(content_cutoff_hz(clip, sample_rate), sample_rate / 2)
     report = ReferenceReport(
         source=name,
         input_duration_s=round(input_s, 3),
@@ -243,7 +245,8 @@ def _clean(audio_fc: np.ndarray, sample_rate: int, name: str) -> tuple[np.ndarra
         clipping_fraction=round(clipping, 5),
         snr_db=round(min(snr_db, 99.0), 1),
         gain_db=round(float(gain_db), 1),
-        warnings=_warnings(speech_s, clipping, snr_db, level_dbfs, sample_rate, cut_s),
+        bandwidth_hz=round(float(bandwidth_hz)),
+        warnings=_warnings(speech_s, clipping, snr_db, level_dbfs, bandwidth_hz, cut_s),
     )
     return clip, report
 
@@ -257,8 +260,11 @@ def _frame_levels_db(x: np.ndarray, frame: int, hop: int) -> np.ndarray:
     return 10 * np.log10(np.maximum(power, 1e-20))
 
 
+_NARROW_BAND_HZ = 7000.0  # sound only below this: a phone call, a low sample rate or a low-bitrate file
+
+
 def _warnings(
-    speech_s: float, clipping: float, snr_db: float, level_dbfs: float, sample_rate: int, cut_s: float
+    speech_s: float, clipping: float, snr_db: float, level_dbfs: float, bandwidth_hz: float, cut_s: float
 ) -> list[str]:
     out = []
     if speech_s < 3.0:
@@ -269,8 +275,11 @@ def _warnings(
         out.append(f"noisy background (voice only about {snr_db:.0f} dB above the noise)")
     if level_dbfs < -40.0:
         out.append(f"very quiet recording ({level_dbfs:.0f} dBFS)")
-    if sample_rate < 16000:
-        out.append(f"low sample rate ({sample_rate} Hz): high frequencies are missing")
+    if bandwidth_hz < _NARROW_BAND_HZ:
+        out.append(
+            f"sound only up to about {bandwidth_hz / 1000:.1f} kHz (a phone call, a low sample rate or a low-bitrate "
+            "file): the voice is matched below that and keeps the model's own sound above"
+        )
     if cut_s > 0:
         out.append(f"only the first {MAX_KEPT_S:.0f} s are used")
     return out

@@ -81,8 +81,10 @@ def make_plan(target: VoiceStats, strength: float, sample_rate: int, class_map: 
 
     # Aim at a blend of the two spectra so that strength scales timbre as it does pitch.
     src = source.stats
-    target_v = _fill_nan(target.ltas_voiced_db, src.ltas_voiced_db)
-    target_u = _fill_nan(target.ltas_unvoiced_db, target_v)
+    # Bands the reference does not carry (a telephone clip above ~4 kHz) keep the model's own shape
+    # there, so their gain holds the last known band's: no made-up boost or cut above the band limit.
+    target_v = _fill_like(target.ltas_voiced_db, _fill_nan(shifted_db[0], src.ltas_voiced_db))
+    target_u = _fill_like(target.ltas_unvoiced_db, _fill_nan(shifted_db[1], target_v))
     wanted_v = strength * target_v + (1 - strength) * src.ltas_voiced_db
     wanted_u = strength * target_u + (1 - strength) * src.ltas_unvoiced_db
     gain_v = _smooth(wanted_v - _fill_nan(shifted_db[0], wanted_v))
@@ -171,6 +173,17 @@ def _fill_nan(values_db: np.ndarray, fallback_db: np.ndarray) -> np.ndarray:
         return np.asarray(fallback_db, dtype=np.float64).copy()
     idx = np.arange(len(values_db))
     return np.interp(idx, idx[valid], values_db[valid])
+
+
+def _fill_like(values_db: np.ndarray, shape_db: np.ndarray) -> np.ndarray:
+    """Replace NaN bands by ``shape_db`` shifted to meet the nearest valid band (all NaN: ``shape_db``)."""
+    values_db = np.asarray(values_db, dtype=np.float64)
+    valid = ~np.isnan(values_db)
+    if not valid.any():
+        return np.asarray(shape_db, dtype=np.float64).copy()
+    idx = np.arange(len(values_db))
+    offset = np.interp(idx, idx[valid], values_db[valid] - shape_db[valid])  # held flat past the ends
+    return np.where(valid, values_db, shape_db + offset)
 
 
 def _resample(audio: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:

@@ -24,6 +24,7 @@ class ReferenceReport:
     clipping_fraction: float  # share of samples at or beyond full scale
     snr_db: float  # active level over the noise floor (quietest frames): a rough SNR
     gain_db: float  # applied by loudness normalisation
+    bandwidth_hz: float = 0.0  # highest frequency the clip carries (ltas.content_cutoff_hz); 0: not measured
     warnings: list[str] = field(default_factory=list)
     transcript: str = ""  # the words the voice match was aligned on
     transcript_source: str = "none"  # "typed", "recognised" or "none" (fallback alignment)
