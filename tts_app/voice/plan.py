@@ -167,20 +167,17 @@ def cached_plan(
 
 def _fill_nan(values_db: np.ndarray, fallback_db: np.ndarray) -> np.ndarray:
     """Replace NaN bands (no bandwidth) by holding the last valid band, or by the fallback if none."""
-    values_db = np.asarray(values_db, dtype=np.float64)
-    valid = ~np.isnan(values_db)
-    if not valid.any():
+    if np.all(np.isnan(values_db)):
         return np.asarray(fallback_db, dtype=np.float64).copy()
-    idx = np.arange(len(values_db))
-    return np.interp(idx, idx[valid], values_db[valid])
+    return _fill_like(values_db, np.zeros(len(values_db)))
 
 
 def _fill_like(values_db: np.ndarray, shape_db: np.ndarray) -> np.ndarray:
     """Replace NaN bands by ``shape_db`` shifted to meet the nearest valid band (all NaN: ``shape_db``)."""
-    values_db = np.asarray(values_db, dtype=np.float64)
+    values_db, shape_db = np.asarray(values_db, dtype=np.float64), np.asarray(shape_db, dtype=np.float64)
     valid = ~np.isnan(values_db)
     if not valid.any():
-        return np.asarray(shape_db, dtype=np.float64).copy()
+        return shape_db.copy()
     idx = np.arange(len(values_db))
     offset = np.interp(idx, idx[valid], values_db[valid] - shape_db[valid])  # held flat past the ends
     return np.where(valid, values_db, shape_db + offset)
