@@ -9,7 +9,7 @@ from math import gcd
 import numpy as np
 from scipy.signal import resample_poly
 
-from tts_app.voice.ltas import band_power_db, content_cutoff_hz, ltas_db
+from tts_app.voice.ltas import band_power_db, content_cutoff_hz, shape_db
 from tts_app.voice.pitch import PitchConfig, smooth_track, yin_frames
 
 ANALYSIS_RATE = 22050
@@ -69,8 +69,9 @@ def f0_track_hz(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     return smooth_track(yin_frames(x, centers, cfg).f0_hz)
 
 
-def analyze(audio: np.ndarray, sample_rate: int) -> VoiceStats:
-    """Statistics of a clean, normalised clip (ingest.load_reference output, or model audio)."""
+def analyze(audio: np.ndarray, sample_rate: int, recording: bool = True) -> VoiceStats:
+    """Statistics of a normalised clip: a recording (ingest.load_reference output; its steady
+    background noise is left out of the spectra) or, with ``recording=False``, the model's audio."""
     x22 = to_analysis_rate(audio, sample_rate)
     f0 = f0_track_hz(x22, ANALYSIS_RATE)
     voiced = f0[f0 > 0]
@@ -87,21 +88,21 @@ def analyze(audio: np.ndarray, sample_rate: int) -> VoiceStats:
         f0_median_hz=f0_median,
         f0_log_std=log_std,
         voiced_fraction=float(np.mean(f0 > 0)) if len(f0) else 0.0,
-        ltas_db=ltas_db(audio, sample_rate, cutoff_hz=cutoff_hz),
-        **dict(zip(("ltas_voiced_db", "ltas_unvoiced_db"), split_ltas_db(audio, sample_rate, f0, cutoff_hz))),
+        ltas_db=shape_db(band_power_db(audio, sample_rate, cutoff_hz=cutoff_hz, denoise=recording)),
+        **dict(zip(("ltas_voiced_db", "ltas_unvoiced_db"), split_ltas_db(audio, sample_rate, f0, cutoff_hz, recording))),
     )
 
 
 def split_ltas_db(
-    audio: np.ndarray, sample_rate: int, f0_hz: np.ndarray, cutoff_hz: float | None = None
+    audio: np.ndarray, sample_rate: int, f0_hz: np.ndarray, cutoff_hz: float | None = None, denoise: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """Voiced and unvoiced LTAS of a clip given its F0 track (analysis-rate frames), jointly normalised;
-    bands above ``cutoff_hz`` (the clip's band limit) are NaN."""
+    bands above ``cutoff_hz`` (the clip's band limit) are NaN; ``denoise``: see ltas.band_power_db."""
     hop_s = PitchConfig(ANALYSIS_RATE).hop / ANALYSIS_RATE
     frame = np.minimum((np.arange(len(audio)) / sample_rate / hop_s).round().astype(np.int64), len(f0_hz) - 1)
     voiced_mask = f0_hz[frame] > 0 if len(f0_hz) else np.zeros(len(audio), dtype=bool)
-    voiced = band_power_db(audio, sample_rate, voiced_mask, cutoff_hz)
-    unvoiced = band_power_db(audio, sample_rate, ~voiced_mask, cutoff_hz)
+    voiced = band_power_db(audio, sample_rate, voiced_mask, cutoff_hz, denoise)
+    unvoiced = band_power_db(audio, sample_rate, ~voiced_mask, cutoff_hz, denoise)
     return joint_normalise(voiced, unvoiced)
 
 

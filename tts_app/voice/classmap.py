@@ -23,6 +23,7 @@ import numpy as np
 from scipy.fft import dct
 
 from tts_app.voice.bands import N_BANDS, band_centers_hz, band_matrix
+from tts_app.voice.denoise import denoised
 from tts_app.voice.ltas import content_cutoff_hz
 
 N_FFT = 1024  # 46 ms at 22.05 kHz: resolves harmonics of low voices
@@ -195,7 +196,8 @@ def fit_class_map(
         label_ref[pairs[:, 0]] = label_src[pairs[:, 1]]  # the last pair of a reference frame wins
     else:
         label_ref = assign(z_ref, centroids)
-    db_ref, db_src = 10 * np.log10(p_ref + 1e-10), 10 * np.log10(p_src + 1e-10)
+    # Frames are classed on what was recorded; the filters are fitted on the voice alone.
+    db_ref, db_src = 10 * np.log10(denoised(p_ref) + 1e-10), 10 * np.log10(p_src + 1e-10)
     overall = db_ref[a_ref].mean(axis=0) - db_src[a_src].mean(axis=0)
     gains = np.empty((len(centroids), N_BANDS))
     counts = np.zeros(len(centroids))

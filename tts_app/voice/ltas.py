@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tts_app.voice.bands import N_BANDS, band_centers_hz, band_matrix
+from tts_app.voice.denoise import noise_floor, subtract_noise
 
 _FRAME_S = 0.046
 _HOP_S = 0.0116
@@ -22,15 +23,20 @@ _KNEE_DB = 6.0  # the edge is where the level is last within this of the level b
 
 
 def band_power_db(
-    audio: np.ndarray, sample_rate: int, sample_mask: np.ndarray | None = None, cutoff_hz: float | None = None
+    audio: np.ndarray,
+    sample_rate: int,
+    sample_mask: np.ndarray | None = None,
+    cutoff_hz: float | None = None,
+    denoise: bool = False,
 ) -> np.ndarray:
     """Mean power spectrum of the active frames in dB per band (absolute level).
 
     With ``sample_mask`` (one bool per sample), only frames mostly inside the mask count.
     Bands the clip cannot represent (above 0.95 x its Nyquist, or above ``cutoff_hz``: see
-    ``content_cutoff_hz``) and empty selections are NaN.
+    ``content_cutoff_hz``) and empty selections are NaN. ``denoise``: a recording's steady
+    background noise is taken out first (denoise.py); the model's output has none.
     """
-    spectrum = _mean_power_spectrum(audio, sample_rate, sample_mask)
+    spectrum = _mean_power_spectrum(audio, sample_rate, sample_mask, denoise)
     if spectrum is None:
         return np.full(N_BANDS, np.nan)
     freqs_hz, power = spectrum
@@ -48,7 +54,7 @@ def content_cutoff_hz(audio: np.ndarray, sample_rate: int) -> float:
     and stays down to the file's Nyquist. Bands above it say nothing about the voice.
     """
     nyquist = sample_rate / 2
-    spectrum = _mean_power_spectrum(audio, sample_rate, None)
+    spectrum = _mean_power_spectrum(audio, sample_rate, None, denoise=False)
     if spectrum is None:
         return nyquist
     freqs_hz, power = spectrum
@@ -69,7 +75,7 @@ def content_cutoff_hz(audio: np.ndarray, sample_rate: int) -> float:
 
 
 def _mean_power_spectrum(
-    audio: np.ndarray, sample_rate: int, sample_mask: np.ndarray | None
+    audio: np.ndarray, sample_rate: int, sample_mask: np.ndarray | None, denoise: bool
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """(frequencies [F], mean power [F]) over the clip's active frames, None when none is active."""
     x = np.asarray(audio, dtype=np.float64).reshape(-1)
@@ -91,17 +97,16 @@ def _mean_power_spectrum(
     if not selected.any():
         return None
     window = np.hanning(n_fft)
-    power_sum = np.zeros(n_fft // 2 + 1)
-    sel = np.nonzero(selected)[0]
-    for i in range(0, len(sel), _BLOCK):
-        idx = starts[sel[i : i + _BLOCK], None] + np.arange(n_fft)[None, :]
-        power_sum += (np.abs(np.fft.rfft(x[idx] * window, axis=1)) ** 2).sum(axis=0)
-    return np.fft.rfftfreq(n_fft, 1.0 / sample_rate), power_sum / len(sel)
+    power_TxF = np.empty((n_frames, n_fft // 2 + 1), np.float32)  # every frame: the noise floor needs the pauses
+    for i in range(0, n_frames, _BLOCK):
+        idx = starts[i : i + _BLOCK, None] + np.arange(n_fft)[None, :]
+        power_TxF[i : i + _BLOCK] = np.abs(np.fft.rfft(x[idx] * window, axis=1)) ** 2
+    active_TxF = power_TxF[selected].astype(np.float64)
+    if denoise:  # the floor from every frame, pauses included
+        active_TxF = subtract_noise(active_TxF, noise_floor(power_TxF))
+    return np.fft.rfftfreq(n_fft, 1.0 / sample_rate), active_TxF.mean(axis=0)
 
 
-def ltas_db(
-    audio: np.ndarray, sample_rate: int, sample_mask: np.ndarray | None = None, cutoff_hz: float | None = None
-) -> np.ndarray:
-    """band_power_db normalised to a 0 dB mean over the valid bands (shape, not level)."""
-    out_db = band_power_db(audio, sample_rate, sample_mask, cutoff_hz)
-    return out_db - np.nanmean(out_db) if not np.all(np.isnan(out_db)) else out_db
+def shape_db(level_db: np.ndarray) -> np.ndarray:
+    """Band levels (band_power_db) normalised to a 0 dB mean over the valid bands: shape, not level."""
+    return level_db - np.nanmean(level_db) if not np.all(np.isnan(level_db)) else level_db

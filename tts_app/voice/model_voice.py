@@ -30,4 +30,4 @@ def model_voice() -> ModelVoice:
     """Loaded and analysed on first use (about 0.1 s), then kept."""
     audio, sample_rate = sf.read(MODEL_VOICE_CLIP, dtype="float32")
     audio.flags.writeable = False
-    return ModelVoice(audio=audio, sample_rate=int(sample_rate), stats=analyze(audio, int(sample_rate)))
+    return ModelVoice(audio=audio, sample_rate=int(sample_rate), stats=analyze(audio, int(sample_rate), recording=False))
