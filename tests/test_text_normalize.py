@@ -37,6 +37,13 @@ CASES = [
     ("update to v2.0.1 now", "update to version two point zero point one now"),
     ("ping 192.168.0.1 first", "ping one hundred ninety two dot one hundred sixty eight dot zero dot one first"),
     ("release 1.02.3", "release one point zero two point three"),
+    # ratios, heights, newspaper magnitudes
+    ("a 16:9 screen", "a sixteen to nine screen"),
+    ("mixed 3:2 with water", "mixed three to two with water"),
+    ("at 3:05 today", "at three oh five today"),
+    ("he is 6'2\" tall", "he is six foot two tall"),
+    ("she is 5' 11\u2033", "she is five foot eleven"),
+    ("a 8.1bn deal and 3tn more", "a eight point one billion deal and three trillion more"),
     ("50% off", "fifty percent off"),
     ("3.5% rise", "three point five percent rise"),
     ("5-10%", "five to ten percent"),

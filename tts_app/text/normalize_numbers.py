@@ -215,6 +215,12 @@ _NAME_ROMAN = re.compile(rf"\b([A-Z][a-z]+)\s+((?=[IVXL]{{2,}}\b|V\b){_ROMAN})\b
 _NUMBER = re.compile(rf"(?:(?<![\w.)])([-\u2212]))?(?<![\w.])({_NUM})(?!\w)|(?<![\w.])\.(\d+)\b")
 # Three or more dot-joined numbers are a version or an address, never a decimal: "3.11.7", "v2.0.1", "192.168.0.1".
 _DOTTED_NUMBERS = re.compile(r"(?<![\w.])([vV]?)(\d{1,9}(?:\.\d{1,9}){2,8})(?![\w.]\w|\.\d)")
+# After times are read: "16:9", "3:2" (one digit after the colon is never a time) are ratios.
+_RATIO = re.compile(r"(?<![\w.:])(\d{1,3}):(\d)(?![\w.:]|\d)")
+# Heights: 6'2" or 5' 11" (foot and inch marks, straight or typographic).
+_FEET_INCHES = re.compile(r"(?<![\w.])(\d)['\u2032]\s?(\d{1,2})(?:\"|\u2033|'')?(?![\w'])")
+# Money-free magnitudes written the newspaper way: "8.1bn", "3tn" (never a unit of measure).
+_BIG_MAGNITUDE = re.compile(r"(?<![\w.,])(\d+(?:\.\d+)?)(bn|tn)\b")
 _DIMENSIONS = re.compile(r"(?<![\w.,])(\d+)\s?[×x]\s?(\d+)(?![\w.]\w)")
 _GLUED = re.compile(r"([A-Za-z])(?=\d)|(\d)(?=[A-Za-z])")
 _DIGIT = re.compile(r"\d")
@@ -311,6 +317,11 @@ def expand_numbers(text: str) -> str:
         text = _DOTTED_NUMBERS.sub(_dotted_numbers, text)
     if "+" in text or "-" in text or "(" in text or "." in text:
         text = _PHONE.sub(lambda m: telephone(m.group(0)), text)
+    if ":" in text:
+        text = _RATIO.sub(lambda m: f"{cardinal(m.group(1))} to {cardinal(m.group(2))}", text)
+    if "'" in text or "\u2032" in text:
+        text = _FEET_INCHES.sub(lambda m: f"{cardinal(m.group(1))} foot {cardinal(m.group(2))}", text)
+    text = _BIG_MAGNITUDE.sub(lambda m: f"{m.group(1)} {'billion' if m.group(2) == 'bn' else 'trillion'}", text)
     text = _DIMENSIONS.sub(lambda m: f"{cardinal(m.group(1))} by {cardinal(m.group(2))}", text)
     text = _RANGE.sub(_range, text)
     text = _PERCENT.sub(lambda m: f"{cardinal(m.group(1) + m.group(2))} percent", text)
