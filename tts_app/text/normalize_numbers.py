@@ -321,7 +321,8 @@ def expand_numbers(text: str) -> str:
         text = _RATIO.sub(lambda m: f"{cardinal(m.group(1))} to {cardinal(m.group(2))}", text)
     if "'" in text or "\u2032" in text:
         text = _FEET_INCHES.sub(lambda m: f"{cardinal(m.group(1))} foot {cardinal(m.group(2))}", text)
-    text = _BIG_MAGNITUDE.sub(lambda m: f"{m.group(1)} {'billion' if m.group(2) == 'bn' else 'trillion'}", text)
+    if "bn" in text or "tn" in text:
+        text = _BIG_MAGNITUDE.sub(lambda m: f"{m.group(1)} {'billion' if m.group(2) == 'bn' else 'trillion'}", text)
     text = _DIMENSIONS.sub(lambda m: f"{cardinal(m.group(1))} by {cardinal(m.group(2))}", text)
     text = _RANGE.sub(_range, text)
     text = _PERCENT.sub(lambda m: f"{cardinal(m.group(1) + m.group(2))} percent", text)

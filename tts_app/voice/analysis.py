@@ -69,9 +69,10 @@ def f0_track_hz(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     return smooth_track(yin_frames(x, centers, cfg).f0_hz)
 
 
-def analyze(audio: np.ndarray, sample_rate: int, recording: bool = True) -> VoiceStats:
+def analyze(audio: np.ndarray, sample_rate: int, recording: bool = True, cutoff_hz: float | None = None) -> VoiceStats:
     """Statistics of a normalised clip: a recording (ingest.load_reference output; its steady
-    background noise is left out of the spectra) or, with ``recording=False``, the model's audio."""
+    background noise is left out of the spectra) or, with ``recording=False``, the model's audio.
+    ``cutoff_hz``: the clip's band limit when already measured (its report's bandwidth_hz)."""
     x22 = to_analysis_rate(audio, sample_rate)
     f0 = f0_track_hz(x22, ANALYSIS_RATE)
     voiced = f0[f0 > 0]
@@ -83,7 +84,8 @@ def analyze(audio: np.ndarray, sample_rate: int, recording: bool = True) -> Voic
         f0_median = math.exp(median)
     else:
         f0_median, log_std = 0.0, 0.0
-    cutoff_hz = content_cutoff_hz(audio, sample_rate)  # a telephone clip in a 44.1 kHz file: ~4 kHz
+    if not cutoff_hz:  # a telephone clip in a 44.1 kHz file: ~4 kHz
+        cutoff_hz = content_cutoff_hz(audio, sample_rate)
     return VoiceStats(
         f0_median_hz=f0_median,
         f0_log_std=log_std,

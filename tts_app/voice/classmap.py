@@ -22,9 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.fft import dct
 
-from tts_app.voice.bands import N_BANDS, band_centers_hz, band_matrix
+from tts_app.voice.bands import N_BANDS, band_matrix
 from tts_app.voice.denoise import denoised
-from tts_app.voice.ltas import content_cutoff_hz
 
 N_FFT = 1024  # 46 ms at 22.05 kHz: resolves harmonics of low voices
 HOP = 256
@@ -175,15 +174,22 @@ def _fill_bands(power: np.ndarray, shape: np.ndarray, carried: np.ndarray) -> np
 
 
 def fit_class_map(
-    reference: np.ndarray, model_side: np.ndarray, sample_rate: int, n_classes: int = N_CLASSES, parallel: bool = False
+    reference: np.ndarray,
+    model_side: np.ndarray,
+    sample_rate: int,
+    n_classes: int = N_CLASSES,
+    parallel: bool = False,
+    carried: np.ndarray | None = None,
 ) -> ClassMap:
     """Fit on the reference and on the model's (adapted) voice, both mono at ``sample_rate``.
 
     parallel=True: ``model_side`` says the reference's words, and frames are paired by DTW.
+    ``carried`` [N_BANDS]: the bands the reference has sound in (not NaN in its long-term spectrum,
+    VoiceStats.ltas_db); None: all of them.
     """
     p_ref, p_src = whole_band_power(reference, sample_rate), whole_band_power(model_side, sample_rate)
     a_ref, a_src = active_frames(p_ref), active_frames(p_src)
-    carried = band_centers_hz() <= min(0.95 * sample_rate / 2, content_cutoff_hz(reference, sample_rate))
+    carried = np.ones(N_BANDS, dtype=bool) if carried is None else np.asarray(carried, dtype=bool)
     if not carried.all():
         p_ref = _fill_bands(p_ref, p_src[a_src].mean(axis=0), carried)
     z_src, mean, std = _normalised(cepstra(p_src), a_src)

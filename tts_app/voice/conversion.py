@@ -46,6 +46,7 @@ class ParallelData:
     model_spoken: np.ndarray | None  # [M'] the model saying the transcript, None without one
     transcript: str
     transcript_source: str  # "typed", "recognised" or "none"
+    carried: np.ndarray  # [N_BANDS] bands the reference has sound in (its band limit: ltas.content_cutoff_hz)
 
 
 def parallel_data(audio: np.ndarray, sample_rate: int, stats: VoiceStats, text: str | None) -> ParallelData:
@@ -69,13 +70,13 @@ def parallel_data(audio: np.ndarray, sample_rate: int, stats: VoiceStats, text: 
         audio_m, rate = words.speak(said)
         if len(audio_m):
             spoken = run_adapter(_resample(audio_m, rate, ANALYSIS_RATE), plan, ANALYSIS_RATE)
-    return ParallelData(ref, clip, spoken, said, source)
+    return ParallelData(ref, clip, spoken, said, source, ~np.isnan(stats.ltas_db))
 
 
 def fit(data: ParallelData, config: ConversionConfig = ConversionConfig()) -> ClassMap:
     if config.parallel and data.model_spoken is not None:
-        return fit_class_map(data.reference, data.model_spoken, ANALYSIS_RATE, config.n_classes, parallel=True)
-    return fit_class_map(data.reference, data.model_clip, ANALYSIS_RATE, config.n_classes, parallel=False)
+        return fit_class_map(data.reference, data.model_spoken, ANALYSIS_RATE, config.n_classes, True, data.carried)
+    return fit_class_map(data.reference, data.model_clip, ANALYSIS_RATE, config.n_classes, False, data.carried)
 
 
 def build_class_map(

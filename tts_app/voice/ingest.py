@@ -229,7 +229,7 @@ def _clean(audio_fc: np.ndarray, sample_rate: int, name: str) -> tuple[np.ndarra
     clip = (clip * 10 ** (gain_db / 20)).astype(np.float32)
 
     snr_db = level_dbfs - noise_db if noise_db < level_dbfs else 0.0
-    bandwidth_hz = min(content_cutoff_hz(clip, sample_rate), sample_rate / 2)
+    bandwidth_hz = content_cutoff_hz(clip, sample_rate)
     report = ReferenceReport(
         source=name,
         input_duration_s=round(input_s, 3),
@@ -245,7 +245,7 @@ def _clean(audio_fc: np.ndarray, sample_rate: int, name: str) -> tuple[np.ndarra
         clipping_fraction=round(clipping, 5),
         snr_db=round(min(snr_db, 99.0), 1),
         gain_db=round(float(gain_db), 1),
-        bandwidth_hz=round(float(bandwidth_hz)),
+        bandwidth_hz=bandwidth_hz,
         warnings=_warnings(speech_s, clipping, snr_db, level_dbfs, bandwidth_hz, cut_s),
     )
     return clip, report

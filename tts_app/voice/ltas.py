@@ -97,12 +97,14 @@ def _mean_power_spectrum(
     if not selected.any():
         return None
     window = np.hanning(n_fft)
-    power_TxF = np.empty((n_frames, n_fft // 2 + 1), np.float32)  # every frame: the noise floor needs the pauses
-    for i in range(0, n_frames, _BLOCK):
-        idx = starts[i : i + _BLOCK, None] + np.arange(n_fft)[None, :]
+    # The noise floor needs every frame, pauses included; without it only the active ones are analysed.
+    rows = np.arange(n_frames) if denoise else np.nonzero(selected)[0]
+    power_TxF = np.empty((len(rows), n_fft // 2 + 1), np.float32)
+    for i in range(0, len(rows), _BLOCK):
+        idx = starts[rows[i : i + _BLOCK], None] + np.arange(n_fft)[None, :]
         power_TxF[i : i + _BLOCK] = np.abs(np.fft.rfft(x[idx] * window, axis=1)) ** 2
-    active_TxF = power_TxF[selected].astype(np.float64)
-    if denoise:  # the floor from every frame, pauses included
+    active_TxF = power_TxF[selected[rows]].astype(np.float64)
+    if denoise:
         active_TxF = subtract_noise(active_TxF, noise_floor(power_TxF))
     return np.fft.rfftfreq(n_fft, 1.0 / sample_rate), active_TxF.mean(axis=0)
 

@@ -222,7 +222,7 @@ def clear_profile_cache() -> None:
 def _build_profile(source: AudioSource, digest: str, text: str | None) -> VoiceProfile:
     ref = load_reference(source)
     ref.audio.flags.writeable = False
-    stats = analyze(ref.audio, ref.sample_rate)
+    stats = analyze(ref.audio, ref.sample_rate, cutoff_hz=ref.report.bandwidth_hz)
     class_map, transcript, transcript_source = build_class_map(ref.audio, ref.sample_rate, stats, text)
     return VoiceProfile(
         name=_default_name(source, digest),
