@@ -207,3 +207,35 @@ def test_finished_jobs_make_room_and_a_full_store_refuses(engine, tmp_path: Path
     assert slow.wav_path.exists()
     jobs.cancel(slow.id)
     _wait(slow)
+
+
+def test_jobs_are_capped_per_client_and_in_all(engine, tmp_path: Path) -> None:
+    """A create-then-stop loop: the client is refused at its cap, others are not; finished jobs go, oldest first."""
+    from tts_app.documents import ClientJobsFull, JobsBusy
+
+    jobs = DocumentJobs(tmp_path, lambda: engine, max_kept=5)
+    doc = parse_document("SLOW words here. " * 50, piece_chars=40)
+    looper = [("address:10.0.0.1", 3)]
+    made = []
+    with pytest.raises(ClientJobsFull, match="limit per client") as refused:
+        for _ in range(50):
+            job = jobs.start(doc, DocumentSettings(), "loop", looper)
+            made.append(job)
+            jobs.cancel(job.id)
+            _wait(job)
+    assert len(made) == 3 and jobs.kept() == 3
+    assert 3000 < refused.value.retry_after_s <= 3600  # the oldest is forgotten within the hour
+    others = [jobs.start(doc, DocumentSettings(), str(k), [(f"address:10.0.1.{k}", 3)]) for k in range(2)]
+    assert jobs.kept() == 5
+    for job in others:
+        jobs.cancel(job.id)
+        _wait(job)
+    third = jobs.start(doc, DocumentSettings(), "third", [("address:10.0.1.9", 3)])  # the kept cap: the oldest finished goes
+    assert jobs.kept() == 5 and jobs.get(made[0].id) is None and not made[0].folder.exists()
+    assert jobs.get(made[1].id) is not None
+    jobs.max_kept = 1  # only the running job left once the finished ones go: refused for everyone
+    with pytest.raises(JobsBusy, match="keeps 1 document jobs"):
+        jobs.start(doc, DocumentSettings(), "fourth", [("address:10.0.1.8", 3)])
+    assert jobs.kept() == 1 and jobs.get(third.id) is third
+    jobs.cancel(third.id)
+    _wait(third)

@@ -69,18 +69,24 @@ async def start_document(request: Request) -> Response:
     if refused is not None:
         return refused
 
-    from tts_app.documents import DocumentSettings, JobsBusy, document_jobs
+    from tts_app.documents import ClientJobsFull, DocumentSettings, JobsBusy, api_client, document_jobs
     from tts_app.text import TextError
     from tts_app.text.document import parse_document
 
+    # The address uvicorn gives (a trusted proxy's X-Forwarded-For already applied).
+    clients = api_client(request.client.host if request.client else "unknown")
     try:
         document = await asyncio.to_thread(parse_document, body.input, body.markdown)
         settings = DocumentSettings(voice, body.voice_strength, body.speed, body.seed, body.normalize)
-        job = await asyncio.to_thread(document_jobs().start, document, settings, body.title.strip() or "Document")
+        job = await asyncio.to_thread(document_jobs().start, document, settings, body.title.strip() or "Document", clients)
     except TextError as exc:
         return error_response(400, str(exc), param="input", code="invalid_value")
     except JobsBusy as exc:
-        return error_response(503, str(exc), code="documents_busy", error_type="server_error")
+        too_many = isinstance(exc, ClientJobsFull)
+        refused = error_response(429 if too_many else 503, str(exc), code="too_many_documents" if too_many else "documents_busy",
+                                 error_type="rate_limit_error" if too_many else "server_error")  # fmt: skip
+        refused.headers["Retry-After"] = str(exc.retry_after_s)
+        return refused
     return JSONResponse(job.progress(), status_code=202)
 
 

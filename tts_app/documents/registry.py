@@ -14,6 +14,7 @@ import shutil
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,11 +32,27 @@ KEEP_FINISHED_S = float(os.environ.get("TTS_APP_DOCUMENTS_KEEP_S", "3600"))
 # Finished jobs' files go, oldest first, while all jobs' files pass this (a 200,000-character
 # document is about 0.9 GB of WAV, M4B and MP3).
 MAX_BYTES = int(os.environ.get("TTS_APP_DOCUMENTS_MAX_BYTES", str(4 << 30)))
+# Jobs kept (running, waiting and finished, until forgotten) per client and in all: a
+# create-then-stop loop otherwise piles up jobs (1,220 in 70 s, +266 MB, each kept an hour).
+PER_CLIENT = int(os.environ.get("TTS_APP_DOCUMENTS_PER_CLIENT", "10"))
+MAX_KEPT = int(os.environ.get("TTS_APP_DOCUMENTS_MAX_KEPT", "100"))
+# A page's jobs count against its session and its address: Gradio's API gives every call a
+# new session, and several visitors may share an address (one NAT), hence the larger cap.
+PAGE_ADDRESS_SHARE = 4
+BUSY_RETRY_AFTER_S = 30  # what a refusal tells to wait when no job is about to be forgotten
 _ID = re.compile(r"^[0-9a-f]{32}$")
 
 
 class JobsBusy(RuntimeError):
-    """Too many documents are running or waiting."""
+    """Too many documents are running or waiting (the server's limit, for everyone)."""
+
+    def __init__(self, message: str, retry_after_s: int = BUSY_RETRY_AFTER_S) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class ClientJobsFull(JobsBusy):
+    """This client keeps as many jobs as it may; others are unaffected."""
 
 
 class DocumentJobs:
@@ -43,27 +60,37 @@ class DocumentJobs:
 
     def __init__(
         self, root: Path, engine_of: Callable[[], Any], max_running: int = MAX_RUNNING, max_waiting: int = MAX_WAITING,
-        max_bytes: int = MAX_BYTES,
+        max_bytes: int = MAX_BYTES, max_kept: int = MAX_KEPT,
     ) -> None:  # fmt: skip
         self.root = root
         self._engine_of = engine_of
         self.max_running, self.max_waiting, self.max_bytes = max_running, max_waiting, max_bytes
+        self.max_kept = max_kept
         self._jobs: dict[str, DocumentJob] = {}
+        self._owners: dict[str, frozenset[str]] = {}  # id -> the client keys it counts against
         self._waiting: list[str] = []
         self._active: dict[str, list[Any]] = {}  # id -> its engine handles now in the engine
         self._lock = threading.Lock()
 
-    def start(self, document: ParsedDocument, settings: DocumentSettings, title: str) -> DocumentJob:
-        """Create a job and run it (or queue it); JobsBusy when too many are ahead."""
+    def start(
+        self, document: ParsedDocument, settings: DocumentSettings, title: str, clients: Sequence[tuple[str, int]] = ()
+    ) -> DocumentJob:
+        """Create a job and run it (or queue it). ``clients``: (key, cap) pairs the job counts against
+        (an API caller's address; a page's session and address). ClientJobsFull when one of them
+        keeps its cap of jobs already, JobsBusy when too many are ahead for everyone."""
         with self._lock:
             self._forget_old()
+            for key, cap in clients:
+                self._check_client(key, cap)
             running = sum(1 for j in self._jobs.values() if j.status is JobStatus.RUNNING)
             if running >= self.max_running and len(self._waiting) >= self.max_waiting:
                 raise JobsBusy(f"{running} documents are being read and {len(self._waiting)} wait; try again later")
+            self._make_room()
             job_id = uuid.uuid4().hex
             job = DocumentJob(job_id, title, document, settings, self.root / job_id)
             job.folder.mkdir(parents=True, exist_ok=True)
             self._jobs[job_id] = job
+            self._owners[job_id] = frozenset(key for key, _cap in clients)
             self._waiting.append(job_id)
             self._launch_next()
         return job
@@ -111,6 +138,34 @@ class DocumentJobs:
                 self._active.pop(job.id, None)
                 self._launch_next()
 
+    def kept(self) -> int:
+        """Jobs held now: running, waiting and finished ones not yet forgotten."""
+        with self._lock:
+            return len(self._jobs)
+
+    def _check_client(self, key: str, cap: int) -> None:
+        """ClientJobsFull when ``key`` keeps ``cap`` jobs; it says when its oldest finished one goes (lock held)."""
+        mine = [self._jobs[i] for i, keys in self._owners.items() if key in keys]
+        if len(mine) < cap:
+            return
+        ends = [j.finished_at + KEEP_FINISHED_S - time.time() for j in mine if j.status.over and j.finished_at]
+        wait = max(1, int(min(ends))) if ends else BUSY_RETRY_AFTER_S
+        raise ClientJobsFull(f"you have {len(mine)} document jobs, the limit per client; the oldest is forgotten in {wait} s", wait)
+
+    def _make_room(self) -> None:
+        """Forget the oldest finished jobs while all jobs kept reach ``max_kept`` (lock held)."""
+        finished = sorted((j for j in self._jobs.values() if j.status.over), key=lambda j: j.finished_at or 0.0)
+        excess = len(self._jobs) + 1 - self.max_kept
+        for job in finished[: max(0, excess)]:
+            self._forget(job)
+        if len(self._jobs) >= self.max_kept:
+            raise JobsBusy(f"the server keeps {len(self._jobs)} document jobs, its limit; try again later")
+
+    def _forget(self, job: DocumentJob) -> None:
+        del self._jobs[job.id]
+        self._owners.pop(job.id, None)
+        shutil.rmtree(job.folder, ignore_errors=True)
+
     def _forget_old(self) -> None:
         """Drop finished jobs older than KEEP_FINISHED_S, then the oldest finished ones while the
         files of all jobs pass ``max_bytes`` (lock held)."""
@@ -120,10 +175,19 @@ class DocumentJobs:
         for job in finished:
             if (job.finished_at and now - job.finished_at > KEEP_FINISHED_S) or total > self.max_bytes:
                 total -= folder_bytes(job.folder)
-                del self._jobs[job.id]
-                shutil.rmtree(job.folder, ignore_errors=True)
+                self._forget(job)
         if total > self.max_bytes:
             raise JobsBusy("the server's space for documents is full until the ones being read finish")
+
+
+def api_client(address: str) -> list[tuple[str, int]]:
+    """The (key, cap) pairs an API caller's job counts against: its address."""
+    return [(f"address:{address}", PER_CLIENT)]
+
+
+def page_client(session_hash: str, address: str) -> list[tuple[str, int]]:
+    """The (key, cap) pairs a page's job counts against: its session, and its address (shared)."""
+    return [(f"session:{session_hash}", PER_CLIENT), (f"page-address:{address}", PER_CLIENT * PAGE_ADDRESS_SHARE)]
 
 
 _jobs: DocumentJobs | None = None

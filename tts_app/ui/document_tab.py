@@ -84,9 +84,10 @@ def load_file(path: str | None) -> str:
 
 
 def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str | None, upload: str | None,
-          voice_text: str | None, strength: float, speed: float, seed: float) -> tuple[str, str, Any]:  # fmt: skip
+          voice_text: str | None, strength: float, speed: float, seed: float,
+          request: gr.Request | None = None) -> tuple[str, str, Any]:  # fmt: skip
     """Start a job with the Speak tab's voice and settings; returns (job id, progress, timer)."""
-    from tts_app.documents import DocumentSettings, JobsBusy, document_jobs
+    from tts_app.documents import ClientJobsFull, DocumentSettings, JobsBusy, document_jobs, page_client
     from tts_app.text import TextError
     from tts_app.text.document import parse_document
     from tts_app.ui.handlers import _settings_values, resolve_profile
@@ -103,9 +104,10 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
     profile = resolve_profile(voice, voice_text if voice_mode == MODE_UPLOAD else None)  # the job outlives the upload
     settings = DocumentSettings(profile, strength_value, speed_value, seed_value)
     try:
-        job = document_jobs().start(document, settings, (title or "").strip()[:200] or "Document")
+        clients = page_client(getattr(request, "session_hash", None) or "none", getattr(getattr(request, "client", None), "host", None) or "unknown")
+        job = document_jobs().start(document, settings, (title or "").strip()[:200] or "Document", clients)
     except JobsBusy as exc:
-        raise UserError(f"The server is busy: {exc}.") from exc
+        raise UserError(f"Not started: {exc}." if isinstance(exc, ClientJobsFull) else f"The server is busy: {exc}.") from exc
     return job.id, progress_html(job.progress(), document_jobs().queue_position(job.id)), gr.update(active=True)
 
 
