@@ -7,17 +7,21 @@ Every refusal is a VoiceError with a one-line reason; nothing else escapes.
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass
+from math import gcd
 from pathlib import Path
 from typing import Union
 
 import numpy as np
 import soundfile as sf
+from scipy.signal import resample_poly
 
 from tts_app.voice.errors import VoiceError
 from tts_app.voice.ltas import content_cutoff_hz
+from tts_app.voice.memory_budget import analysis_bytes, analysis_budget
 from tts_app.voice.report import ReferenceReport
 
 logger = logging.getLogger(__name__)
@@ -32,6 +36,13 @@ MAX_CHANNELS = 8
 # frames x channels: the 10-minute cap counted in samples at up to 48 kHz (28.8 M samples, 115 MB as float32).
 MAX_INPUT_SAMPLES = int(MAX_INPUT_S * 48_000)
 MAX_KEPT_S = 30.0
+# Only this much of a clip is decoded (the kept 30 s come from it, after any leading
+# silence), and it is decoded in blocks, downmixed to mono as it goes and resampled to at
+# most 48 kHz: an 8-channel 192 kHz clip never lives whole, and every clip's memory is
+# bounded by its analysed samples, not its file size.
+MAX_ANALYSED_S = float(os.environ.get("TTS_APP_VOICE_MAX_ANALYSED_S", "60"))
+MAX_WORK_RATE = 48_000
+BLOCK_FRAMES = 1 << 16
 MIN_SPEECH_S = 1.0
 TARGET_LEVEL_DBFS = -20.0
 PEAK_CEILING_DBFS = -1.0
@@ -56,10 +67,24 @@ class Reference:
     content_hash: str  # sha256 of the file bytes, or of the samples and rate for arrays
 
 
+@dataclass(frozen=True)
+class Decoded:
+    """A clip decoded for analysis: mono float64 at its working rate, and what was read."""
+
+    mono: np.ndarray
+    sample_rate: int  # the working rate: the input's, or 48 / 44.1 kHz for higher ones
+    input_rate: int
+    channels: int
+    input_s: float  # the whole input's length (the header's), analysed or not
+    clipping: float  # fraction of the analysed samples (all channels) at full scale
+
+
 def content_hash(source: AudioSource) -> str:
     """Hash identifying a clip by content: same bytes (or samples and rate) give the same hash."""
     if isinstance(source, (str, Path)):
-        return hashlib.sha256(_read_bytes(Path(source))).hexdigest()
+        path = _checked_file(Path(source))
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()  # streamed: a 50 MB file is not held
     audio, sample_rate = _split_array_source(source)
     return _array_hash(audio, sample_rate)
 
@@ -68,26 +93,40 @@ def load_reference(source: AudioSource) -> Reference:
     """Decode and clean a reference clip from a path or an ``(audio, sample_rate)`` tuple.
 
     Gradio's ``(sample_rate, audio)`` order is accepted too. Raises VoiceError when
-    the clip is not usable.
+    the clip is not usable. The clip comes back at the input's rate, or at 48 / 44.1 kHz
+    when the input's is higher. Runs within the analyses' memory budget (it may wait its turn).
     """
-    if isinstance(source, (str, Path)):
-        path = Path(source)
-        data = _read_bytes(path)
-        audio, sample_rate = _decode(data, path.name)
-        name, digest = path.name, hashlib.sha256(data).hexdigest()
-    else:
-        audio, sample_rate = _split_array_source(source)
-        name, digest = "array", _array_hash(audio, sample_rate)
-        audio = _to_frames_by_channels(audio)
-        if len(audio) / sample_rate > MAX_INPUT_S:
-            raise VoiceError(_too_long_message(len(audio) / sample_rate))
-    clip, report = _clean(audio, sample_rate, name)
+    with analysis_budget.reserve(analysis_bytes_of(source), _name_of(source)):
+        if isinstance(source, (str, Path)):
+            path = _checked_file(Path(source))
+            decoded, name, digest = _decode(path, path.name), path.name, content_hash(path)
+        else:
+            audio, sample_rate = _split_array_source(source)
+            name, digest = "array", _array_hash(audio, sample_rate)
+            decoded = _decode_array(audio, sample_rate)
+        clip, report = _clean(decoded, name)
     logger.info("reference %s: %s", name, report.summary())
-    return Reference(audio=clip, sample_rate=sample_rate, report=report, content_hash=digest)
+    return Reference(audio=clip, sample_rate=decoded.sample_rate, report=report, content_hash=digest)
+
+
+def analysis_bytes_of(source: AudioSource) -> int:
+    """The estimated peak memory of analysing a clip, from its header alone (VoiceError when it
+    would be refused): it follows the samples analysed, not the file's size."""
+    if isinstance(source, (str, Path)):
+        info = _info(_checked_file(Path(source)), Path(source).name)
+        rate, frames = info.samplerate, info.frames
+    else:
+        audio, rate = _split_array_source(source)
+        frames = audio.size // (1 if audio.ndim == 1 else min(audio.shape))
+    return analysis_bytes(min(frames, int(MAX_ANALYSED_S * rate)), rate, _work_rate(rate), MAX_KEPT_S)
+
+
+def _name_of(source: AudioSource) -> str:
+    return Path(source).name if isinstance(source, (str, Path)) else "the clip"
 
 
 # -- decoding -----------------------------------------------------------------
-def _read_bytes(path: Path) -> bytes:
+def _checked_file(path: Path) -> Path:
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -102,28 +141,75 @@ def _read_bytes(path: Path) -> bytes:
         )
     if size == 0:
         raise VoiceError(f"reference file {path.name} is empty")
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise VoiceError(f"cannot read reference file {path.name}: {exc.strerror or exc}") from None
+    return path
 
 
-def _decode(data: bytes, name: str) -> tuple[np.ndarray, int]:
+def _info(path: Path, name: str) -> "sf._SoundFileInfo":
     try:
-        info = sf.info(io.BytesIO(data))
-    except (sf.LibsndfileError, RuntimeError, TypeError, ValueError):
+        info = sf.info(str(path))
+    except (sf.LibsndfileError, RuntimeError, TypeError, ValueError, OSError):
         raise VoiceError(f"{name} is not a readable audio file (unsupported format or corrupt)") from None
     if info.samplerate <= 0 or info.frames <= 0:
         raise VoiceError(f"{name} holds no audio samples (empty or truncated file)")
     _check_header(info.samplerate, info.channels, info.frames)
+    return info
+
+
+def _decode(path: Path, name: str) -> Decoded:
+    info = _info(path, name)
+    wanted = min(info.frames, int(MAX_ANALYSED_S * info.samplerate))
     try:
-        # frames=: never decode more than the header declared, whatever the stream holds.
-        audio, sample_rate = sf.read(io.BytesIO(data), frames=info.frames, dtype="float32", always_2d=True)
-    except (sf.LibsndfileError, RuntimeError, TypeError, ValueError):
+        with sf.SoundFile(str(path)) as f:
+            # frames=: never decode more than the header declared, whatever the stream holds.
+            blocks = f.blocks(blocksize=BLOCK_FRAMES, frames=wanted, dtype="float32", always_2d=True)
+            return _downmix(blocks, wanted, info.samplerate, info.channels, info.frames, name)
+    except (sf.LibsndfileError, RuntimeError, TypeError, ValueError, OSError):
         raise VoiceError(f"{name} could not be decoded (corrupt or truncated audio)") from None
-    if audio.size == 0:
+
+
+def _decode_array(audio: np.ndarray, sample_rate: int) -> Decoded:
+    frames_fc = audio[:, None] if audio.ndim == 1 else (audio if audio.shape[1] <= audio.shape[0] else audio.T)
+    wanted = min(len(frames_fc), int(MAX_ANALYSED_S * sample_rate))
+    blocks = (_to_float32(frames_fc[i : i + BLOCK_FRAMES]) for i in range(0, wanted, BLOCK_FRAMES))
+    return _downmix(blocks, wanted, sample_rate, frames_fc.shape[1], len(frames_fc), "array")
+
+
+def _downmix(blocks: Iterable[np.ndarray], wanted: int, rate: int, channels: int, frames: int, name: str) -> Decoded:
+    """Blocks of (frames, channels) float32 -> one mono array at the working rate."""
+    # float64 as the mean always was; float32 only where it is resampled next (4x the samples).
+    mono = np.empty(wanted, np.float64 if rate <= MAX_WORK_RATE else np.float32)
+    n = clipped = 0
+    for block in blocks:
+        block = block[: wanted - n]
+        if not np.all(np.isfinite(block)):
+            raise VoiceError(f"{name} contains invalid (NaN or infinite) samples: corrupt audio")
+        clipped += int(np.count_nonzero(np.abs(block) >= _CLIP_LEVEL))
+        mono[n : n + len(block)] = block.mean(axis=1, dtype=np.float64)
+        n += len(block)
+    if n == 0:
         raise VoiceError(f"{name} holds no audio samples (empty or truncated file)")
-    return audio, int(sample_rate)
+    mono, work_rate = _to_work_rate(mono[:n], rate)
+    return Decoded(mono, work_rate, rate, channels, frames / rate, clipped / (n * channels))
+
+
+def _work_rate(rate: int) -> int:
+    if rate <= MAX_WORK_RATE:
+        return rate
+    return 44_100 if rate % 44_100 == 0 else MAX_WORK_RATE  # 88.2 and 176.4 kHz: a whole ratio
+
+
+def _to_work_rate(mono: np.ndarray, rate: int) -> tuple[np.ndarray, int]:
+    target = _work_rate(rate)
+    if target == rate:
+        return mono.astype(np.float64, copy=False), rate
+    g = gcd(target, rate)
+    return resample_poly(mono, target // g, rate // g).astype(np.float64), target
+
+
+def _to_float32(audio: np.ndarray) -> np.ndarray:
+    if np.issubdtype(audio.dtype, np.integer):
+        return audio.astype(np.float32) / np.float32(float(np.iinfo(audio.dtype).max) + 1.0)
+    return np.asarray(audio, dtype=np.float32)
 
 
 def _check_header(sample_rate: int, channels: int, frames: int) -> None:
@@ -167,29 +253,14 @@ def _array_hash(audio: np.ndarray, sample_rate: int) -> str:
     return digest.hexdigest()
 
 
-def _to_frames_by_channels(audio: np.ndarray) -> np.ndarray:
-    """Any numeric array to float32 (frames, channels), integers scaled to +-1."""
-    if np.issubdtype(audio.dtype, np.integer):
-        scale = float(np.iinfo(audio.dtype).max) + 1.0
-        audio = audio.astype(np.float32) / scale
-    audio = np.asarray(audio, dtype=np.float32)
-    if audio.ndim == 1:
-        return audio[:, None]
-    # Channels are the short axis: (2, n) and (n, 2) both mean stereo.
-    return audio if audio.shape[1] <= audio.shape[0] else audio.T
-
-
 def _too_long_message(duration_s: float) -> str:
     return f"reference is {duration_s / 60:.1f} minutes long; the limit is {MAX_INPUT_S / 60:.0f} minutes"
 
 
 # -- cleaning -----------------------------------------------------------------
-def _clean(audio_fc: np.ndarray, sample_rate: int, name: str) -> tuple[np.ndarray, ReferenceReport]:
-    if not np.all(np.isfinite(audio_fc)):
-        raise VoiceError(f"{name} contains invalid (NaN or infinite) samples: corrupt audio")
-    channels = audio_fc.shape[1]
-    mono = audio_fc.mean(axis=1, dtype=np.float64)
-    input_s = len(mono) / sample_rate
+def _clean(decoded: Decoded, name: str) -> tuple[np.ndarray, ReferenceReport]:
+    mono, sample_rate = decoded.mono, decoded.sample_rate
+    unread_s = max(0.0, decoded.input_s - len(mono) / sample_rate)  # past MAX_ANALYSED_S
     frame, hop = max(1, round(_FRAME_S * sample_rate)), max(1, round(_HOP_S * sample_rate))
     frame_db = _frame_levels_db(mono, frame, hop)
     peak_frame_db = float(frame_db.max()) if len(frame_db) else -200.0
@@ -210,7 +281,7 @@ def _clean(audio_fc: np.ndarray, sample_rate: int, name: str) -> tuple[np.ndarra
     end = min(len(mono), idx[-1] * hop + frame + round(_TAIL_PAD_S * sample_rate))
     lead_s, tail_s = start / sample_rate, (len(mono) - end) / sample_rate
     cap = round(MAX_KEPT_S * sample_rate)
-    cut_s = max(0, end - start - cap) / sample_rate
+    cut_s = max(0, end - start - cap) / sample_rate + unread_s
     end = min(end, start + cap)
     clip = mono[start:end]
 
@@ -220,7 +291,7 @@ def _clean(audio_fc: np.ndarray, sample_rate: int, name: str) -> tuple[np.ndarra
     level_dbfs = float(10 * np.log10(np.mean(active_power)))
     peak = float(np.max(np.abs(mono)))
     peak_dbfs = 20 * np.log10(max(peak, 1e-10))
-    clipping = float(np.mean(np.abs(audio_fc) >= _CLIP_LEVEL))
+    clipping = decoded.clipping
 
     gain_db = TARGET_LEVEL_DBFS - level_dbfs
     clip_peak = float(np.max(np.abs(clip)))
@@ -232,9 +303,9 @@ def _clean(audio_fc: np.ndarray, sample_rate: int, name: str) -> tuple[np.ndarra
     bandwidth_hz = content_cutoff_hz(clip, sample_rate)
     report = ReferenceReport(
         source=name,
-        input_duration_s=round(input_s, 3),
-        input_sample_rate=sample_rate,
-        input_channels=channels,
+        input_duration_s=round(decoded.input_s, 3),
+        input_sample_rate=decoded.input_rate,
+        input_channels=decoded.channels,
         duration_s=round(len(clip) / sample_rate, 3),
         speech_s=round(speech_s, 2),
         lead_trimmed_s=round(lead_s, 3),

@@ -24,7 +24,8 @@ from tts_app.voice.cache import CacheInfo, LruCache
 from tts_app.voice.conversion import CONVERSION_VERSION, build_class_map
 from tts_app.voice.classmap import ClassMap
 from tts_app.voice.errors import VoiceError
-from tts_app.voice.ingest import AudioSource, content_hash, load_reference
+from tts_app.voice.ingest import AudioSource, analysis_bytes_of, content_hash, load_reference
+from tts_app.voice.memory_budget import analysis_budget
 from tts_app.voice.report import ReferenceReport
 
 logger = logging.getLogger(__name__)
@@ -220,10 +221,12 @@ def clear_profile_cache() -> None:
 
 
 def _build_profile(source: AudioSource, digest: str, text: str | None) -> VoiceProfile:
-    ref = load_reference(source)
-    ref.audio.flags.writeable = False
-    stats = analyze(ref.audio, ref.sample_rate, cutoff_hz=ref.report.bandwidth_hz)
-    class_map, transcript, transcript_source = build_class_map(ref.audio, ref.sample_rate, stats, text)
+    # One reservation for the whole build: ingest, statistics and class map (load_reference's is nested).
+    with analysis_budget.reserve(analysis_bytes_of(source), _default_name(source, digest)):
+        ref = load_reference(source)
+        ref.audio.flags.writeable = False
+        stats = analyze(ref.audio, ref.sample_rate, cutoff_hz=ref.report.bandwidth_hz)
+        class_map, transcript, transcript_source = build_class_map(ref.audio, ref.sample_rate, stats, text)
     return VoiceProfile(
         name=_default_name(source, digest),
         audio=ref.audio,
