@@ -66,13 +66,35 @@ def test_shape_log_round_trip_skips_torn_lines(tmp_path):
     path = tmp_path / "shapes.jsonl"
     log = ShapeLog(path)
     log.record("dec1", [(1, 128, 1408)])
-    log.record("dec1", [(1, 128, 1408)])  # a shape is logged once
+    log.record("dec1", [(1, 128, 1408)])  # a shape is one line, with its hits
     log.record("encoder", [(2, 32), (2,), (3,), (2, 2, 32)])
     with open(path, "a", encoding="utf-8") as f:
         f.write('{"stage": "dec0", "shapes": [[1, 1\n')  # a write cut short
     assert len(path.read_text().splitlines()) == 3
-    loaded = ShapeLog(path).load()
-    assert loaded == {"dec1": [[[1, 128, 1408]]], "encoder": [[[2, 32], [2], [3], [2, 2, 32]]]}
+    loaded = ShapeLog(path).most_hit()
+    assert loaded == [("dec1", [[1, 128, 1408]]), ("encoder", [[2, 32], [2], [3], [2, 2, 32]])]
+    assert ShapeLog(path).most_hit(min_hits=2) == [("dec1", [[1, 128, 1408]])]
+
+
+def test_shape_log_keeps_only_normal_shapes_and_a_bounded_count(tmp_path):
+    """Issue 24 item 11: hostile lengths are not logged, the log has a count cap, the most hit stay."""
+    from tts_app.model.warm_up import MAX_LOGGED_IDS, normal_shape
+
+    path = tmp_path / "shapes.jsonl"
+    log = ShapeLog(path, accept=normal_shape, max_entries=8)
+    for n in range(16, 4096, 16):  # every text length once, the hostile ones included
+        log.record("encoder", [(1, n), (1,), (3,), (1, 2, n)])
+    log.record("encoder", [(3, 64), (3,), (3,), (3, 2, 64)])  # a batch size the engine never makes
+    log.record("flow", [(1, 192, 99_968), (1, 1, 99_968)])
+    for _ in range(5):
+        log.record("encoder", [(2, 160), (2,), (3,), (2, 2, 160)])
+    log.counting = False
+    log.record("encoder", [(4, 160), (4,), (3,), (4, 2, 160)])  # warm-up's own runs are not counted
+    lines = path.read_text().splitlines()
+    assert len(lines) == 8
+    kept = ShapeLog(path, accept=normal_shape).most_hit()
+    assert kept[0] == ("encoder", [[2, 160], [2], [3], [2, 2, 160]])
+    assert all(normal_shape(stage, tuple(map(tuple, shapes))) and shapes[0][1] <= MAX_LOGGED_IDS for stage, shapes in kept)
 
 
 def test_cache_dir_is_keyed_by_voice_and_runtime(tmp_path, monkeypatch):
@@ -160,6 +182,6 @@ def test_warm_up_prepares_the_flows_one_row_shapes(vits, monkeypatch):
     streamed = warm_up._streamed_feeds(vits)
     flow_lengths = sorted(key[1] for key in streamed if key[0] == "flow")
     assert flow_lengths[0] == vits.frame_bucket and flow_lengths[-1] >= warm_up.WARM_CHUNK_FRAMES.stop
-    logged = warm_up._logged_feeds(vits, {"flow": [[[4, 192, 224], [4, 1, 224]], [[1, 192, 1024], [1, 1, 1024]]]})
+    logged = warm_up._logged_feeds(vits, [("flow", [[4, 192, 224], [4, 1, 224]]), ("flow", [[1, 192, 1024], [1, 1, 1024]])])
     assert list(logged) == [("flow", 1024)]
 

@@ -8,6 +8,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable
 
+from tts_app.load_time import loading_began, loading_ended
+
 if TYPE_CHECKING:
     from tts_app.engine import Engine
 
@@ -50,7 +52,9 @@ def get_engine() -> "Engine":
         with _lock:
             if _engine is None:
                 logger.info("loading the TTS engine")
+                loading_began()
                 _engine = _create_engine()
+                loading_ended()  # the next start's "ready in ~N s"
                 logger.info("engine ready at %d Hz", _engine.sample_rate)
     return _engine
 

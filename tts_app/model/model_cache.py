@@ -14,10 +14,13 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 _LOGGER = logging.getLogger(__name__)
-MAX_SHAPES_PER_STAGE = 96  # warm-up cost is about 20 to 150 ms a shape; the log keeps the most recent
+# The shape log keeps this many entries, the most hit (hostile lengths grew an unbounded log to
+# 177 entries, and replaying them all took idle memory after a restart from 711 to 1,610 MB).
+MAX_ENTRIES = int(os.environ.get("TTS_APP_SHAPE_LOG_MAX", "64"))
+MAX_READ_LINES = 10_000
 _lock = threading.Lock()
 
 
@@ -54,49 +57,67 @@ def model_cache_dir(model_path: str) -> Path | None:
 
 
 class ShapeLog:
-    """Input shapes each stage met, appended as they appear, so the next load warms them.
+    """Input shapes the stages met, with how often, so the next load warms the most common few.
 
-    One JSON line per new (stage, shapes): ``{"stage": "dec1", "shapes": [[1, 128, 1408]]}``.
+    Only shapes ``accept`` calls normal are counted (warm_up.normal_shape: the text stage's
+    batch sizes and lengths an ordinary sentence gives), and only after their run succeeded:
+    hostile lengths do not persist into start-up. The file keeps the ``max_entries`` most
+    hit, one JSON line each: ``{"stage": "flow", "shapes": [[1, 192, 928], [1, 1, 928]], "hits": 7}``.
     """
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, accept: Callable[[str, tuple], bool] | None = None, max_entries: int = MAX_ENTRIES) -> None:
         self.path = path
-        self._seen: set[tuple] = set()
+        self.accept = accept
+        self.max_entries = max_entries
+        self._hits: dict[tuple[str, tuple], int] = {}
+        self.counting = True  # off during warm-up: its stand-in runs are not traffic
+        self._read()
 
-    def load(self) -> dict[str, list[list[list[int]]]]:
-        """Stage -> the distinct shape lists logged, most recent last, at most MAX_SHAPES_PER_STAGE each."""
-        by_stage: dict[str, dict[tuple, list[list[int]]]] = {}
+    def _read(self) -> None:
         if self.path is None or not self.path.exists():
-            return {}
+            return
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines()
         except OSError:
-            return {}
-        for line in lines:
+            return
+        for line in lines[-MAX_READ_LINES:]:  # an older version's file grew without end
             try:
                 entry = json.loads(line)
-                stage, shapes = str(entry["stage"]), [[int(d) for d in s] for s in entry["shapes"]]
-            except (ValueError, KeyError, TypeError):
+                stage, key = str(entry["stage"]), tuple(tuple(int(d) for d in s) for s in entry["shapes"])
+                hits = max(1, int(entry.get("hits", 1)))
+            except (ValueError, KeyError, TypeError, AttributeError):
                 continue  # a torn or foreign line: skip it
-            key = tuple(tuple(s) for s in shapes)
-            stage_shapes = by_stage.setdefault(stage, {})
-            stage_shapes.pop(key, None)
-            stage_shapes[key] = shapes
-            self._seen.add((stage, key))
-        return {stage: list(d.values())[-MAX_SHAPES_PER_STAGE:] for stage, d in by_stage.items()}
+            if self.accept is None or self.accept(stage, key):
+                self._hits[(stage, key)] = self._hits.get((stage, key), 0) + hits
+
+    def most_hit(self, min_hits: int = 1) -> list[tuple[str, list[list[int]]]]:
+        """(stage, shapes) seen at least ``min_hits`` times, most hit first, at most ``max_entries``."""
+        ranked = sorted(self._hits.items(), key=lambda item: -item[1])[: self.max_entries]
+        return [(stage, [list(s) for s in key]) for (stage, key), hits in ranked if hits >= min_hits]
 
     def record(self, stage: str, shapes: Iterable[tuple[int, ...]]) -> None:
+        """Count one successful run of ``stage`` on ``shapes``."""
+        if not self.counting:
+            return
         key = tuple(tuple(int(d) for d in s) for s in shapes)
-        if (stage, key) in self._seen:
+        if self.accept is not None and not self.accept(stage, key):
             return
         with _lock:
-            if (stage, key) in self._seen:
-                return
-            self._seen.add((stage, key))
-            if self.path is None:
-                return
-            try:
-                with open(self.path, "a", encoding="utf-8") as f:
-                    f.write(json.dumps({"stage": stage, "shapes": [list(s) for s in key]}) + "\n")
-            except OSError:
-                pass  # read-only cache: the next load just warms fewer shapes
+            hits = self._hits[(stage, key)] = self._hits.get((stage, key), 0) + 1
+            if len(self._hits) > 4 * self.max_entries:  # no filter: forget the least hit
+                self._hits = dict(sorted(self._hits.items(), key=lambda item: -item[1])[: self.max_entries])
+            if hits & (hits - 1) == 0:  # at 1, 2, 4, 8... hits: a rising shape is written, a few times at most
+                self._save()
+
+    def _save(self) -> None:
+        """Rewrite the file with the most hit entries (lock held); a read-only cache is skipped."""
+        if self.path is None:
+            return
+        ranked = sorted(self._hits.items(), key=lambda item: -item[1])[: self.max_entries]
+        text = "".join(json.dumps({"stage": st, "shapes": [list(s) for s in key], "hits": n}) + "\n" for (st, key), n in ranked)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, self.path)  # whole or not at all: a reader never sees a torn file
+        except OSError:
+            tmp.unlink(missing_ok=True)

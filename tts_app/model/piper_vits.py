@@ -28,7 +28,7 @@ from .stream_decoder import (
     stream_input_lengths,
     take_output,
 )
-from .warm_up import warm_model
+from .warm_up import normal_shape, warm_model
 from .windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, plan_windows
 
 _LOGGER = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ class PiperVits:
             quiet_blas_threads()
         self.precision = check_precision(precision)
         self.cache_dir = cache_dir
-        self.shape_log = ShapeLog(cache_dir / SHAPE_LOG_NAME if cache_dir is not None else None)
+        self.shape_log = ShapeLog(cache_dir / SHAPE_LOG_NAME if cache_dir is not None else None, accept=normal_shape)
         # The encoder's rounding must not depend on the batch: a 1e-5 change can flip
         # a ceil()'d duration and change the row's length.
         self._encoder = open_session(graphs.encoder, self.device, self._options("encoder"), batch_invariant=True)
@@ -186,12 +186,16 @@ class PiperVits:
         """Prepare kernels for the shapes the engine will meet (warm_up.py), after one
         typical utterance through every stage."""
         rng = np.random.default_rng(0)
-        self.text_to_latents([LatentRequest(ids=list(range(1, 100)), rng=rng)])
-        z_CxT = rng.standard_normal((LATENT_CHANNELS, FIRST_WINDOW_FRAMES + 2 * WINDOW_FRAMES)).astype(np.float32)
-        stream = self.new_decoder_stream()
-        for w in plan_windows(z_CxT.shape[1]):
-            self.decode_stream([stream], [z_CxT[:, w.start : w.end]], [w.last])
-        warm_model(self)
+        self.shape_log.counting = False  # stand-in runs: not what traffic met
+        try:
+            self.text_to_latents([LatentRequest(ids=list(range(1, 100)), rng=rng)])
+            z_CxT = rng.standard_normal((LATENT_CHANNELS, FIRST_WINDOW_FRAMES + 2 * WINDOW_FRAMES)).astype(np.float32)
+            stream = self.new_decoder_stream()
+            for w in plan_windows(z_CxT.shape[1]):
+                self.decode_stream([stream], [z_CxT[:, w.start : w.end]], [w.last])
+            warm_model(self)
+        finally:
+            self.shape_log.counting = True
 
     # The stage sessions and input names, for warm-up's stand-in calls.
     dp_noise_name = DP_NOISE

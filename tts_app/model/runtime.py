@@ -65,11 +65,11 @@ class _OpenVinoSession:
         self._name, self._shape_log = options.name, options.shape_log
 
     def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
-        if self._shape_log is not None:
-            self._shape_log.record(self._name, [v.shape for v in feed.values()])
         with self._lock:
             # Inputs are read in place (the call is synchronous); outputs are copied out.
             result = self._request.infer(feed, share_inputs=True)
+        if self._shape_log is not None:  # after the run: a shape that failed is not warmed next time
+            self._shape_log.record(self._name, [v.shape for v in feed.values()])
         return [result[out] for out in self._compiled.outputs]
 
 

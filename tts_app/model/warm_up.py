@@ -5,16 +5,19 @@ Warmed here, one call each with stand-in inputs (kernels depend on shapes, not v
 - the decoder's streamed shapes for chunks of ``WARM_CHUNK_FRAMES`` (they follow from the
   window plan and the padding step alone: stream_decoder.stream_input_lengths), and the
   flow's one-row shapes for the same lengths;
-- shapes logged by earlier runs in the model cache (model_cache.ShapeLog): the batch
-  sizes and lengths this installation's traffic actually met, text stage included; most
-  recent first, within ``LOGGED_BUDGET_S`` so a long log cannot make loading slow.
+- the few text-stage shapes this installation's traffic met most often, as logged by
+  earlier runs in the model cache (model_cache.ShapeLog): at most ``LOGGED_SHAPES`` of
+  them, each seen ``MIN_HITS`` times, within ``LOGGED_BUDGET_S``. Replaying every logged
+  shape made a restart with a warm cache slower than a cold one (6.6 -> 10.8 s with 48
+  shapes) and its idle memory grow with each (711 -> 1,610 MB after hostile lengths).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
-from itertools import zip_longest
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,8 +32,15 @@ _LOGGER = logging.getLogger(__name__)
 # Chunk lengths (latent frames) whose streamed decoder shapes are warmed: from just over one
 # first window to 4 windows; longer chunks repeat the steady-state window's shapes.
 WARM_CHUNK_FRAMES = range(65, 64 + 4 * 160)
-MAX_DIM = 1 << 20  # a logged shape beyond this is not from this model: skipped
-LOGGED_BUDGET_S = 6.0  # wall time for logged shapes, after the decoder's streamed ones
+LOGGED_SHAPES = int(os.environ.get("TTS_APP_WARM_LOGGED_SHAPES", "4"))
+MIN_HITS = 3  # a shape met once or twice is not traffic's shape
+LOGGED_BUDGET_S = 1.5  # wall time for logged shapes, after the decoder's streamed ones
+# What the shape log keeps: the text stage at the batch sizes the engine uses, for lengths an
+# ordinary sentence gives (ids padded to 16, flow frames to 32); the decoder streams in windows
+# whose shapes the streamed warm-up already covers.
+BATCH_SIZES = (1, 2, 4, 8, 16)
+MAX_LOGGED_IDS = 512  # about 250 phonemes: a long sentence
+MAX_LOGGED_FRAMES = 2 * WARM_CHUNK_FRAMES.stop  # about 16 s of speech in one chunk
 
 
 def warm_model(model: "PiperVits") -> None:
@@ -38,14 +48,21 @@ def warm_model(model: "PiperVits") -> None:
     streamed = _streamed_feeds(model)
     _run_all(streamed.values(), deadline=None)
     t1 = time.perf_counter()
-    logged = {key: run for key, run in _logged_feeds(model, model.shape_log.load()).items() if key not in streamed}
-    by_stage: dict[str, list] = {}
-    for key, run in logged.items():
-        by_stage.setdefault(key[0], []).append(run)
-    # Most recent first, the stages taking turns, so a budget cut leaves every stage some shapes.
-    turns = [run for group in zip_longest(*(reversed(runs) for runs in by_stage.values())) for run in group if run is not None]
-    done = _run_all(turns, deadline=t1 + LOGGED_BUDGET_S)
+    logged = {key: run for key, run in _logged_feeds(model, model.shape_log.most_hit(MIN_HITS)).items() if key not in streamed}
+    replay = list(logged.values())[:LOGGED_SHAPES]
+    done = _run_all(replay, deadline=t1 + LOGGED_BUDGET_S)
     _LOGGER.info("warmed %d streamed and %d of %d logged shapes in %.1f s", len(streamed), done, len(logged), time.perf_counter() - t0)
+
+
+def normal_shape(stage: str, shapes: tuple[tuple[int, ...], ...]) -> bool:
+    """Whether the shape log keeps a run of ``stage`` on ``shapes`` (see MAX_LOGGED_IDS)."""
+    dims = [len(s) for s in shapes]
+    if stage == "encoder" and dims == [2, 1, 1, 3]:
+        batch, ids = shapes[0]
+        return batch in BATCH_SIZES and 0 < ids <= MAX_LOGGED_IDS
+    if stage == "flow" and dims == [3, 3]:  # up to WARM_CHUNK_FRAMES.stop the streamed warm-up has them
+        return shapes[0][0] == 1 and WARM_CHUNK_FRAMES.stop < shapes[0][2] <= MAX_LOGGED_FRAMES
+    return False
 
 
 def _run_all(runs, deadline: float | None) -> int:
@@ -77,28 +94,23 @@ def _streamed_feeds(model: "PiperVits") -> dict[tuple, tuple[object, dict[str, n
     return feeds
 
 
-def _logged_feeds(model: "PiperVits", logged: dict[str, list[list[list[int]]]]) -> dict[tuple, tuple[object, dict[str, np.ndarray]]]:
-    """Stand-in runs for logged shapes, oldest first (per stage, in log order)."""
+def _logged_feeds(model: "PiperVits", logged: Iterable[tuple[str, list[list[int]]]]) -> dict[tuple, tuple[object, dict[str, np.ndarray]]]:
+    """Stand-in runs for logged (stage, shapes), in the order given; shapes of another model are skipped."""
     feeds: dict[tuple, tuple[object, dict[str, np.ndarray]]] = {}
-    for stage_name, shape_lists in logged.items():
-        for shapes in shape_lists:
-            if any(d < 0 or d > MAX_DIM for s in shapes for d in s):
-                continue
-            if stage_name.startswith("dec") and stage_name[3:].isdigit() and int(stage_name[3:]) < len(model.decoder_stages):
-                k = int(stage_name[3:])
-                if len(shapes) == 1 and len(shapes[0]) == 3 and shapes[0][0] == 1 and shapes[0][1] == model.decoder_stages[k].channels:
-                    _add_decoder(feeds, model, k, shapes[0][2])
-            elif stage_name == "encoder" and [len(s) for s in shapes] == [2, 1, 1, 3]:
-                B, N = shapes[0]
-                feed = {
-                    "input": np.ones((B, N), np.int64),
-                    "input_lengths": np.full((B,), N, np.int64),
-                    "scales": np.ones(3, np.float32),
-                    model.dp_noise_name: np.zeros((B, 2, N), np.float32),
-                }
-                feeds[("encoder", B, N)] = (model.encoder_session, feed)
-            elif stage_name == "flow" and [len(s) for s in shapes] == [3, 3] and shapes[0][:2] == [1, model.latent_channels]:
-                _add_flow(feeds, model, shapes[0][2])  # the flow runs one row per call
+    for stage_name, shapes in logged:
+        if not normal_shape(stage_name, tuple(tuple(s) for s in shapes)):
+            continue
+        if stage_name == "encoder":
+            B, N = shapes[0]
+            feed = {
+                "input": np.ones((B, N), np.int64),
+                "input_lengths": np.full((B,), N, np.int64),
+                "scales": np.ones(3, np.float32),
+                model.dp_noise_name: np.zeros((B, 2, N), np.float32),
+            }
+            feeds[("encoder", B, N)] = (model.encoder_session, feed)
+        elif shapes[0][1] == model.latent_channels:
+            _add_flow(feeds, model, shapes[0][2])  # the flow runs one row per call
     return feeds
 
 

@@ -17,6 +17,8 @@ from tts_app.ui.history import HISTORY_HEADERS, HISTORY_TYPES, history_table, hi
 from tts_app.models_available import EMBEDDED_ID
 from tts_app.ui.lexicon_panel import build_lexicon_panel
 from tts_app.ui.live_player import LIVE_IDLE
+from tts_app.ui.loading_status import POLL_S as POLL_LOADING_S
+from tts_app.ui.loading_status import loading_status
 from tts_app.ui.model_picker import model_dropdown
 from tts_app.ui.model_picker import refresh as refresh_model
 from tts_app.ui.run_figures import FIGURE_HEADERS, FIGURE_TYPES
@@ -314,6 +316,9 @@ def build_demo() -> gr.Blocks:
             [model, *ab_models], [model, *ab_models], queue=False, api_visibility="private",
         )
         demo.load(resume_document, None, [doc_job, doc_box, doc_timer, tabs], api_visibility="private")
+        load_timer = gr.Timer(POLL_LOADING_S, active=False)  # the status says when the model will be ready
+        demo.load(loading_status, status, [status, load_timer], queue=False, api_visibility="private")
+        load_timer.tick(loading_status, status, [status, load_timer], queue=False, api_visibility="private")
         demo.unload(_cleanup)
 
     quiet_input_validation(demo)  # after every component exists
