@@ -150,7 +150,8 @@ class DocumentJobs:
             return
         ends = [j.finished_at + KEEP_FINISHED_S - time.time() for j in mine if j.status.over and j.finished_at]
         wait = max(1, int(min(ends))) if ends else BUSY_RETRY_AFTER_S
-        raise ClientJobsFull(f"you have {len(mine)} document jobs, the limit per client; the oldest is forgotten in {wait} s", wait)
+        when = f"the oldest finished one is forgotten in {wait} s" if ends else "try again once one has finished"
+        raise ClientJobsFull(f"you have {len(mine)} document jobs, the limit per client; {when}", wait)
 
     def _make_room(self) -> None:
         """Forget the oldest finished jobs while all jobs kept reach ``max_kept`` (lock held)."""
