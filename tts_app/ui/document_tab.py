@@ -84,7 +84,8 @@ def load_file(path: str | None) -> str:
 
 
 def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str | None, upload: str | None,
-          voice_text: str | None, strength: float, speed: float, seed: float) -> tuple[str, str, Any]:  # fmt: skip
+          voice_text: str | None, strength: float, speed: float, seed: float,
+          request: gr.Request = None) -> tuple[str, str, Any]:  # type: ignore[assignment]  # fmt: skip
     """Start a job with the Speak tab's voice and settings; returns (job id, progress, timer)."""
     from tts_app.documents import DocumentSettings, JobsBusy, document_jobs
     from tts_app.text import TextError
@@ -96,7 +97,7 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
         raise UserError("The document is empty: paste some text or upload a file.")
     try:
         document = parse_document(text, bool(markdown))
-        voice, _label = resolve_voice(voice_mode, builtin, upload)
+        voice, _label = resolve_voice(voice_mode, builtin, upload, getattr(request, "session_hash", None))
     except (TextError, VoiceChoiceError) as exc:
         raise UserError(str(exc)) from exc
     speed_value, seed_value, strength_value = _settings_values(speed, seed, strength)
