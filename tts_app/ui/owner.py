@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from tts_app.session_sweeper import add_session_end_hook, heartbeat_open
@@ -9,6 +10,8 @@ from tts_app.ui.active_runs import ACTIVE_RUNS
 from tts_app.ui.session_files import forget_session, remove_session
 from tts_app.ui.visitor_lexicon import VISITOR_LEXICONS
 from tts_app.ui.visitor_voices import VISITOR_VOICES
+
+logger = logging.getLogger(__name__)
 
 
 def owner_of(request: Any) -> str | None:
@@ -35,6 +38,7 @@ def page_closed(session: str | None) -> bool:
     whether the cleanup ran.
     """
     if not session or heartbeat_open(session):
+        logger.debug("unload of a session whose page is still connected: nothing removed")
         return False
     ACTIVE_RUNS.cancel(session)
     remove_session(session)
