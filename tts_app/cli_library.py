@@ -50,6 +50,8 @@ def run_voice(args: argparse.Namespace) -> Any:
     if args.action == "delete":
         library.delete(args.name)
         return {"deleted": args.name}
+    if args.name in library.builtin_names():  # before the analysis: a refusal costs nothing
+        raise LibraryError(f"{args.name!r} is a built-in voice; choose another name")
     if args.name.lower() in OPENAI_VOICES and not args.force:
         raise LibraryError(f"{args.name!r} is an OpenAI voice name: every API caller asking for it would get this voice (use --force to mean it)")
     if not Path(args.clip).is_file():
