@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
-import pytest
 
 from conftest import REPO
 

@@ -196,6 +196,9 @@ def build_demo() -> gr.Blocks:
                             autoplay=True,
                             interactive=False,
                             visible=False,
+                            # No download: a stream's address carries the session hash (Gradio's HLS
+                            # route); the take downloads from "All lines, one file" instead.
+                            buttons=[],
                             elem_id="stream-player",
                         )
                         live = gr.HTML(LIVE_IDLE, label="Live stream", show_label=False, elem_id="live-player", padding=False)
