@@ -74,3 +74,28 @@ def test_voice_reference_option(tmp_path):
     done = _synth("-i", str(lines), "-o", str(tmp_path / "x"), "--voice", str(bad))
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def _library(tmp_path, *args):
+    env = {**__import__("os").environ, "TTS_APP_VOICES_DIR": str(tmp_path)}
+    return subprocess.run([sys.executable, "-m", "tts_app", *args], cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_the_operator_edits_the_servers_lexicon(tmp_path):
+    assert json.loads(_library(tmp_path, "lexicon", "set", "Nguyen", "win").stdout)["entries"] == 1
+    assert json.loads(_library(tmp_path, "lexicon", "set", "Siobhan", "/ʃɪvˈɔːn/").stdout)["entries"] == 2
+    assert json.loads(_library(tmp_path, "lexicon", "list").stdout) == {"nguyen": "win", "siobhan": "/ʃɪvˈɔːn/"}
+    assert _library(tmp_path, "lexicon", "delete", "NGUYEN").returncode == 0
+    refused = _library(tmp_path, "lexicon", "set", "two words", "x")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "one word" in refused.stderr
+    assert json.loads(_library(tmp_path, "lexicon", "list").stdout) == {"siobhan": "/ʃɪvˈɔːn/"}
+
+
+def test_the_operator_library_refuses_openai_and_builtin_names_in_one_line(tmp_path):
+    clip = str(REPO / "assets" / "voices" / "f5_ref_en.wav")
+    for name, reason in (("alloy", "OpenAI voice"), ("lj_female_us", "built-in voice")):
+        done = _library(tmp_path, "voice", "save", name, clip)
+        assert done.returncode == 2 and reason in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert json.loads(_library(tmp_path, "voice", "list").stdout)["saved"] == []
+    missing = _library(tmp_path, "voice", "delete", "nope")
+    assert missing.returncode == 2 and "unknown voice" in missing.stderr

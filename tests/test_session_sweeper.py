@@ -47,3 +47,17 @@ def test_sessions_that_are_over_are_forgotten_with_their_streams() -> None:
     assert set(blocks.state_holder.session_data) == {"busy", "recent"}  # used a moment ago: kept
     assert blocks.pending_diff_streams == {}
     assert set(blocks._queue.pending_messages_per_session) == {"busy"}
+
+
+def test_what_a_forgotten_session_owned_is_forgotten_with_it() -> None:
+    from tts_app import session_sweeper
+
+    ended: list[str] = []
+    blocks, _streams = _blocks(datetime.datetime.now())
+    session_sweeper.add_session_end_hook(ended.append)
+    session_sweeper.add_session_end_hook(ended.append)  # added twice, called once
+    try:
+        sweep_sessions(blocks, idle_s=300)
+    finally:
+        session_sweeper._session_end_hooks.remove(ended.append)
+    assert sorted(ended) == ["stateful", "stream_only"]

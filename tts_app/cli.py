@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 import soundfile as sf
 
+from .cli_library import LibraryError, add_library_commands, run_lexicon, run_voice
 from .text import TextError
 
 _LOGGER = logging.getLogger("tts_app")
@@ -42,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("model", help="qwen3-0.6b, qwen3-1.7b or chatterbox")
     f.add_argument("--dir", help="folder to download into (default: the Hugging Face cache)")
     f.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    add_library_commands(sub)
     return p
 
 
@@ -131,15 +133,17 @@ def synth(args: argparse.Namespace) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "fetch":
             from .models_available import fetch
 
             print(json.dumps({"model": args.model, "path": str(fetch(args.model, args.dir))}))
+        elif args.command in ("voice", "lexicon"):
+            print(json.dumps((run_voice if args.command == "voice" else run_lexicon)(args), ensure_ascii=False))
         else:
             print(json.dumps(synth(args)))
-    except CliError as e:
+    except (CliError, LibraryError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except ValueError as e:  # bad voice clip or settings, raised by the library with a one-line message

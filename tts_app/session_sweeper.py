@@ -26,10 +26,18 @@ IDLE_SESSION_ENV = "TTS_APP_IDLE_SESSION_S"
 HEARTBEAT_PREFIX = "/gradio_api/heartbeat/"
 _open_heartbeats: Counter[str] = Counter()  # session hash -> open heartbeat connections (pages)
 _server_loop: list[asyncio.AbstractEventLoop] = []  # the loop Gradio's state lives on (sweeps run there)
+_session_end_hooks: list[Callable[[str], None]] = []  # what else a session owns (files, voices, lexicon)
+STAND_IN_BEAT_S = 15.0  # Gradio's own heartbeat period
 
 
 class HeartbeatTracker:
-    """ASGI middleware: which sessions have a page connected (Gradio's heartbeat stream is open)."""
+    """ASGI middleware: which sessions have a page connected (Gradio's heartbeat stream is open).
+
+    A session hash is chosen by the page and may leak; whoever knows it can open its heartbeat,
+    and Gradio treats the close of any heartbeat as the page going away (unload events, state
+    closed, streams ended). So only the first open heartbeat of a hash reaches Gradio: another
+    one opened meanwhile gets a stand-in stream, and its close ends nothing.
+    """
 
     def __init__(self, app: Callable) -> None:
         self.app = app
@@ -42,13 +50,54 @@ class HeartbeatTracker:
             await self.app(scope, receive, send)
             return
         session = path[len(HEARTBEAT_PREFIX):]
+        first = session not in _open_heartbeats
         _open_heartbeats[session] += 1
+        closed = False
+
+        def close() -> None:
+            nonlocal closed
+            if not closed:
+                closed = True
+                _open_heartbeats[session] -= 1
+                if _open_heartbeats[session] <= 0:
+                    del _open_heartbeats[session]
+
+        async def receive_until_gone() -> dict:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                close()  # before Gradio's unload events run: they ask whether the page is still here
+            return message
+
         try:
-            await self.app(scope, receive, send)
+            if first:
+                await self.app(scope, receive_until_gone, send)
+            else:
+                await _stand_in_heartbeat(receive_until_gone, send)
         finally:
-            _open_heartbeats[session] -= 1
-            if _open_heartbeats[session] <= 0:
-                del _open_heartbeats[session]
+            close()
+
+
+async def _stand_in_heartbeat(receive: Callable, send: Callable) -> None:
+    """A heartbeat stream that keeps a page content and ends after one beat (the page reconnects)."""
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]})
+    await send({"type": "http.response.body", "body": b"data: ALIVE\n\n", "more_body": True})
+    try:  # bounded, so a shutdown never waits on it for more than one beat
+        while (await asyncio.wait_for(receive(), STAND_IN_BEAT_S))["type"] != "http.disconnect":
+            pass
+    except TimeoutError:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def heartbeat_open(session: str | None) -> bool:
+    """True while a page holds ``session``'s heartbeat stream open."""
+    return bool(session) and session in _open_heartbeats
+
+
+def add_session_end_hook(hook: Callable[[str], None]) -> None:
+    """Call ``hook(session)`` whenever a session is forgotten (once per hook, however often added)."""
+    if hook not in _session_end_hooks:
+        _session_end_hooks.append(hook)
 
 
 def sweep_sessions(blocks: Any, idle_s: float) -> int:
@@ -73,6 +122,8 @@ def sweep_sessions(blocks: Any, idle_s: float) -> int:
         blocks.pending_diff_streams.pop(session, None)
         queue.pending_messages_per_session.pop(session, None)  # the session's message queue (no client reads it)
         queue.pending_event_ids_session.pop(session, None)  # empty: the session is not busy
+        for hook in _session_end_hooks:
+            hook(session)
         dropped += 1
     return dropped
 

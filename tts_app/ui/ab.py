@@ -17,11 +17,14 @@ from tts_app.model_engines import ModelUnavailable, engine_for
 from tts_app.ui.handlers import resolve_profile
 from tts_app.ui.history import Take, add_take
 from tts_app.ui.model_picker import check_model, model_dropdown
+from tts_app.ui.owner import owner_of
 from tts_app.ui.run_figures import RunFigures
 from tts_app.ui.session_files import new_file
 from tts_app.ui.text_lines import MAX_LINE_CHARS
 from tts_app.ui.user_error import UserError
-from tts_app.voice_names import DEFAULT_VOICE, builtin_voices, voice_names
+from tts_app.ui.visitor_voices import VISITOR_VOICES
+from tts_app.ui.voice_input import voice_choices
+from tts_app.voice_names import DEFAULT_VOICE, builtin_voices
 from tts_app.wav_io import write_wav
 
 logger = logging.getLogger(__name__)
@@ -49,7 +52,7 @@ class SideControls:
 
 
 def _voice_choices() -> list[str]:
-    return [DEFAULT_VOICE, *voice_names()]
+    return [DEFAULT_VOICE, *voice_choices()]
 
 
 def _two_voices() -> tuple[str, str]:
@@ -79,9 +82,9 @@ def _describe(settings: dict[str, Any]) -> str:
     )
 
 
-def _side_settings(model: str, voice: str, strength: float, seed: float, speed: float) -> dict[str, Any]:
+def _side_settings(model: str, voice: str, strength: float, seed: float, speed: float, owner: str | None = None) -> dict[str, Any]:
     model = check_model(model)  # one of the models found here, or a one-line error
-    if voice != DEFAULT_VOICE and voice not in voice_names():
+    if voice != DEFAULT_VOICE and voice not in voice_choices(owner):
         raise UserError(f"Unknown voice {voice!r}.")
     try:
         values = {"model": model, "voice": voice, "strength": float(strength), "seed": int(seed), "speed": float(speed)}
@@ -92,14 +95,16 @@ def _side_settings(model: str, voice: str, strength: float, seed: float, speed: 
     return values
 
 
-def _submit_pair(text: str, sides: list[dict[str, Any]]) -> list[Any]:
+def _submit_pair(text: str, sides: list[dict[str, Any]], owner: str | None = None) -> list[Any]:
     from tts_app.engine import EngineBusy
 
     try:
         engines = [engine_for(side["model"]) for side in sides]  # both sides on one model share its batches
     except (ModelUnavailable, OSError, RuntimeError) as exc:
         raise UserError(f"The model cannot be loaded: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
-    profiles = [resolve_profile(None if side["voice"] == DEFAULT_VOICE else side["voice"]) for side in sides]
+    # A voice of the visitor's own goes as its profile; the others by name.
+    voices = [None if side["voice"] == DEFAULT_VOICE else VISITOR_VOICES.get(owner, side["voice"]) or side["voice"] for side in sides]
+    profiles = [resolve_profile(voice) for voice in voices]
     handles: list[Any] = []
     try:
         for side, profile, engine in zip(sides, profiles, engines, strict=True):
@@ -130,8 +135,9 @@ async def render_pair(
         raise UserError("Enter a sentence to compare.")
     if len(utterance) > MAX_LINE_CHARS:
         raise UserError(f"The text has {len(utterance):,} characters; the limit is {MAX_LINE_CHARS:,}.")
-    sides = [_side_settings(*side_values[:5]), _side_settings(*side_values[5:10])]
-    handles = await asyncio.to_thread(_submit_pair, utterance, sides)
+    session = owner_of(request)
+    sides = [_side_settings(*side_values[:5], owner=session), _side_settings(*side_values[5:10], owner=session)]
+    handles = await asyncio.to_thread(_submit_pair, utterance, sides, session)
     try:
         audios = await asyncio.gather(*(h.aresult() for h in handles))
     except Exception as exc:  # noqa: BLE001 - an engine failure becomes a message in the page, not a trace
@@ -140,7 +146,6 @@ async def render_pair(
     finally:
         for handle in handles:
             handle.cancel()
-    session = request.session_hash
     paths: list[str] = []
     for label, audio, handle in zip("AB", audios, handles, strict=True):
         paths.append(str(write_wav(new_file(session, f"ab-{label}", ".wav"), np.asarray(audio), handle.engine.sample_rate)))

@@ -18,7 +18,7 @@ both batch together). The body streams as audio is produced.
 |---|---|
 | `model` | `{MODEL_ID}` (OpenAI names such as `tts-1` are accepted as aliases) |
 | `input` | the text, up to 4,096 characters |
-| `voice` | a built-in or saved voice name, `default` (the model's own voice), or an OpenAI name (`alloy`, `nova`, ...: aliases, see the README) (`GET /v1/audio/voices` lists them) |
+| `voice` | a built-in or operator-saved voice name (not a voice saved on the page: those are the visitor's alone), `default` (the model's own voice), or an OpenAI name (`alloy`, `nova`, ...: aliases, see the README) (`GET /v1/audio/voices` lists them) |
 | `response_format` | `mp3` (default), `opus`, `aac`, `flac`, `wav` or `pcm` (16-bit little-endian mono at the rate in the `X-Sample-Rate` header) |
 | `speed` | {SPEED_MIN:g} to {SPEED_MAX:g}; the length scales as 1/speed |
 | `instructions` | accepted and ignored (this model takes no style prompt) |

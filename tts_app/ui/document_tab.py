@@ -97,7 +97,7 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
         raise UserError("The document is empty: paste some text or upload a file.")
     try:
         document = parse_document(text, bool(markdown))
-        voice, _label = resolve_voice(voice_mode, builtin, upload)
+        voice, _label = resolve_voice(voice_mode, builtin, upload, getattr(request, "session_hash", None))
     except (TextError, VoiceChoiceError) as exc:
         raise UserError(str(exc)) from exc
     speed_value, seed_value, strength_value = _settings_values(speed, seed, strength)

@@ -23,12 +23,14 @@ from tts_app.ui.history import Take, add_take
 from tts_app.ui.live_channel import LIVE_CHANNELS, LiveChannel, LiveChannelsFull
 from tts_app.ui.live_player import LIVE_IDLE, expected_gap_s, live_html
 from tts_app.ui.model_picker import check_model, model_label
+from tts_app.ui.owner import owner_of
 from tts_app.ui.run_figures import estimate_wait_s
 from tts_app.ui.run_files import RunFiles
 from tts_app.ui.run_model import Event, LineFailed, RunStep, SpeakRun, next_batch, pump
 from tts_app.ui.stream_pacer import prebuffer_for
 from tts_app.ui.text_lines import TextLimitError, parse_lines
 from tts_app.ui.user_error import UserError
+from tts_app.ui.visitor_lexicon import lexicon_for
 from tts_app.ui.voice_input import (
     MODE_BUILTIN,
     MODE_UPLOAD,
@@ -37,6 +39,7 @@ from tts_app.ui.voice_input import (
     is_saved_voice,
     reference_report,
     resolve_voice,
+    saved_profile,
     saved_voice_report,
 )
 from tts_app.voice_names import builtin_voice_path
@@ -134,13 +137,13 @@ def resolve_profile(voice: Any, text: str | None = None) -> Any:
 
 
 def _submit_all(
-    engine: Any, lines: Sequence[str], profile: Any, seed: int, speed: float, strength: float, normalize: bool
+    engine: Any, lines: Sequence[str], profile: Any, seed: int, speed: float, strength: float, normalize: bool,
+    owner: str | None = None,
 ) -> list[Any]:
     """Submit every line as one group: they enter the engine together (so they batch), or none does."""
     from tts_app.engine import EngineBusy, LineRejected
-    from tts_app.text import saved_lexicon
 
-    lexicon = saved_lexicon()  # the Pronunciation tab's words, read in every run
+    lexicon = lexicon_for(owner)  # the server's words and this visitor's own, read in every run
     try:
         return engine.submit_many(
             lines, voice=profile, seed=seed, speed=speed, voice_strength=strength, lexicon=lexicon, normalize=normalize
@@ -225,15 +228,15 @@ async def generate(
 async def _generate(
     form: SpeakForm, history: list[dict[str, Any]] | None, request: gr.Request, outputs: SpeakOutputs
 ) -> AsyncIterator[dict[Any, Any]]:
+    session = owner_of(request) or "anonymous"
     try:
         lines = parse_lines(form.text)
-        voice, voice_label = resolve_voice(form.voice_mode, form.builtin_voice, form.reference_clip)
+        voice, voice_label = resolve_voice(form.voice_mode, form.builtin_voice, form.reference_clip, session)
     except (TextLimitError, VoiceChoiceError) as exc:
         raise UserError(str(exc)) from exc
     speed_value, seed_value, strength_value = _settings_values(form.speed, form.seed, form.voice_strength)
     model_id = check_model(form.model)
     voice_text = form.voice_text if form.voice_mode == MODE_UPLOAD else None
-    session = request.session_hash or "anonymous"
     started = time.perf_counter()
 
     if not model_loaded(model_id):
@@ -246,7 +249,7 @@ async def _generate(
         yield {outputs.status: "**Analysing the reference…**"}
     profile = await asyncio.to_thread(resolve_profile, voice, voice_text)
     handles = await asyncio.to_thread(
-        _submit_all, engine, lines, profile, seed_value, speed_value, strength_value, form.normalize is not False
+        _submit_all, engine, lines, profile, seed_value, speed_value, strength_value, form.normalize is not False, session
     )
     ACTIVE_RUNS.add(session, handles)
     stats = engine.stats()
@@ -351,20 +354,18 @@ def _step_updates(
     return updates + ([last] if last else [])
 
 
-def cancel_session(session: str | None) -> int:
-    """Cancel every engine request of ``session`` (its page was closed); returns how many."""
-    return ACTIVE_RUNS.cancel(session) if session else 0
-
-
 def stop(request: gr.Request) -> str:
-    """Cancel the engine requests of this session's run."""
-    count = ACTIVE_RUNS.cancel(request.session_hash or "anonymous")
+    """Cancel the engine requests of this session's run (no other session's)."""
+    count = ACTIVE_RUNS.cancel(owner_of(request) or "anonymous")
     if count:
         return f"■ **Stopped:** cancelled {count} engine request{'s' if count != 1 else ''}."
     return "■ Nothing was running."
 
 
-def voice_report(voice_mode: str, builtin_voice: str | None, reference_clip: str | None, voice_text: str | None = None) -> str:
+def voice_report(
+    voice_mode: str, builtin_voice: str | None, reference_clip: str | None, voice_text: str | None = None,
+    request: gr.Request = None,  # type: ignore[assignment] - Gradio fills it in
+) -> str:
     """The reference report for the current voice choice; a bad clip gives a warning, never a trace.
 
     With a typed transcript of an uploaded clip, the report is the matched voice's (it names the transcript used).
@@ -372,8 +373,8 @@ def voice_report(voice_mode: str, builtin_voice: str | None, reference_clip: str
     if voice_mode == MODE_UPLOAD and not reference_clip:
         return "Upload a clip (wav, flac, mp3, ogg) or record one with the microphone."
     try:
-        if voice_mode == MODE_BUILTIN and is_saved_voice(builtin_voice):
-            return saved_voice_report(str(builtin_voice))
+        if voice_mode == MODE_BUILTIN and is_saved_voice(builtin_voice, owner_of(request)):
+            return saved_voice_report(str(builtin_voice), owner_of(request))
         clip = clip_for_report(voice_mode, builtin_voice, reference_clip)
         typed = (voice_text or "").strip()
         if voice_mode == MODE_UPLOAD and clip is not None and typed:
@@ -387,7 +388,10 @@ def voice_report(voice_mode: str, builtin_voice: str | None, reference_clip: str
         return f"⚠ **This reference clip cannot be used:** {exc}"
 
 
-def prepare_voice(voice_mode: str, builtin_voice: str | None, reference_clip: str | None, voice_text: str | None = None) -> None:
+def prepare_voice(
+    voice_mode: str, builtin_voice: str | None, reference_clip: str | None, voice_text: str | None = None,
+    request: gr.Request = None,  # type: ignore[assignment] - Gradio fills it in
+) -> None:
     """Analyse the chosen voice (an uploaded clip right after its report, a built-in one when picked)
     and build its full-strength plan, so Generate finds both ready (~1 s off the first audio).
 
@@ -397,7 +401,7 @@ def prepare_voice(voice_mode: str, builtin_voice: str | None, reference_clip: st
     if voice_mode == MODE_UPLOAD and not reference_clip:
         return
     try:
-        voice, _label = resolve_voice(voice_mode, builtin_voice, reference_clip)
+        voice, _label = resolve_voice(voice_mode, builtin_voice, reference_clip, owner_of(request))
         if voice is None:
             return
         profile = resolve_profile(voice, voice_text if voice_mode == MODE_UPLOAD else None)
@@ -407,15 +411,13 @@ def prepare_voice(voice_mode: str, builtin_voice: str | None, reference_clip: st
         pass  # already shown by the report; Generate raises it again
 
 
-def builtin_preview(name: str | None) -> Any:
+def builtin_preview(name: str | None, request: gr.Request = None) -> Any:  # type: ignore[assignment]
     """The clip of a built-in voice, or a saved voice's processed reference, for the preview player."""
     if not name:
         return None
-    if is_saved_voice(name):
-        from tts_app.voice import default_library
-
+    if is_saved_voice(name, owner_of(request)):
         try:
-            profile = default_library().load(name)
+            profile = saved_profile(name, owner_of(request))
         except ValueError:  # deleted meanwhile: nothing to preview
             return None
         return profile.sample_rate, profile.audio  # [T] float32

@@ -22,12 +22,12 @@ from tts_app.ui.loading_status import loading_status
 from tts_app.ui.model_picker import model_dropdown
 from tts_app.ui.model_picker import refresh as refresh_model
 from tts_app.ui.run_figures import FIGURE_HEADERS, FIGURE_TYPES
-from tts_app.ui.session_files import remove_session
+from tts_app.ui.owner import owner_of, page_closed, watch_session_ends
 from tts_app.ui.stream_encoder import tune_stream_encoder
 from tts_app.ui.text_lines import MAX_LINE_CHARS, MAX_LINES
 from tts_app.ui.user_error import quiet_input_validation
-from tts_app.ui.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin, is_saved_voice
-from tts_app.ui.voice_library import delete_voice, refresh_choices, save_voice, voice_choices
+from tts_app.ui.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin, is_own_voice, voice_choices
+from tts_app.ui.voice_library import delete_voice, refresh_ab_choices, refresh_choices, save_voice
 from tts_app.voice_names import builtin_voice_path
 
 # The Gradio queue holds up to QUEUE_MAX_SIZE events and runs up to CONCURRENCY at once, so
@@ -63,7 +63,7 @@ HEADER = (
 
 def _history_outputs(history: list[dict[str, Any]] | None, request: gr.Request) -> tuple[Any, Any]:
     rows = history_table(history)
-    archive = history_zip(history, request.session_hash)
+    archive = history_zip(history, owner_of(request))
     return rows, gr.update(value=archive, interactive=archive is not None)
 
 
@@ -74,9 +74,13 @@ def _select_take(history: list[dict[str, Any]] | None, event: gr.SelectData) -> 
 
 
 def _cleanup(request: gr.Request) -> None:
-    """The page is gone: its runs are cancelled in the engine (no one will hear them), its files removed."""
-    handlers.cancel_session(request.session_hash)
-    remove_session(request.session_hash)
+    """The page is gone: its runs are cancelled in the engine (no one will hear them), its files and voices removed."""
+    page_closed(owner_of(request))
+
+
+def _delete_visibility(name: str | None, request: gr.Request) -> Any:
+    """The delete button shows for the visitor's own saved voices only."""
+    return gr.update(visible=is_own_voice(name, owner_of(request)))
 
 
 def _mode_visibility(mode: str) -> tuple[Any, ...]:
@@ -125,7 +129,7 @@ def build_demo() -> gr.Blocks:
                                 )
                                 delete_btn = gr.Button(
                                     "Delete this saved voice", size="sm", variant="secondary",
-                                    visible=is_saved_voice(first_voice), elem_id="delete-voice-btn",
+                                    visible=False, elem_id="delete-voice-btn",
                                 )
                             preview = gr.Audio(
                                 value=str(builtin_voice_path(first_voice)) if first_voice else None,
@@ -194,6 +198,9 @@ def build_demo() -> gr.Blocks:
                             autoplay=True,
                             interactive=False,
                             visible=False,
+                            # No download: a stream's address carries the session hash (Gradio's HLS
+                            # route); the take downloads from "All lines, one file" instead.
+                            buttons=[],
                             elem_id="stream-player",
                         )
                         live = gr.HTML(LIVE_IDLE, label="Live stream", show_label=False, elem_id="live-player", padding=False)
@@ -282,7 +289,7 @@ def build_demo() -> gr.Blocks:
             _mode_visibility, voice_mode, [pick_row, preview, upload, save_row, voice_text], queue=False, api_visibility="private"
         )
         voice_mode.change(handlers.voice_report, voice_inputs, report, api_name="reference_report")
-        builtin.change(lambda name: gr.update(visible=is_saved_voice(name)), builtin, delete_btn, queue=False, api_visibility="private")
+        builtin.change(_delete_visibility, builtin, delete_btn, queue=False, api_visibility="private")
         builtin.change(handlers.builtin_preview, builtin, preview, api_visibility="private").then(
             handlers.voice_report, voice_inputs, report, api_visibility="private"
         ).then(handlers.prepare_voice, voice_inputs, None, show_progress="hidden", api_visibility="private")
@@ -302,7 +309,7 @@ def build_demo() -> gr.Blocks:
         save_btn.click(save_voice, [save_name, upload, voice_text], [library_status, voice_mode, builtin], api_visibility="private")
         voice_text.blur(handlers.voice_report, voice_inputs, report, api_visibility="private")
         delete_btn.click(delete_voice, builtin, [library_status, builtin], api_visibility="private")
-        ab_tab.select(lambda a, b: (refresh_choices(a, True), refresh_choices(b, True)), ab_voices, ab_voices, queue=False, api_visibility="private")
+        ab_tab.select(refresh_ab_choices, ab_voices, ab_voices, queue=False, api_visibility="private")
         stop_btn.click(handlers.stop, None, status, cancels=[run], api_name="stop")
         history.change(_history_outputs, history, [history_df, zip_btn], api_visibility="private")
         history_df.select(_select_take, history, take_player, api_visibility="private")
@@ -320,6 +327,7 @@ def build_demo() -> gr.Blocks:
         demo.load(loading_status, status, [status, load_timer], queue=False, api_visibility="private")
         load_timer.tick(loading_status, status, [status, load_timer], queue=False, api_visibility="private")
         demo.unload(_cleanup)
+        watch_session_ends()
 
     quiet_input_validation(demo)  # after every component exists
     demo.queue(max_size=QUEUE_MAX_SIZE, default_concurrency_limit=CONCURRENCY)

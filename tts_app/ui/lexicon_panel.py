@@ -1,7 +1,9 @@
-"""The pronunciation lexicon panel: edit the server's lexicon as a table, hear one entry before saving.
+"""The pronunciation lexicon panel: edit this visitor's own entries as a table, hear one before saving.
 
-Handlers only translate table rows into tts_app.text calls and raise gr.Error with the one-line
-reason; the lexicon itself (format, validation, storage) lives in tts_app/text/lexicon.py.
+A visitor's entries apply to their own runs only and are forgotten with their session
+(tts_app/ui/visitor_lexicon.py); the server's lexicon is the operator's (``python -m tts_app
+lexicon ...``). Handlers only translate table rows into tts_app.text calls and raise gr.Error
+with the one-line reason; the lexicon format and validation live in tts_app/text/lexicon.py.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from typing import Any
 import gradio as gr
 import numpy as np
 
-from tts_app.text import TextError, parse_lexicon, saved_lexicon
-from tts_app.text.lexicon import save_lexicon
+from tts_app.text import parse_lexicon
+from tts_app.ui.owner import owner_of
 from tts_app.ui.user_error import UserError
+from tts_app.ui.visitor_lexicon import VISITOR_LEXICONS
 
 logger = logging.getLogger(__name__)
 
@@ -33,9 +36,9 @@ def _rows_to_dict(rows: Any) -> dict[str, str]:
     return out
 
 
-def lexicon_rows() -> list[list[str]]:
-    """The saved lexicon as table rows (one empty row when there is none)."""
-    lex = saved_lexicon()
+def lexicon_rows(request: gr.Request = None) -> list[list[str]]:  # type: ignore[assignment]
+    """This visitor's entries as table rows (one empty row when there are none)."""
+    lex = VISITOR_LEXICONS.get(owner_of(request))
     rows = sorted(lex.to_json_dict().items()) if lex else []
     return [list(r) for r in rows] or [["", ""]]
 
@@ -46,18 +49,15 @@ def _id_map() -> Any:
     return get_engine().backend.model.config.phoneme_id_map
 
 
-def save_rows(rows: Any) -> str:
-    """Validate and save the table; gr.Error with the first problem."""
+def save_rows(rows: Any, request: gr.Request = None) -> str:  # type: ignore[assignment]
+    """Validate the table and keep it as this visitor's entries; gr.Error with the first problem."""
     try:
         lex = parse_lexicon(_rows_to_dict(rows))
         lex.check(_id_map())
-        path = save_lexicon(lex)
-    except TextError as exc:
+        VISITOR_LEXICONS.put(owner_of(request), lex)
+    except ValueError as exc:  # TextError is one; so are the caps
         raise UserError(str(exc)) from exc
-    except OSError as exc:
-        raise UserError(f"could not save the lexicon: {exc.strerror or exc}") from exc
-    logger.info("lexicon saved: %d entries at %s", len(lex), path)
-    return f"Saved {len(lex)} entries."
+    return f"Saved {len(lex)} entries (for your runs on this page; forgotten when you close it)."
 
 
 def say_it(word: str, pronunciation: str) -> tuple[int, np.ndarray]:
@@ -79,10 +79,11 @@ def say_it(word: str, pronunciation: str) -> tuple[int, np.ndarray]:
 def build_lexicon_panel() -> None:
     """Components and events of the panel; call inside a gr.Blocks (e.g. in a tab or an accordion)."""
     gr.Markdown(
-        "Words here are read your way in every request (UI and API). A pronunciation is a respelling "
-        "(`Nguyen` -> `win`) or IPA between slashes (`/ʃɪvˈɔːn/`)."
+        "Words here are read your way in your own runs on this page, until you close it (other visitors and "
+        "API callers are not affected). A pronunciation is a respelling (`Nguyen` -> `win`) or IPA between "
+        "slashes (`/ʃɪvˈɔːn/`)."
     )
-    table = gr.Dataframe(elem_id="lexicon-table", headers=HEADERS, datatype=["str", "str"], column_count=(2, "fixed"), value=lexicon_rows,
+    table = gr.Dataframe(elem_id="lexicon-table", headers=HEADERS, datatype=["str", "str"], column_count=(2, "fixed"), value=[["", ""]],
                          interactive=True, label="Lexicon")  # fmt: skip
     with gr.Row():
         word = gr.Textbox(label="Word", scale=2)

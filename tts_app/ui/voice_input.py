@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from tts_app.ui.visitor_voices import VISITOR_VOICES
 from tts_app.voice_names import builtin_voice_path, builtin_voices, voice_names
 
 logger = logging.getLogger(__name__)
@@ -31,11 +32,12 @@ def default_builtin() -> str | None:
     return names[0] if names else None
 
 
-def resolve_voice(mode: str | None, builtin: str | None, upload: str | None) -> tuple[Any, str]:
+def resolve_voice(mode: str | None, builtin: str | None, upload: str | None, owner: str | None = None) -> tuple[Any, str]:
     """The engine's ``voice`` argument for the page's controls, and a short label for history.
 
-    Built-in voices go to the engine by name (the engine's voice library caches their
-    profiles); an uploaded or recorded clip goes by path.
+    Built-in and operator voices go to the engine by name (the engine's voice library caches
+    their profiles); ``owner``'s own saved voices as their profile; an uploaded or recorded
+    clip by path.
     """
     if mode == MODE_DEFAULT:
         return None, "model's own voice"
@@ -50,14 +52,30 @@ def resolve_voice(mode: str | None, builtin: str | None, upload: str | None) -> 
         return str(path), f"upload: {path.name}"
     if not builtin:
         raise VoiceChoiceError("Pick a voice, or switch to the model's own voice.")
+    mine = VISITOR_VOICES.get(owner, builtin)
+    if mine is not None:
+        return mine, builtin
     if builtin not in voice_names():  # built-in and saved voices go by name
         raise VoiceChoiceError(f"unknown voice {builtin!r}; it may have been deleted: pick another")
     return builtin, builtin
 
 
-def is_saved_voice(name: str | None) -> bool:
-    """True for a saved voice's name (not a built-in one)."""
+def is_saved_voice(name: str | None, owner: str | None = None) -> bool:
+    """True for a saved voice's name (``owner``'s own, or the operator's; not a built-in one)."""
+    if VISITOR_VOICES.get(owner, name) is not None:
+        return True
     return bool(name) and name not in builtin_voices() and name in voice_names()
+
+
+def is_own_voice(name: str | None, owner: str | None) -> bool:
+    """True for a voice ``owner`` saved (the only ones the page may delete)."""
+    return VISITOR_VOICES.get(owner, name) is not None
+
+
+def voice_choices(owner: str | None = None) -> list[str]:
+    """Built-in voices, the operator's saved ones, then ``owner``'s own: what the voice lists offer."""
+    names = voice_names()
+    return names + [n for n in VISITOR_VOICES.names(owner) if n not in names]
 
 
 def clip_for_report(mode: str | None, builtin: str | None, upload: str | None) -> str | None:
@@ -69,11 +87,17 @@ def clip_for_report(mode: str | None, builtin: str | None, upload: str | None) -
     return None
 
 
-def saved_voice_report(name: str) -> str:
-    """Markdown describing a saved voice (its profile keeps the report of the clip it came from)."""
+def saved_profile(name: str, owner: str | None = None) -> Any:
+    """``owner``'s saved voice ``name``, else the operator's (VoiceError for an unknown name)."""
     from tts_app.voice import default_library
 
-    report = default_library().load(name).report
+    mine = VISITOR_VOICES.get(owner, name)
+    return mine if mine is not None else default_library().load(name)
+
+
+def saved_voice_report(name: str, owner: str | None = None) -> str:
+    """Markdown describing a saved voice (its profile keeps the report of the clip it came from)."""
+    report = saved_profile(name, owner).report
     return f"{'✓' if report.ok else '⚠'} **Saved voice {name}:** {report.summary()}"
 
 

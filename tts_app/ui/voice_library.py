@@ -1,4 +1,8 @@
-"""The page's side of the voice library: save the current reference clip under a name, delete, list."""
+"""The page's side of the voice library: save the current reference clip under a name, delete, list.
+
+A voice saved here is the visitor's own (tts_app/ui/visitor_voices.py): listed and usable in
+their session only. The server-wide library is the operator's, managed from the command line.
+"""
 
 from __future__ import annotations
 
@@ -8,70 +12,68 @@ from typing import Any
 
 import gradio as gr
 
-from tts_app.voice_names import DEFAULT_VOICE, builtin_voices, voice_names
+from tts_app.ui.owner import owner_of
+from tts_app.ui.visitor_voices import VISITOR_VOICES
+from tts_app.ui.voice_input import voice_choices
+from tts_app.voice_names import DEFAULT_VOICE
 
 logger = logging.getLogger(__name__)
 
-MAX_SAVED_VOICES = 200  # a public page must not let visitors fill the disk with profiles
+
+def _choices_update(value: str | None, owner: str | None) -> Any:
+    return gr.update(choices=voice_choices(owner), value=value)
 
 
-def voice_choices() -> list[str]:
-    """Built-in voices, then saved ones: what the Speak tab's voice list offers."""
-    return voice_names()
-
-
-def _choices_update(value: str | None) -> Any:
-    return gr.update(choices=voice_choices(), value=value)
-
-
-def save_voice(name: str | None, reference_clip: str | None, voice_text: str | None = None) -> tuple[str, Any, Any]:
-    """Analyse the uploaded clip and store its profile as ``name``; returns status, mode and voice-list updates."""
-    from tts_app.voice import default_library, resolve_voice
-    from tts_app.voice.library import check_name
+def save_voice(
+    name: str | None, reference_clip: str | None, voice_text: str | None = None, request: gr.Request = None  # type: ignore[assignment]
+) -> tuple[str, Any, Any]:
+    """Analyse the uploaded clip and keep its profile as this visitor's voice ``name``; returns status, mode and voice-list updates."""
+    from tts_app.voice import resolve_voice  # heavy: imported on first use
     from tts_app.ui.voice_input import MODE_BUILTIN
 
+    owner = owner_of(request)
     name = (name or "").strip()
     try:
-        check_name(name)
+        VISITOR_VOICES.check_new(owner, name)  # before the analysis: a refused name costs nothing
         if not reference_clip:
             raise ValueError("upload or record a reference clip first")
-        library = default_library()
-        if name in builtin_voices():
-            raise ValueError(f"{name!r} is a built-in voice; choose another name")
-        if name in library.saved_names():
-            raise ValueError(f"a voice named {name!r} already exists; delete it first or choose another name")
-        if len(library.saved_names()) >= MAX_SAVED_VOICES:
-            raise ValueError(f"the library is full ({MAX_SAVED_VOICES} saved voices); delete one first")
         profile = resolve_voice(str(Path(reference_clip)), text=(voice_text or "").strip() or None)
-        library.save(profile, name, overwrite=False)
+        VISITOR_VOICES.add(str(owner), name, profile.renamed(name) if profile.name != name else profile)
     except ValueError as exc:  # VoiceError is one: a one-line reason for the page
         gr.Warning(f"Not saved: {exc}")
         return f"⚠ **Not saved:** {exc}", gr.skip(), gr.skip()
-    logger.info("saved voice %r", name)
-    return f"✓ **Saved** the voice as **{name}**: pick it in the voice list (and as `voice` in the API).", MODE_BUILTIN, _choices_update(name)
+    logger.info("a visitor saved a voice")
+    return (
+        f"✓ **Saved** the voice as **{name}**: pick it in the voice list. It is yours alone and is forgotten "
+        "when you close this page.", MODE_BUILTIN, _choices_update(name, owner),
+    )
 
 
-def delete_voice(name: str | None) -> tuple[str, Any]:
-    """Delete the saved voice ``name`` (built-in voices stay); returns status and voice-list updates."""
-    from tts_app.voice import default_library
+def delete_voice(name: str | None, request: gr.Request = None) -> tuple[str, Any]:  # type: ignore[assignment]
+    """Delete this visitor's saved voice ``name`` (no other voice); returns status and voice-list updates."""
     from tts_app.ui.voice_input import default_builtin
 
+    owner = owner_of(request)
     try:
         if not name:
-            raise ValueError("pick a saved voice in the voice list first")
-        if name in builtin_voices():
-            raise ValueError(f"{name!r} is a built-in voice; only saved voices can be deleted")
-        default_library().delete(name)
+            raise ValueError("pick one of your saved voices in the voice list first")
+        VISITOR_VOICES.remove(owner, name)
     except ValueError as exc:
         gr.Warning(f"Not deleted: {exc}")
         return f"⚠ **Not deleted:** {exc}", gr.skip()
-    return f"✓ **Deleted** the saved voice **{name}**.", _choices_update(default_builtin())
+    return f"✓ **Deleted** your saved voice **{name}**.", _choices_update(default_builtin(), owner)
 
 
-def refresh_choices(current: str | None, with_default: bool = False) -> Any:
-    """The voice list as the library is now (another visitor may have saved or deleted one).
+def refresh_choices(current: str | None, request: gr.Request = None, with_default: bool = False) -> Any:  # type: ignore[assignment]
+    """The voice list as the library is now, with this visitor's own voices.
 
     ``with_default`` puts the model's own voice ("default") first, as the A/B tab lists it.
     """
-    names = [DEFAULT_VOICE, *voice_choices()] if with_default else voice_choices()
+    names = voice_choices(owner_of(request))
+    names = [DEFAULT_VOICE, *names] if with_default else names
     return gr.update(choices=names, value=current if current in names else (names[0] if names else None))
+
+
+def refresh_ab_choices(a: str | None, b: str | None, request: gr.Request = None) -> tuple[Any, Any]:  # type: ignore[assignment]
+    """Both A/B voice lists, with the model's own voice first."""
+    return refresh_choices(a, request, True), refresh_choices(b, request, True)
