@@ -78,13 +78,13 @@ def test_repeated_log_messages_are_counted_not_written(monkeypatch: pytest.Monke
     clock = _Clock()
     monkeypatch.setattr(log_throttle, "time", SimpleNamespace(monotonic=clock.monotonic))
     repeat_filter = log_throttle.RepeatFilter(limit=3, window_s=60)
-    records = [logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "accept failed: %s", (i,), None) for i in range(100)]
+    records = [logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "accept failed: %s", ("EMFILE",), None) for _ in range(100)]
     passed = [record for record in records if repeat_filter.filter(record)]
     assert len(passed) == 3
-    other = logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "another message", (), None)
-    assert repeat_filter.filter(other)  # a different message has its own count
+    for other in ("another message", "accept failed: ENFILE"):  # other text (the same template too) has its own count
+        assert repeat_filter.filter(logging.LogRecord("asyncio", logging.ERROR, __file__, 1, other, (), None))
     clock.now += 61
-    later = logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "accept failed: %s", (0,), None)
+    later = logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "accept failed: %s", ("EMFILE",), None)
     assert repeat_filter.filter(later)
     assert "97 identical messages left out" in later.getMessage()
 

@@ -27,7 +27,7 @@ class _Seen:
 
 
 class RepeatFilter(logging.Filter):
-    """At most ``limit`` records with the same logger, level, message template and exception type per ``window_s``."""
+    """At most ``limit`` records with the same logger, level, message text and exception type per ``window_s``."""
 
     def __init__(self, limit: int = DEFAULT_LIMIT, window_s: float = DEFAULT_WINDOW_S) -> None:
         super().__init__()
@@ -44,7 +44,11 @@ class RepeatFilter(logging.Filter):
         if self.limit <= 0:
             return True
         exc_type = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else None
-        key = (record.name, record.levelno, str(record.msg), exc_type)
+        try:
+            text = record.getMessage()  # identical text: the same template with other values is another message
+        except (TypeError, ValueError):
+            text = str(record.msg)  # arguments that do not fit: the handler reports that itself
+        key = (record.name, record.levelno, text, exc_type)
         now = time.monotonic()
         with self._lock:
             seen = self._seen.get(key)
