@@ -191,6 +191,7 @@ def test_multipart_bodies_to_event_routes_are_not_buffered(server: tuple[str, in
     for thread in threads:
         thread.join()
     grown_kb = _vm_kb(pid, "VmHWM") - before
+    _record(f"multipart_4x48MB_to_queue_join_peak_rss_growth_mb={grown_kb / 1024:.1f}")
     assert grown_kb < size / 4 / 1024, f"peak RSS grew {grown_kb / 1024:.0f} MB"
     assert not any(reply.startswith(b"HTTP/1.1 2") for reply in replies), replies  # refused (or reset once refused)
     assert _healthy(base)
@@ -315,10 +316,17 @@ def test_a_descriptor_flood_logs_a_few_lines_not_megabytes(server: tuple[str, in
     finally:
         _close_all(slow)
     logged = _log_since(log, start)
+    _record(f"descriptor_flood_log_bytes={len(logged)} accept_error_lines={logged.count(b'socket.accept() out of system resource')}")
     assert b"Too many open files" in logged, "the flood did not exhaust the descriptors: the test proves nothing"
     assert logged.count(b"socket.accept() out of system resource") <= 5, len(logged)
     assert len(logged) < 200_000
     assert _healthy(base)
+
+
+def _record(line: str) -> None:
+    """A measured figure, appended to tests/artifacts/security_http_figures.txt (ignored by git)."""
+    with (Path(__file__).parent / "artifacts" / "security_http_figures.txt").open("a") as handle:
+        handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
 
 
 def _log_since(log: Path, offset: int) -> bytes:
