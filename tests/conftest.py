@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -67,11 +67,13 @@ def artifacts_dir() -> Path:
 
 @contextmanager
 def serve_app(
-    log_path: Path, extra_env: dict[str, str] | None = None, args: tuple[str, ...] = ()
+    log_path: Path, extra_env: dict[str, str] | None = None, args: tuple[str, ...] = (),
+    preexec_fn: Callable[[], None] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """``python app.py [args]`` on 127.0.0.1 and a free port until the block ends; yields its base URL and process.
 
-    ``extra_env`` overrides the server's environment (e.g. a PATH without ffmpeg).
+    ``extra_env`` overrides the server's environment (e.g. a PATH without ffmpeg); ``preexec_fn``
+    runs in the child before app.py (e.g. to lower its resource limits).
     """
     port = _free_port()
     env = dict(os.environ)
@@ -79,7 +81,8 @@ def serve_app(
     env.update(extra_env or {})
     env.pop("PORT", None)
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "app.py", *args], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen([sys.executable, "app.py", *args], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   preexec_fn=preexec_fn)
         base = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + SERVER_START_TIMEOUT_S

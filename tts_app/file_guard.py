@@ -18,6 +18,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tts_app.request_guard import UPLOAD_PATHS
 from tts_app.upload_paths import REFUSED_MESSAGE, UploadPathError, check_upload_path
 
 logger = logging.getLogger(__name__)
@@ -65,9 +66,10 @@ class FileDataGuard:
             return False
         if not scope["path"].startswith(GRADIO_PREFIX):
             return False
-        # Uploads (multipart) are where files legitimately come in; Gradio writes them to its folder.
-        content_type = dict(scope["headers"]).get(b"content-type", b"")
-        return not content_type.lower().startswith(b"multipart/")
+        # Upload routes are where files legitimately come in (Gradio writes them to its folder; the
+        # request guard caps them). Every other body is checked whatever its Content-Type claims:
+        # a multipart or duplicated header must not carry a JSON event past this check.
+        return scope["path"] not in UPLOAD_PATHS
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self._guarded(scope):

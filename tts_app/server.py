@@ -12,18 +12,25 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response
 
 from tts_app.api.captioned_speech import router as captioned_router
+from tts_app.api.documents import DOCUMENT_BODY_BYTES
 from tts_app.api.documents import router as documents_router
 from tts_app.api.live import router as live_router
 from tts_app.api.openai_speech import router as openai_router
+from tts_app.connection_guard import ConnectionLimits, guarded_protocol, raise_open_file_limit
+from tts_app.cors import ApiCors, cors_origins
 from tts_app.ffmpeg_path import ensure_ffmpeg_on_path
 from tts_app.file_guard import FileDataGuard
+from tts_app.log_throttle import throttle_repeated_logs
 from tts_app.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, requests_seen
 from tts_app.model_engines import close_model_engines
 from tts_app.output_store import output_store
+from tts_app.request_guard import RequestGuard, RequestLimits
 from tts_app.session_sweeper import HeartbeatTracker, start_session_sweeper
 from tts_app.shared_engine import close_engine, engine_loaded, get_engine
 from tts_app.shutdown import StoppingServer, on_stop
 from tts_app.ui.theme import APP_CSS, APP_HEAD, app_theme
+from tts_app.upload_paths import upload_root
+from tts_app.upload_quota import UploadQuota
 from tts_app.voice.library import BUILTIN_VOICES_DIR
 
 logger = logging.getLogger(__name__)
@@ -83,6 +90,10 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     app.add_middleware(FileDataGuard)
     app.add_middleware(RequestCounter)
     app.add_middleware(HeartbeatTracker)
+    app.add_middleware(ApiCors, origins=cors_origins())  # no origins: /v1 preflights refused (not Gradio's localhost rule)
+    # Outermost: headers, content types, body caps and the upload quota before anything reads a byte.
+    limits = RequestLimits.from_env({"/v1/documents": DOCUMENT_BODY_BYTES})
+    app.add_middleware(RequestGuard, limits=limits, quota=UploadQuota.from_env(upload_root))
     for route in app.routes:
         stop_event = getattr(getattr(route, "app", None), "stop_event", None)
         if stop_event is not None:
@@ -122,6 +133,7 @@ def launch(demo: gr.Blocks) -> None:
     """Serve ``demo`` and the API on the environment's host and port until interrupted."""
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     limit_arenas()
+    raise_open_file_limit()  # the soft limit is often 1,024: a busy page server needs more sockets
     ensure_ffmpeg_on_path()  # streamed audio needs ffmpeg: the wheel's (faster start), else the system's
     host, port = server_address()
     app = create_app(demo, host=host, port=port)
@@ -131,7 +143,9 @@ def launch(demo: gr.Blocks) -> None:
     threading.Thread(target=_warm_engine, name="engine-warmup", daemon=True).start()
     logger.info("serving on http://%s:%d (OpenAI API at /v1/audio/speech)", host, port)
     try:
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+                                http=guarded_protocol(ConnectionLimits.from_env()))
+        throttle_repeated_logs()  # after uvicorn's logging set-up: its handlers get the filter too
         StoppingServer(config).run()
     finally:
         close_model_engines()

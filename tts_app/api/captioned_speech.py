@@ -22,6 +22,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from tts_app.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json_body, replies
 from tts_app.api.openai_speech import SpeechRequest, Submitted, open_audio_encoder, submit_speech, until_shutdown, whole_encoded, whole_result
 from tts_app.captions import as_json, to_srt, to_vtt
 
@@ -43,7 +44,11 @@ def _line(data: bytes, fmt: str, sample_rate: int, words: list) -> dict[str, Any
     return {"audio": base64.b64encode(data).decode("ascii"), "audio_format": fmt, "sample_rate": sample_rate, "words": as_json(words)}
 
 
-@router.post("/v1/audio/speech/captioned", response_model=None)
+_REPLIES = {"application/json": JSON_OBJECT, "application/x-ndjson": BINARY, "application/x-subrip": BINARY, "text/vtt": BINARY}
+
+
+@router.post("/v1/audio/speech/captioned", response_model=None, openapi_extra=json_body(CaptionedSpeechRequest),
+             responses=replies(200, _REPLIES, *GUARD_ERRORS, 499, 500, 503))
 async def create_captioned_speech(request: Request) -> Response:
     """Speech plus word timings (JSON, or NDJSON when streaming), or SRT/WebVTT subtitles."""
     submitted = await submit_speech(request, CaptionedSpeechRequest)

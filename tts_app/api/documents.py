@@ -21,6 +21,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from tts_app.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json_body, replies
 from tts_app.api.openai_speech import api_voice, error_response, read_body
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.text.document import MAX_DOCUMENT_CHARS
@@ -59,7 +60,8 @@ def _not_found() -> JSONResponse:
     return error_response(404, "no such document job (finished jobs are kept for an hour)", param="id", code="not_found")
 
 
-@router.post("/v1/documents", status_code=202, response_model=None)
+@router.post("/v1/documents", status_code=202, response_model=None, openapi_extra=json_body(DocumentRequest),
+             responses=replies(202, {"application/json": JSON_OBJECT}, *GUARD_ERRORS, 429, 500, 503))
 async def start_document(request: Request) -> Response:
     """Start reading a document; returns its id and progress at once."""
     body = await read_body(request, DocumentRequest, DOCUMENT_BODY_BYTES)
@@ -90,7 +92,7 @@ async def start_document(request: Request) -> Response:
     return JSONResponse(job.progress(), status_code=202)
 
 
-@router.get("/v1/documents/{job_id}", response_model=None)
+@router.get("/v1/documents/{job_id}", response_model=None, responses=replies(200, {"application/json": JSON_OBJECT}, 404))
 async def document_progress(job_id: str) -> Response:
     from tts_app.documents import document_jobs
 
@@ -102,7 +104,7 @@ async def document_progress(job_id: str) -> Response:
     return JSONResponse(progress, headers={"Cache-Control": "no-store"})
 
 
-@router.delete("/v1/documents/{job_id}", response_model=None)
+@router.delete("/v1/documents/{job_id}", response_model=None, responses=replies(200, {"application/json": JSON_OBJECT}, 404))
 async def stop_document(job_id: str) -> Response:
     from tts_app.documents import document_jobs
 
@@ -113,7 +115,8 @@ async def stop_document(job_id: str) -> Response:
     return JSONResponse(job.progress())
 
 
-@router.get("/v1/documents/{job_id}/{name}", response_model=None)
+@router.get("/v1/documents/{job_id}/{name}", response_model=None,
+            responses=replies(200, {media: BINARY for _kind, media in FILES.values()}, 404, 409))
 async def document_file(job_id: str, name: str) -> Response:
     """A job's file; ``audio.wav`` streams while the job runs."""
     from tts_app.documents import document_jobs

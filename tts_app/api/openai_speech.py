@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tts_app.api.audio_formats import DEFAULT_FORMAT, FORMATS, Encoder, EncoderBusy, EncoderUnavailable, open_encoder
 from tts_app.api.disconnect import ClientGone, until_disconnect
 from tts_app.api.limits import MAX_BODY_BYTES, BodyError, read_json_body
+from tts_app.api.openapi_docs import BINARY, GUARD_ERRORS, json_body, replies
 from tts_app.api.voice_aliases import VoiceAliasError, api_voice_names, resolve_voice
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.shutdown import shutting_down
@@ -222,7 +223,8 @@ def open_audio_encoder(fmt: str, submitted: Submitted) -> Encoder | JSONResponse
         return error_response(400, str(exc), param="response_format", code="unsupported_format")
 
 
-@router.post("/v1/audio/speech", response_model=None)
+@router.post("/v1/audio/speech", response_model=None, openapi_extra=json_body(SpeechRequest),
+             responses=replies(200, {f.media_type: BINARY for f in FORMATS.values()}, *GUARD_ERRORS, 499, 500, 503))
 async def create_speech(request: Request) -> Response:
     """Synthesize ``input`` and stream it back as mp3 (default), opus, aac, flac, wav or pcm.
 
