@@ -38,12 +38,20 @@ def _fmt_s(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def _time_left(p: dict[str, Any]) -> str:
+    if p["status"] != "running":
+        return "—"
+    return "estimating…" if p["time_left_s"] is None else _fmt_s(p["time_left_s"])
+
+
 def progress_html(p: dict[str, Any], queue_position: int = 0) -> str:
     """The progress box: a bar, chapters and pieces done, audio so far, time left, the files."""
     done, total = p["pieces_done"], max(p["pieces"], 1)
     status = p["status"]
     if status == "queued":
         head = f"Waiting for a free reader ({queue_position} ahead)" if queue_position else "Waiting for a free reader"
+    elif status == "running" and p["pieces_done"] >= p["pieces"]:
+        head = "Writing the files (WAV, M4B, MP3, captions)…"
     elif status == "running":
         head = f"Reading chapter {p['chapters_started']} of {p['chapters']}: {html.escape(p['chapter'])}"
     else:
@@ -53,7 +61,7 @@ def progress_html(p: dict[str, Any], queue_position: int = 0) -> str:
         f"<b>{head}</b>",
         f'<progress value="{done}" max="{total}"></progress>',
         f"<div>{done} of {p['pieces']} pieces · {p['chars_done']:,} of {p['chars']:,} characters · "
-        f"{_fmt_s(p['audio_s'])} of audio · time left {_fmt_s(p['time_left_s']) if status == 'running' else '—'}</div>",
+        f"{_fmt_s(p['audio_s'])} of audio · time left {_time_left(p)}</div>",
     ]
     if p.get("error"):
         lines.append(f"<div>{html.escape(p['error'])}</div>")
