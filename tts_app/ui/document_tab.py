@@ -52,6 +52,8 @@ def progress_html(p: dict[str, Any], queue_position: int = 0) -> str:
         head = f"Waiting for a free reader ({queue_position} ahead)" if queue_position else "Waiting for a free reader"
     elif status == "running" and p["pieces_done"] >= p["pieces"]:
         head = "Writing the files (WAV, M4B, MP3, captions)…"
+    elif status == "running" and not p["chapters_started"]:
+        head = "Starting…"
     elif status == "running":
         head = f"Reading chapter {p['chapters_started']} of {p['chapters']}: {html.escape(p['chapter'])}"
     else:
@@ -157,8 +159,9 @@ def build_document_tab(speak_inputs: list[Any]) -> tuple[gr.State, gr.HTML, gr.T
         with gr.Column(scale=5, min_width=300):
             text = gr.Textbox(label="Document", lines=12, max_lines=24, max_length=200_000, elem_id="document-text")
             with gr.Row(equal_height=True):
+                # No fixed height: at 120 px the upload icon sat half under the label.
                 upload = gr.File(label="…or upload .txt / .md", file_types=[".txt", ".md"], type="filepath",
-                                 height=120, elem_id="document-upload")  # fmt: skip
+                                 elem_id="document-upload")  # fmt: skip
                 with gr.Column(min_width=160):
                     title = gr.Textbox(label="Title", value="Document", max_length=200, elem_id="document-title")
                     markdown = gr.Checkbox(value=True, label="Markdown (headings are chapters)", elem_id="document-markdown")
@@ -169,7 +172,10 @@ def build_document_tab(speak_inputs: list[Any]) -> tuple[gr.State, gr.HTML, gr.T
             box = gr.HTML(IDLE, elem_id="document-progress")
     timer = gr.Timer(POLL_S, active=False)
     upload.change(load_file, upload, text, api_visibility="private")
-    read_btn.click(start, [text, markdown, title, *speak_inputs], [job_id, box, timer], api_name="read_document")
+    # show_progress="hidden" everywhere: the box is its own progress; Gradio's queue text
+    # ("processing | 0.3/4.6s") flickered inside it on every event.
+    read_btn.click(start, [text, markdown, title, *speak_inputs], [job_id, box, timer], api_name="read_document",
+                   show_progress="hidden")  # fmt: skip
     timer.tick(poll, job_id, [box, timer], show_progress="hidden", api_visibility="private")
-    stop_btn.click(stop, job_id, [box, timer], api_name="stop_document")
+    stop_btn.click(stop, job_id, [box, timer], api_name="stop_document", show_progress="hidden")
     return job_id, box, timer

@@ -299,7 +299,7 @@ def build_demo() -> gr.Blocks:
         )
         save_btn.click(save_voice, [save_name, upload, voice_text], [library_status, voice_mode, builtin], api_visibility="private")
         voice_text.blur(handlers.voice_report, voice_inputs, report, api_visibility="private")
-        delete_btn.click(delete_voice, builtin, [library_status, builtin], api_visibility="private")
+        delete_btn.click(delete_voice, [builtin, save_name], [library_status, builtin, save_name], api_visibility="private")
         ab_tab.select(lambda a, b: (refresh_choices(a, True), refresh_choices(b, True)), ab_voices, ab_voices, queue=False, api_visibility="private")
         stop_btn.click(handlers.stop, None, status, cancels=[run], api_name="stop")
         history.change(_history_outputs, history, [history_df, zip_btn], api_visibility="private")
@@ -313,7 +313,7 @@ def build_demo() -> gr.Blocks:
             lambda *current: tuple(refresh_model(value) for value in current),
             [model, *ab_models], [model, *ab_models], queue=False, api_visibility="private",
         )
-        demo.load(resume_document, None, [doc_job, doc_box, doc_timer, tabs], api_visibility="private")
+        demo.load(resume_document, None, [doc_job, doc_box, doc_timer, tabs], show_progress="hidden", api_visibility="private")
         demo.unload(_cleanup)
 
     quiet_input_validation(demo)  # after every component exists

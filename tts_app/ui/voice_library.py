@@ -51,8 +51,9 @@ def save_voice(name: str | None, reference_clip: str | None, voice_text: str | N
     return f"✓ **Saved** the voice as **{name}**: pick it in the voice list (and as `voice` in the API).", MODE_BUILTIN, _choices_update(name)
 
 
-def delete_voice(name: str | None) -> tuple[str, Any]:
-    """Delete the saved voice ``name`` (built-in voices stay); returns status and voice-list updates."""
+def delete_voice(name: str | None, save_as: str | None = None) -> tuple[str, Any, Any]:
+    """Delete the saved voice ``name`` (built-in voices stay); returns status, voice-list and
+    "Save this voice as…" box updates (the box is emptied when it holds the deleted name)."""
     from tts_app.voice import default_library
     from tts_app.ui.voice_input import default_builtin
 
@@ -64,8 +65,9 @@ def delete_voice(name: str | None) -> tuple[str, Any]:
         default_library().delete(name)
     except ValueError as exc:
         gr.Warning(f"Not deleted: {exc}")
-        return f"⚠ **Not deleted:** {exc}", gr.skip()
-    return f"✓ **Deleted** the saved voice **{name}**.", _choices_update(default_builtin())
+        return f"⚠ **Not deleted:** {exc}", gr.skip(), gr.skip()
+    box = "" if (save_as or "").strip() == name else gr.skip()
+    return f"✓ **Deleted** the saved voice **{name}**.", _choices_update(default_builtin()), box
 
 
 def refresh_choices(current: str | None, with_default: bool = False) -> Any:
