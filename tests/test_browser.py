@@ -384,7 +384,7 @@ def test_refused_runs_leave_the_page_readable(server: str, browser: Any, artifac
     page.click("#generate-btn")
     _wait_status(page, "Done")
     page.wait_for_selector("#full-player a[download]", timeout=30_000)
-    page.wait_for_selector("#run-figures tbody tr", timeout=30_000)
+    page.wait_for_selector("#run-figures tbody tr", state="attached", timeout=30_000)
 
     page.locator("#text-input textarea").fill("")
     _expect_refusal(page, "Enter some text")
@@ -479,6 +479,8 @@ def test_save_list_and_delete_a_voice(server: str, browser: Any, artifacts_dir: 
     )
     assert "browser_test_voice" not in httpx.get(server + "/v1/audio/voices", timeout=10).json()["voices"]
     assert "browser_test_voice" not in _voice_choices(page, "builtin-voice")
+    page.locator("#voice-mode input[value='Upload or record']").check()  # the save box shows again
+    name_box.wait_for(state="visible", timeout=10_000)
     assert name_box.input_value() == ""  # the deleted name is not offered for saving again
     page.close()
     # The saved voice's preview went out as 16-bit samples: Gradio converted float32 with a warning each time.
