@@ -55,7 +55,7 @@ class AudioFormat:
 FORMATS: dict[str, AudioFormat] = {
     f.name: f
     for f in (
-        # CBR at 64 kbit/s for 16-24 kHz (128 for 32-48 kHz): compression level 0.6 of libsndfile's range
+        # CBR: 64 kbit/s at 16-24 kHz, 160 at 44.1-48 kHz (libsndfile's compression level 0.6)
         AudioFormat("mp3", "audio/mpeg", soundfile_format=("MP3", "MPEG_LAYER_III"),
                     stream_options=(("bitrate_mode", "CONSTANT"), ("compression_level", 0.6))),  # fmt: skip
         AudioFormat("opus", "audio/opus", ffmpeg_args=("-c:a", "libopus", "-b:a", "48k", "-f", "ogg", "-page_duration", "100000"),
