@@ -21,6 +21,7 @@ What is compared:
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -41,11 +42,27 @@ WAV_ATOL = 1e-4
 STREAM_REL_RMS = 0.35
 
 
+def _install_command() -> tuple[list[str], dict[str, str]]:
+    """scripts/install_chatterbox.sh for the interpreter running these tests (else it installs into
+    whatever ``python`` is first on PATH, and the import below still fails)."""
+    return ["bash", str(REPO / "scripts" / "install_chatterbox.sh")], {**os.environ, "PYTHON": sys.executable}
+
+
+def test_the_install_script_installs_into_this_interpreter() -> None:
+    command, env = _install_command()
+    assert env["PYTHON"] == sys.executable
+    # The script's own choice of interpreter, read the way it reads it.
+    script = (REPO / "scripts" / "install_chatterbox.sh").read_text()
+    assert 'python="${PYTHON:-python}"' in script and '"$python" -m pip' in script
+    assert command[-1].endswith("install_chatterbox.sh")
+
+
 def _official_modules() -> None:
     try:
         import chatterbox.tts  # noqa: F401
     except ImportError:
-        done = subprocess.run(["bash", str(REPO / "scripts" / "install_chatterbox.sh")], capture_output=True, text=True,
+        command, env = _install_command()
+        done = subprocess.run(command, capture_output=True, text=True, env=env,
                               timeout=30 * 60, cwd=REPO, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             unavailable("chatterbox-tts", f"scripts/install_chatterbox.sh failed: {done.stderr.strip()[-500:]}")

@@ -34,7 +34,7 @@ def _wait_idle(base: str, cancelled_at_least: int = 0, timeout_s: float = 60.0) 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_client_that_leaves_cancels_its_request(app_server: str, stream: bool) -> None:
     before = _wait_idle(app_server)
-    body = {"input": LONG_TEXT, "stream": stream}
+    body = {"model": "tts-1", "input": LONG_TEXT, "stream": stream}
     for _ in range(3):
         if stream:
             with httpx.stream("POST", f"{app_server}/v1/audio/speech", json=body, timeout=120) as reply:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import shutil
 import subprocess
 import time
 import wave
@@ -48,7 +49,7 @@ def http(app_server: str):
 @pytest.fixture(scope="module")
 def pcm_seconds(http: httpx.Client) -> float:
     """The length of TEXT as raw PCM: the reference every format's decoded length is held to."""
-    response = http.post("/v1/audio/speech", json={"input": TEXT, "response_format": "pcm"})
+    response = http.post("/v1/audio/speech", json={"model": "tts-1", "input": TEXT, "response_format": "pcm"})
     assert response.status_code == 200, response.text
     return len(response.content) / 2 / int(response.headers["x-sample-rate"])
 
@@ -68,7 +69,7 @@ def decoded_seconds(data: bytes, rate: int = 22050) -> float:
 
 
 def speech(http: httpx.Client, **body: object) -> httpx.Response:
-    response = http.post("/v1/audio/speech", json={"input": TEXT, **body})
+    response = http.post("/v1/audio/speech", json={"model": "tts-1", "input": TEXT, **body})
     assert response.status_code == 200, response.text
     return response
 
@@ -147,7 +148,7 @@ def test_a_broken_alias_file_is_a_one_line_server_error(tmp_path, monkeypatch: p
     monkeypatch.setenv(ALIASES_ENV, str(path))
     app = FastAPI()
     app.include_router(router)
-    response = TestClient(app).post("/v1/audio/speech", json={"input": "Hi.", "voice": "alloy"})
+    response = TestClient(app).post("/v1/audio/speech", json={"model": "tts-1", "input": "Hi.", "voice": "alloy"})
     assert response.status_code == 500
     error = response.json()["error"]
     assert error["code"] == "voice_aliases_invalid" and "\n" not in error["message"]
@@ -158,7 +159,7 @@ def test_a_broken_alias_file_is_a_one_line_server_error(tmp_path, monkeypatch: p
     [({"response_format": "ogg"}, "response_format"), ({"voice": "nonesuch"}, "voice"), ({"speed": SPEED_MAX + 0.5}, "speed")],
 )
 def test_bad_format_voice_or_speed_is_a_one_line_400(http: httpx.Client, body: dict, param: str) -> None:
-    response = http.post("/v1/audio/speech", json={"input": "Hi.", **body})
+    response = http.post("/v1/audio/speech", json={"model": "tts-1", "input": "Hi.", **body})
     assert response.status_code == 400
     assert response.headers["content-type"] == "application/json"
     error = response.json()["error"]
@@ -206,7 +207,7 @@ def test_speed_scales_clause_pauses_too(http: httpx.Client) -> None:
 
 def test_streams_hung_up_early_give_their_ffmpeg_back(http: httpx.Client) -> None:
     """More hang-ups than ffmpeg slots: a leaked slot or process would turn the last request into a 503."""
-    body = {"input": SPEED_TEXT + " " + TEXT, "response_format": "aac"}
+    body = {"model": "tts-1", "input": SPEED_TEXT + " " + TEXT, "response_format": "aac"}
 
     def post_until_served(read_all: bool, seen_running: list[bool] | None = None) -> bytes:
         deadline = time.monotonic() + 30
@@ -308,3 +309,73 @@ def test_openai_client_sees_a_bad_voice_as_bad_request(openai_client) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         openai_client.audio.speech.create(model="tts-1", voice="nonesuch", input="Hi.")
     assert "unknown voice" in str(caught.value)
+
+
+# --- what a client that only writes the body to a file gets ----------------------------------
+
+# Long enough for many MP3 frames: variable-bitrate frames without totals made soundfile stop at 84 %.
+LONG_TEXT = SPEED_TEXT + " " + TEXT + " " + SPEED_TEXT
+# The formats libsndfile reads (soundfile 0.13 / libsndfile 1.2: Ogg Opus too; ADTS AAC and raw PCM not).
+SOUNDFILE_READS = {"mp3", "opus", "flac", "wav"}
+
+
+@pytest.fixture(scope="module")
+def long_pcm_seconds(http: httpx.Client) -> float:
+    response = speech(http, input=LONG_TEXT, response_format="pcm")
+    return len(response.content) / 2 / int(response.headers["x-sample-rate"])
+
+
+def mpg123_seconds(path: Path) -> float:
+    """Decode with mpg123 (libmpg123, as soundfile, Firefox and many players use it); its errors fail the test."""
+    exe = shutil.which("mpg123")
+    assert exe, "mpg123 is needed (apt-get install mpg123)"
+    result = subprocess.run([exe, "-q", "-s", "-m", "-r", "22050", str(path)], capture_output=True, timeout=60)
+    assert result.returncode == 0 and not result.stderr.strip(), result.stderr.decode()
+    return len(result.stdout) / 2 / 22050
+
+
+@pytest.mark.parametrize("fmt", [None, "mp3", "opus", "aac", "flac", "wav", "pcm"])
+def test_openai_client_default_file_reads_at_full_length_everywhere(
+    openai_client, long_pcm_seconds: float, tmp_path: Path, fmt: str | None
+) -> None:
+    """``speech.create(...).write_to_file`` with the client's defaults (a streamed body): every decoder
+    gets the whole length, including those that size the file from its first header."""
+    extra = {"response_format": fmt} if fmt else {}
+    path = tmp_path / f"speech.{fmt or 'mp3'}"
+    openai_client.audio.speech.create(model="tts-1", voice="alloy", input=LONG_TEXT, **extra).write_to_file(path)
+    fmt = fmt or "mp3"
+    low, high = long_pcm_seconds - 0.005, long_pcm_seconds + SLACK_S.get(fmt, 0.0) + 0.005
+    if fmt == "pcm":
+        assert path.stat().st_size / 2 / 22050 == pytest.approx(long_pcm_seconds, abs=1e-6)
+        return
+    assert low <= decoded_seconds(path.read_bytes()) <= high, "ffmpeg"
+    if fmt in SOUNDFILE_READS:
+        audio, rate = sf.read(path)
+        assert low <= len(audio) / rate <= high, "soundfile"
+    if fmt == "mp3":
+        assert low <= mpg123_seconds(path) <= high, "mpg123"
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+@pytest.mark.parametrize("fmt", ["mp3", "opus", "aac", "flac", "wav", "pcm"])
+def test_sample_rate_header_is_the_rate_the_body_decodes_at(http: httpx.Client, tmp_path: Path, fmt: str, stream: bool) -> None:
+    response = speech(http, response_format=fmt, stream=stream)
+    stated = int(response.headers["x-sample-rate"])
+    if fmt == "pcm":
+        assert stated == 22050
+        return
+    exe = ffmpeg_exe()
+    assert exe
+    wav = tmp_path / "decoded.wav"  # decoded at the stream's own rate (no -ar)
+    subprocess.run([exe, "-v", "error", "-i", "pipe:0", str(wav)], input=response.content, check=True, timeout=60)
+    assert stated == sf.info(wav).samplerate
+    if fmt == "opus":
+        assert stated == 48000
+
+
+def test_a_body_without_model_is_a_one_line_400(http: httpx.Client) -> None:
+    response = http.post("/v1/audio/speech", json={"input": "Hi.", "voice": "alloy"})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["param"] == "model" and error["type"] == "invalid_request_error"
+    assert "model" in error["message"] and "\n" not in error["message"]

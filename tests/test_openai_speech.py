@@ -55,7 +55,7 @@ def test_streamed_body_arrives_in_pieces_before_the_end(http: httpx.Client) -> N
 
 
 def test_streamed_wav_header_declares_unknown_length(http: httpx.Client) -> None:
-    with http.stream("POST", "/v1/audio/speech", json={"input": "Streaming wav.", "response_format": "wav"}) as response:
+    with http.stream("POST", "/v1/audio/speech", json={"model": "tts-1", "input": "Streaming wav.", "response_format": "wav"}) as response:
         assert response.status_code == 200
         data = response.read()
     assert data[:4] == b"RIFF" and data[8:12] == b"WAVE"
@@ -64,7 +64,7 @@ def test_streamed_wav_header_declares_unknown_length(http: httpx.Client) -> None
 
 
 def test_non_streamed_wav_has_exact_sizes(http: httpx.Client) -> None:
-    response = http.post("/v1/audio/speech", json={"input": "Exact sizes.", "stream": False, "response_format": "wav"})
+    response = http.post("/v1/audio/speech", json={"model": "tts-1", "input": "Exact sizes.", "stream": False, "response_format": "wav"})
     assert response.status_code == 200
     data = response.content
     assert struct.unpack("<I", data[40:44])[0] == len(data) - 44
@@ -73,7 +73,7 @@ def test_non_streamed_wav_has_exact_sizes(http: httpx.Client) -> None:
 def test_a_builtin_voice_by_name(http: httpx.Client) -> None:
     voices = http.get("/v1/audio/voices").json()["voices"]
     assert "default" in voices and "lj_female_us" in voices
-    response = http.post("/v1/audio/speech", json={"input": "A built-in voice.", "voice": "lj_female_us", "response_format": "wav"})
+    response = http.post("/v1/audio/speech", json={"model": "tts-1", "input": "A built-in voice.", "voice": "lj_female_us", "response_format": "wav"})
     assert response.status_code == 200, response.text
     audio, _ = sf.read(io.BytesIO(response.content), dtype="float32")
     assert len(audio) > 5000
@@ -81,7 +81,7 @@ def test_a_builtin_voice_by_name(http: httpx.Client) -> None:
 
 def test_speed_changes_the_length(http: httpx.Client) -> None:
     def seconds(speed: float) -> float:
-        body = {"input": "One two three four five six seven.", "speed": speed, "response_format": "pcm"}
+        body = {"model": "tts-1", "input": "One two three four five six seven.", "speed": speed, "response_format": "pcm"}
         response = http.post("/v1/audio/speech", json=body)
         assert response.status_code == 200
         return len(response.content) / 2 / int(response.headers["x-sample-rate"])
@@ -97,16 +97,17 @@ def test_models_list(http: httpx.Client) -> None:
 @pytest.mark.parametrize(
     ("body", "param", "fragment"),
     [
-        ({"voice": "default"}, "input", "required"),
-        ({"input": ""}, "input", "input"),
-        ({"input": "   "}, "input", "empty"),
-        ({"input": "x" * 4097}, "input", "4096"),
-        ({"input": "Hi.", "response_format": "ogg"}, "response_format", "mp3, opus, aac, flac, wav, pcm"),
-        ({"input": "Hi.", "voice": "nonesuch"}, "voice", "unknown voice"),
-        ({"input": "Hi.", "stream_format": "sse"}, "stream_format", "audio"),
-        ({"input": "Hi.", "speed": 9}, "speed", "speed"),
+        ({"model": "tts-1", "voice": "default"}, "input", "required"),
+        ({"input": "Hi.", "voice": "default"}, "model", "required"),
+        ({"model": "tts-1", "input": ""}, "input", "input"),
+        ({"model": "tts-1", "input": "   "}, "input", "empty"),
+        ({"model": "tts-1", "input": "x" * 4097}, "input", "4096"),
+        ({"model": "tts-1", "input": "Hi.", "response_format": "ogg"}, "response_format", "mp3, opus, aac, flac, wav, pcm"),
+        ({"model": "tts-1", "input": "Hi.", "voice": "nonesuch"}, "voice", "unknown voice"),
+        ({"model": "tts-1", "input": "Hi.", "stream_format": "sse"}, "stream_format", "audio"),
+        ({"model": "tts-1", "input": "Hi.", "speed": 9}, "speed", "speed"),
         ({"input": "Hi.", "model": "no-such-model"}, "model", "not served"),
-        ({"input": "Hi.", "voice_strength": 2}, "voice_strength", "voice_strength"),
+        ({"model": "tts-1", "input": "Hi.", "voice_strength": 2}, "voice_strength", "voice_strength"),
     ],
 )
 def test_invalid_requests_get_a_4xx_json_error(http: httpx.Client, body: dict, param: str, fragment: str) -> None:
@@ -129,7 +130,7 @@ def test_a_client_that_hangs_up_cancels_its_request(http: httpx.Client, app_serv
 
     stats = Client(app_server + "/", verbose=False)
     before = stats.predict(api_name="/engine_stats")["cancelled"]
-    body = {"input": " ".join([LONG_TEXT] * 6), "response_format": "pcm"}
+    body = {"model": "tts-1", "input": " ".join([LONG_TEXT] * 6), "response_format": "pcm"}
     with http.stream("POST", "/v1/audio/speech", json=body) as response:
         assert response.status_code == 200
         next(response.iter_bytes())  # audio is flowing; now hang up

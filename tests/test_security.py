@@ -278,7 +278,7 @@ def test_a_few_megabytes_get_413_json(app_server: str) -> None:
 
 
 def test_a_normal_body_still_works(app_server: str) -> None:
-    reply = httpx.post(f"{app_server}/v1/audio/speech", json={"input": "Fine.", "stream": False, "response_format": "wav"}, timeout=httpx.Timeout(120.0))
+    reply = httpx.post(f"{app_server}/v1/audio/speech", json={"model": "tts-1", "input": "Fine.", "stream": False, "response_format": "wav"}, timeout=httpx.Timeout(120.0))
     assert reply.status_code == 200 and reply.content[:4] == b"RIFF"
 
 

@@ -21,7 +21,7 @@ def test_sigterm_ends_open_streams_cleanly(artifacts_dir: Path) -> None:
         page = threading.Thread(target=_hold_heartbeat, args=(base,), daemon=True)
         page.start()
         with httpx.Client(timeout=httpx.Timeout(120.0)) as client:
-            with client.stream("POST", f"{base}/v1/audio/speech", json={"input": LONG_TEXT, "response_format": "pcm"}) as reply:
+            with client.stream("POST", f"{base}/v1/audio/speech", json={"model": "tts-1", "input": LONG_TEXT, "response_format": "pcm"}) as reply:
                 assert reply.status_code == 200
                 chunks = reply.iter_bytes()
                 received = len(next(chunks))  # audio is flowing

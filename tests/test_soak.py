@@ -116,10 +116,10 @@ def _mixed_job(base: str, upload_every: int) -> Callable[[httpx.Client, int], No
     def job(client: httpx.Client, n: int) -> None:
         kind = n % 5
         if kind == 0:
-            reply = client.post(f"{base}/v1/audio/speech", json={"input": f"Request {n}.", "stream": False, "seed": n})
+            reply = client.post(f"{base}/v1/audio/speech", json={"model": "tts-1", "input": f"Request {n}.", "stream": False, "seed": n})
             assert reply.status_code == 200
         elif kind == 1:
-            with client.stream("POST", f"{base}/v1/audio/speech", json={"input": f"Streamed request {n}."}) as reply:
+            with client.stream("POST", f"{base}/v1/audio/speech", json={"model": "tts-1", "input": f"Streamed request {n}."}) as reply:
                 assert reply.status_code == 200 and sum(len(c) for c in reply.iter_bytes()) > 1000
         elif kind == 2 and n % upload_every == 2:
             path = client.post(f"{base}/gradio_api/upload", files={"files": (f"clip{n}.wav", clip)}).json()[0]

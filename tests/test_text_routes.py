@@ -49,25 +49,25 @@ def _seconds(response: httpx.Response) -> float:
 
 
 def test_api_normalize_false_and_inline_lexicon(http):
-    body = {"input": "It cost $1,234.56 on 3/14/2026.", "stream": False}
+    body = {"model": "tts-1", "input": "It cost $1,234.56 on 3/14/2026.", "stream": False}
     spoken = _seconds(http.post("/v1/audio/speech", json=body))
     raw = _seconds(http.post("/v1/audio/speech", json={**body, "normalize": False}))
     words = "It cost one thousand two hundred thirty four dollars and fifty six cents on March fourteenth, twenty twenty six."
     assert spoken == _seconds(http.post("/v1/audio/speech", json={**body, "input": words}))
     assert raw != spoken
-    plain = _seconds(http.post("/v1/audio/speech", json={"input": "Nguyen", "stream": False}))
-    lexed = _seconds(http.post("/v1/audio/speech", json={"input": "Nguyen", "stream": False, "lexicon": {"Nguyen": "win"}}))
+    plain = _seconds(http.post("/v1/audio/speech", json={"model": "tts-1", "input": "Nguyen", "stream": False}))
+    lexed = _seconds(http.post("/v1/audio/speech", json={"model": "tts-1", "input": "Nguyen", "stream": False, "lexicon": {"Nguyen": "win"}}))
     assert lexed != plain
 
 
 @pytest.mark.parametrize(
     "body, fragment",
     [
-        ({"input": "<speak>Hi <b></speak>"}, "not well-formed"),
-        ({"input": "Hi", "lexicon": {"hi": "/Ж/"}}, "not a phoneme"),
-        ({"input": "Hi", "lexicon": {"hi": 5}}, "lexicon"),
-        ({"input": "Hi", "normalize": "maybe"}, "normalize"),
-        ({"input": '<?xml version="1.0"?><!DOCTYPE speak [<!ENTITY a "b">]><speak>&a;</speak>'}, "DTD"),
+        ({"model": "tts-1", "input": "<speak>Hi <b></speak>"}, "not well-formed"),
+        ({"model": "tts-1", "input": "Hi", "lexicon": {"hi": "/Ж/"}}, "not a phoneme"),
+        ({"model": "tts-1", "input": "Hi", "lexicon": {"hi": 5}}, "lexicon"),
+        ({"model": "tts-1", "input": "Hi", "normalize": "maybe"}, "normalize"),
+        ({"model": "tts-1", "input": '<?xml version="1.0"?><!DOCTYPE speak [<!ENTITY a "b">]><speak>&a;</speak>'}, "DTD"),
     ],
 )
 def test_api_bad_text_options_get_a_400(http, body, fragment):
@@ -77,6 +77,6 @@ def test_api_bad_text_options_get_a_400(http, body, fragment):
 
 
 def test_api_ssml_break_lengthens_the_audio(http):
-    short = _seconds(http.post("/v1/audio/speech", json={"input": "<speak>One<break time='0ms'/>two</speak>", "stream": False}))
-    long = _seconds(http.post("/v1/audio/speech", json={"input": "<speak>One<break time='2s'/>two</speak>", "stream": False}))
+    short = _seconds(http.post("/v1/audio/speech", json={"model": "tts-1", "input": "<speak>One<break time='0ms'/>two</speak>", "stream": False}))
+    long = _seconds(http.post("/v1/audio/speech", json={"model": "tts-1", "input": "<speak>One<break time='2s'/>two</speak>", "stream": False}))
     assert 1.9 < long - short < 2.1

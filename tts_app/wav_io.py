@@ -14,11 +14,15 @@ import numpy as np
 _UNKNOWN_SIZE = 0xFFFFFFFF
 
 
-def to_pcm16(audio: np.ndarray) -> bytes:
-    """Float samples in [-1, 1] to signed 16-bit little-endian PCM (clipped, never renormalised)."""
+def pcm16_array(audio: np.ndarray) -> np.ndarray:
+    """Float samples in [-1, 1] to signed 16-bit little-endian samples (clipped, never renormalised)."""
     samples = np.asarray(audio, dtype=np.float32).reshape(-1)
-    clipped = np.clip(samples, -1.0, 1.0)
-    return (clipped * 32767.0).round().astype("<i2").tobytes()
+    return (np.clip(samples, -1.0, 1.0) * 32767.0).round().astype("<i2")
+
+
+def to_pcm16(audio: np.ndarray) -> bytes:
+    """Float samples in [-1, 1] to signed 16-bit little-endian PCM bytes."""
+    return pcm16_array(audio).tobytes()
 
 
 def wav_bytes(audio: np.ndarray, sample_rate: int) -> bytes:

@@ -6,6 +6,15 @@ the first chunk and memory stays bounded by one chunk. FLAC and MP3 come from
 libsndfile in process; AAC (ADTS) and Ogg/Opus from an ffmpeg subprocess fed
 16-bit PCM on stdin (libsndfile's Opus takes only 8-48 kHz rates in steps the
 model's 22,050 Hz is not one of; ffmpeg resamples).
+
+A streamed body must still read at full length in decoders that trust its header:
+- MP3 is constant-bitrate, so a decoder that sizes the file from the first frame's
+  bitrate (libmpg123 as libsndfile uses it) gets the length right; variable-bitrate
+  frames with no Xing totals (they cannot be sent before the end) made soundfile read
+  8.2 s of 9.7. The first frame is LAME's blank tag placeholder, a valid silent frame.
+- FLAC with an unknown total (STREAMINFO total 0, which the format allows) opens in
+  ffmpeg but not in soundfile (libsndfile then reports 2**63 frames), so a "streamed"
+  FLAC is encoded as the audio comes and sent whole at the end, with its real totals.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import soundfile as sf
@@ -37,21 +47,32 @@ class AudioFormat:
     media_type: str
     soundfile_format: tuple[str, str] | None = None  # (format, subtype) when libsndfile writes it
     ffmpeg_args: tuple[str, ...] | None = None  # output options when ffmpeg writes it
+    stream_options: tuple[tuple[str, object], ...] = ()  # libsndfile settings of a streamed body
+    sent_whole: bool = False  # a streamed body waits for the end: its header needs the length
+    decoded_rate: int | None = None  # the rate decoders output, when not the engine's (Opus: always 48 kHz)
 
 
 FORMATS: dict[str, AudioFormat] = {
     f.name: f
     for f in (
-        AudioFormat("mp3", "audio/mpeg", soundfile_format=("MP3", "MPEG_LAYER_III")),
-        AudioFormat("opus", "audio/opus", ffmpeg_args=("-c:a", "libopus", "-b:a", "48k", "-f", "ogg", "-page_duration", "100000")),
+        # CBR: 64 kbit/s at 16-24 kHz, 160 at 44.1-48 kHz (libsndfile's compression level 0.6)
+        AudioFormat("mp3", "audio/mpeg", soundfile_format=("MP3", "MPEG_LAYER_III"),
+                    stream_options=(("bitrate_mode", "CONSTANT"), ("compression_level", 0.6))),  # fmt: skip
+        AudioFormat("opus", "audio/opus", ffmpeg_args=("-c:a", "libopus", "-b:a", "48k", "-f", "ogg", "-page_duration", "100000"),
+                    decoded_rate=48000),  # fmt: skip
         AudioFormat("aac", "audio/aac", ffmpeg_args=("-c:a", "aac", "-b:a", "64k", "-f", "adts")),
-        AudioFormat("flac", "audio/flac", soundfile_format=("FLAC", "PCM_16")),
+        AudioFormat("flac", "audio/flac", soundfile_format=("FLAC", "PCM_16"), sent_whole=True),
         AudioFormat("wav", "audio/wav"),
         AudioFormat("pcm", "audio/pcm"),
     )
 }
 
 _ffmpeg_slots = threading.BoundedSemaphore(MAX_FFMPEG_ENCODERS)
+
+
+def decoded_sample_rate(name: str, sample_rate: int) -> int:
+    """The rate a decoder outputs for ``response_format`` ``name`` made from ``sample_rate`` audio (X-Sample-Rate)."""
+    return FORMATS[name].decoded_rate or int(sample_rate)
 
 
 class EncoderUnavailable(RuntimeError):
@@ -102,6 +123,8 @@ class Encoder:
             return _PcmWriter()
         if self.format.name == "wav":
             return _StreamingWavWriter(self.sample_rate)
+        if self.format.sent_whole:
+            return _WholeFileWriter(self.format, self.sample_rate)
         return _SoundFileWriter(self.format, self.sample_rate)
 
 
@@ -188,10 +211,15 @@ class _SoundFileWriter(_Writer):
     def __init__(self, fmt: AudioFormat, sample_rate: int) -> None:
         assert fmt.soundfile_format is not None
         major, subtype = fmt.soundfile_format
-        self._sink = _AppendOnlySink()
-        self._file: sf.SoundFile | None = sf.SoundFile(self._sink, "w", int(sample_rate), 1, subtype, format=major)
+        self._sink = self._make_sink()
+        options = dict(fmt.stream_options)
+        self._file: sf.SoundFile | None = sf.SoundFile(self._sink, "w", int(sample_rate), 1, subtype, format=major, **options)
         # feed runs on a worker thread that outlives a cancelled request; close must wait for it.
         self._lock = threading.Lock()
+
+    @staticmethod
+    def _make_sink() -> Any:
+        return _AppendOnlySink()
 
     def feed(self, audio_T: np.ndarray) -> bytes:
         with self._lock:
@@ -210,6 +238,29 @@ class _SoundFileWriter(_Writer):
             if self._file is not None:
                 self._file.close()
                 self._file = None
+
+
+class _SeekableSink(io.BytesIO):
+    """A whole file in memory: libsndfile seeks back at close to fill in the totals."""
+
+    def take(self) -> bytes:
+        return b""  # nothing leaves before the end
+
+    def take_all(self) -> bytes:
+        return self.getvalue()
+
+
+class _WholeFileWriter(_SoundFileWriter):
+    """Encoded as the audio comes (the work is spread out), sent at the end with its real totals."""
+
+    @staticmethod
+    def _make_sink() -> Any:
+        return _SeekableSink()
+
+    def finish(self) -> bytes:
+        self.close()
+        with self._lock:
+            return self._sink.take_all()
 
 
 class FfmpegEncoder(Encoder):

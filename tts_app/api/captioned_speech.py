@@ -22,6 +22,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from tts_app.api.audio_formats import FORMATS, decoded_sample_rate
 from tts_app.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json_body, replies
 from tts_app.api.openai_speech import SpeechRequest, Submitted, open_audio_encoder, submit_speech, until_shutdown, whole_encoded, whole_result
 from tts_app.captions import as_json, to_srt, to_vtt
@@ -55,13 +56,15 @@ async def create_captioned_speech(request: Request) -> Response:
     if isinstance(submitted, JSONResponse):
         return submitted
     body, handle = submitted.body, submitted.handle
-    headers = {"X-Sample-Rate": str(int(submitted.engine.sample_rate)), "Cache-Control": "no-store"}
+    sample_rate = int(submitted.engine.sample_rate)
+    if body.response_format in FORMATS:  # what the audio decodes at (Opus: 48 kHz)
+        sample_rate = decoded_sample_rate(body.response_format, sample_rate)
+    headers = {"X-Sample-Rate": str(sample_rate), "Cache-Control": "no-store"}
     if body.response_format in SUBTITLES:
         return await _subtitles(request, submitted, headers)
     encoder = open_audio_encoder(body.response_format, submitted)
     if isinstance(encoder, JSONResponse):
         return encoder
-    sample_rate = int(submitted.engine.sample_rate)
 
     if not body.stream:
         data = await whole_encoded(request, handle, encoder)

@@ -1,13 +1,13 @@
 """An OpenAI-compatible ``POST /v1/audio/speech`` served by the app's one engine.
 
-Request fields follow OpenAI's: ``model``, ``input``, ``voice`` (OpenAI's names are
+Request fields follow OpenAI's: ``model`` (required, as OpenAI requires it), ``input``, ``voice`` (OpenAI's names are
 aliases, see voice_aliases.py), ``response_format`` (mp3 by default, opus, aac, flac,
 wav, pcm; see audio_formats.py), ``speed`` (config.SPEED_MIN to SPEED_MAX) and
 ``instructions`` (accepted and ignored: this model takes no style prompt). The body
 streams as the engine produces audio. ``pcm`` is raw signed 16-bit little-endian mono
-at the engine's sample rate, which the ``X-Sample-Rate`` header states (OpenAI's own
-pcm is 24 kHz; ours is the model's rate, 22,050 Hz for the default Piper voice, never
-resampled). Extensions: ``seed``, ``voice_strength``, ``stream`` (false returns a
+at the engine's sample rate (OpenAI's own pcm is 24 kHz; ours is the model's rate,
+22,050 Hz for the default Piper voice, never resampled). The ``X-Sample-Rate`` header
+states the rate the body decodes at: the model's, except Opus (always 48 kHz). Extensions: ``seed``, ``voice_strength``, ``stream`` (false returns a
 complete file whose header states its length: WAV sizes, FLAC and MP3 totals), ``normalize``
 (false reads numbers and abbreviations as written) and ``lexicon`` (word -> respelling or
 /ipa/, over the saved one).
@@ -27,7 +27,15 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tts_app.api.audio_formats import DEFAULT_FORMAT, FORMATS, Encoder, EncoderBusy, EncoderUnavailable, open_encoder
+from tts_app.api.audio_formats import (
+    DEFAULT_FORMAT,
+    FORMATS,
+    Encoder,
+    EncoderBusy,
+    EncoderUnavailable,
+    decoded_sample_rate,
+    open_encoder,
+)
 from tts_app.api.disconnect import ClientGone, until_disconnect
 from tts_app.api.limits import MAX_BODY_BYTES, BodyError, read_json_body
 from tts_app.api.openapi_docs import BINARY, GUARD_ERRORS, json_body, replies
@@ -63,6 +71,12 @@ class SpeechRequest(BaseModel):
     voice_strength: float = Field(default=1.0, ge=0.0, le=1.0)
     normalize: bool = True  # false reads numbers, dates and abbreviations as written
     lexicon: dict[str, str] | None = Field(default=None, max_length=500)  # word -> respelling or /ipa/, over the saved one
+
+
+class OpenAISpeechRequest(SpeechRequest):
+    """``POST /v1/audio/speech``'s body: OpenAI requires ``model`` (any alias of a served model)."""
+
+    model: str
 
 
 async def until_shutdown(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -232,11 +246,12 @@ async def create_speech(request: Request) -> Response:
     ignored (this model takes no style prompt); ``"stream": false`` returns a
     complete file whose header states its length.
     """
-    submitted = await submit_speech(request)
+    submitted = await submit_speech(request, OpenAISpeechRequest)
     if isinstance(submitted, JSONResponse):
         return submitted
     body, handle = submitted.body, submitted.handle
-    headers = {"X-Sample-Rate": str(int(submitted.engine.sample_rate)), "Cache-Control": "no-store"}
+    rate = decoded_sample_rate(body.response_format, int(submitted.engine.sample_rate))
+    headers = {"X-Sample-Rate": str(rate), "Cache-Control": "no-store"}
     media_type = FORMATS[body.response_format].media_type
     encoder = open_audio_encoder(body.response_format, submitted)
     if isinstance(encoder, JSONResponse):

@@ -12,6 +12,8 @@ from typing import Any
 from tts_app.backends.base import WordTiming
 from tts_app.text.document import ParsedDocument
 
+from .progress import time_left_s
+
 
 class JobStatus(enum.Enum):
     QUEUED = "queued"
@@ -60,6 +62,8 @@ class DocumentJob:
     words: list[WordTiming] = field(default_factory=list)
     files: dict[str, Path] = field(default_factory=dict)  # "wav", "srt", "vtt", "m4b", "mp3" once written
     error: str = ""
+    prior_s_per_char: float | None = None  # the engine's measured pace, for the time left (progress.py)
+    chars_done_at: float | None = None  # when chars_done was reached (time.time())
     cancel_requested: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -70,9 +74,10 @@ class DocumentJob:
         """Plain figures for the page and the API."""
         total_chars = self.document.chars
         elapsed = (self.finished_at or time.time()) - self.started_at if self.started_at else 0.0
-        left = None
-        if self.status is JobStatus.RUNNING and self.chars_done:
-            left = round(elapsed * (total_chars - self.chars_done) / self.chars_done, 1)
+        left = None  # the page says "estimating…"
+        if self.status is JobStatus.RUNNING and self.started_at:
+            done_at = (self.chars_done_at or self.started_at) - self.started_at
+            left = time_left_s(done_at, self.chars_done, total_chars, self.prior_s_per_char, elapsed - done_at)
         chapter = self.chapter_marks[-1].title if self.chapter_marks else ""
         return {
             "id": self.id,

@@ -20,6 +20,7 @@ from tts_app.wav_io import GrowingWav
 
 from .export import write_captions, write_chaptered
 from .job import ChapterMark, DocumentJob, JobStatus
+from .progress import engine_prior_s_per_char
 
 logger = logging.getLogger(__name__)
 
@@ -62,9 +63,15 @@ def _submit(engine: Any, job: DocumentJob, index: int) -> Any:
             time.sleep(BUSY_RETRY_S)
 
 
+def _engine_stats(engine: Any) -> dict[str, Any] | None:
+    stats = getattr(engine, "stats", None)  # engines without figures (test doubles) give no prior
+    return stats() if callable(stats) else None
+
+
 def run_job(job: DocumentJob, engine: Any, active: list[Any]) -> None:
     """Run ``job`` to its end (finished, cancelled or failed); ``active`` holds its engine handles meanwhile."""
     job.status, job.started_at = JobStatus.RUNNING, time.time()
+    job.prior_s_per_char = engine_prior_s_per_char(_engine_stats(engine), job.settings.speed)
     pieces = job.document.pieces
     wav = GrowingWav(job.wav_path, int(engine.sample_rate))
     pending: deque[Any] = deque()
@@ -89,11 +96,13 @@ def run_job(job: DocumentJob, engine: Any, active: list[Any]) -> None:
                 raise _Cancelled
             pause = _pause_after(piece, pieces[index + 1] if index + 1 < len(pieces) else None)
             wav.write(np.zeros(int(round(pause / job.settings.speed * wav.sample_rate)), np.float32))
+            job.prior_s_per_char = engine_prior_s_per_char(_engine_stats(engine), job.settings.speed)
             job.pieces_done, job.chars_done, job.audio_s = index + 1, job.chars_done + len(piece.text), wav.seconds
+            job.chars_done_at = time.time()
         wav.close()
-        job.files["wav"] = job.wav_path
-        job.files.update(write_captions(job.folder, job.words))
-        job.files.update(write_chaptered(job.folder, job.wav_path, job.title, job.chapter_marks, wav.seconds))
+        files = {"wav": job.wav_path, **write_captions(job.folder, job.words)}
+        files.update(write_chaptered(job.folder, job.wav_path, job.title, job.chapter_marks, wav.seconds))
+        job.files.update(files)  # all at once: the page lists every file together, not WAV first and M4B seconds later
         job.status = JobStatus.FINISHED
     except _Cancelled:
         job.status = JobStatus.CANCELLED

@@ -47,7 +47,7 @@ Invalid requests get a 4xx with `{{"error": {{"message": ..., "type": ..., "para
 
 ### Long documents
 
-`POST /v1/documents` `{{"input": "# Chapter\n\nText…", "markdown": true, "voice": "default"}}` → 202 `{{"id", …}}`;
+`POST /v1/documents` `{{"input": "# Chapter\\n\\nText…", "markdown": true, "voice": "default"}}` → 202 `{{"id", …}}`;
 `GET /v1/documents/ID` (progress), `GET /v1/documents/ID/audio.wav` (streams while it runs), `audio.m4b`, `audio.mp3`,
 `captions.srt`, `captions.vtt`; `DELETE /v1/documents/ID` stops it.
 

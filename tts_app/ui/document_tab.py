@@ -38,12 +38,22 @@ def _fmt_s(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def _time_left(p: dict[str, Any]) -> str:
+    if p["status"] != "running":
+        return "—"
+    return "estimating…" if p["time_left_s"] is None else _fmt_s(p["time_left_s"])
+
+
 def progress_html(p: dict[str, Any], queue_position: int = 0) -> str:
     """The progress box: a bar, chapters and pieces done, audio so far, time left, the files."""
     done, total = p["pieces_done"], max(p["pieces"], 1)
     status = p["status"]
     if status == "queued":
         head = f"Waiting for a free reader ({queue_position} ahead)" if queue_position else "Waiting for a free reader"
+    elif status == "running" and p["pieces_done"] >= p["pieces"]:
+        head = "Writing the files (WAV, M4B, MP3, captions)…"
+    elif status == "running" and not p["chapters_started"]:
+        head = "Starting…"
     elif status == "running":
         head = f"Reading chapter {p['chapters_started']} of {p['chapters']}: {html.escape(p['chapter'])}"
     else:
@@ -53,7 +63,7 @@ def progress_html(p: dict[str, Any], queue_position: int = 0) -> str:
         f"<b>{head}</b>",
         f'<progress value="{done}" max="{total}"></progress>',
         f"<div>{done} of {p['pieces']} pieces · {p['chars_done']:,} of {p['chars']:,} characters · "
-        f"{_fmt_s(p['audio_s'])} of audio · time left {_fmt_s(p['time_left_s']) if status == 'running' else '—'}</div>",
+        f"{_fmt_s(p['audio_s'])} of audio · time left {_time_left(p)}</div>",
     ]
     if p.get("error"):
         lines.append(f"<div>{html.escape(p['error'])}</div>")
@@ -151,8 +161,9 @@ def build_document_tab(speak_inputs: list[Any]) -> tuple[gr.State, gr.HTML, gr.T
         with gr.Column(scale=5, min_width=300):
             text = gr.Textbox(label="Document", lines=12, max_lines=24, max_length=200_000, elem_id="document-text")
             with gr.Row(equal_height=True):
+                # No fixed height: at 120 px the upload icon sat half under the label.
                 upload = gr.File(label="…or upload .txt / .md", file_types=[".txt", ".md"], type="filepath",
-                                 height=120, elem_id="document-upload")  # fmt: skip
+                                 elem_id="document-upload")  # fmt: skip
                 with gr.Column(min_width=160):
                     title = gr.Textbox(label="Title", value="Document", max_length=200, elem_id="document-title")
                     markdown = gr.Checkbox(value=True, label="Markdown (headings are chapters)", elem_id="document-markdown")
@@ -163,7 +174,10 @@ def build_document_tab(speak_inputs: list[Any]) -> tuple[gr.State, gr.HTML, gr.T
             box = gr.HTML(IDLE, elem_id="document-progress")
     timer = gr.Timer(POLL_S, active=False)
     upload.change(load_file, upload, text, api_visibility="private")
-    read_btn.click(start, [text, markdown, title, *speak_inputs], [job_id, box, timer], api_name="read_document")
+    # show_progress="hidden" everywhere: the box is its own progress; Gradio's queue text
+    # ("processing | 0.3/4.6s") flickered inside it on every event.
+    read_btn.click(start, [text, markdown, title, *speak_inputs], [job_id, box, timer], api_name="read_document",
+                   show_progress="hidden")  # fmt: skip
     timer.tick(poll, job_id, [box, timer], show_progress="hidden", api_visibility="private")
-    stop_btn.click(stop, job_id, [box, timer], api_name="stop_document")
+    stop_btn.click(stop, job_id, [box, timer], api_name="stop_document", show_progress="hidden")
     return job_id, box, timer

@@ -43,7 +43,7 @@ from tts_app.ui.voice_input import (
     saved_voice_report,
 )
 from tts_app.voice_names import builtin_voice_path
-from tts_app.wav_io import wav_bytes
+from tts_app.wav_io import pcm16_array, wav_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -215,13 +215,14 @@ async def generate(
     """Speak every line of ``form.text`` in one engine batch; stream line by line when ``form.streaming``.
 
     A refused or failed run puts its one-line reason in the status box and raises gr.Error (the
-    toast, and the API client's exception); the outputs of the last run stay as they were.
+    toast, and the API client's exception); the last run's players, files, captions and figures
+    are cleared, so nothing under the error looks like this run's result.
     """
     try:
         async for update in _generate(form, history, request, outputs):
             yield update
     except gr.Error as exc:
-        yield {outputs.status: f"⚠ **Not spoken:** {exc.message}"}
+        yield _start_updates(outputs, f"⚠ **Not spoken:** {exc.message}") | {outputs.live: LIVE_IDLE}
         raise
 
 
@@ -420,7 +421,8 @@ def builtin_preview(name: str | None, request: gr.Request = None) -> Any:  # typ
             profile = saved_profile(name, owner_of(request))
         except ValueError:  # deleted meanwhile: nothing to preview
             return None
-        return profile.sample_rate, profile.audio  # [T] float32
+        # int16, as the player sends it: float32 made Gradio convert it and log a warning every time
+        return profile.sample_rate, pcm16_array(profile.audio)
     try:
         return str(builtin_voice_path(name))
     except ValueError:

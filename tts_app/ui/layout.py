@@ -308,7 +308,7 @@ def build_demo() -> gr.Blocks:
         )
         save_btn.click(save_voice, [save_name, upload, voice_text], [library_status, voice_mode, builtin], api_visibility="private")
         voice_text.blur(handlers.voice_report, voice_inputs, report, api_visibility="private")
-        delete_btn.click(delete_voice, builtin, [library_status, builtin], api_visibility="private")
+        delete_btn.click(delete_voice, [builtin, save_name], [library_status, builtin, save_name], api_visibility="private")
         ab_tab.select(refresh_ab_choices, ab_voices, ab_voices, queue=False, api_visibility="private")
         stop_btn.click(handlers.stop, None, status, cancels=[run], api_name="stop")
         history.change(_history_outputs, history, [history_df, zip_btn], api_visibility="private")
@@ -322,7 +322,7 @@ def build_demo() -> gr.Blocks:
             lambda *current: tuple(refresh_model(value) for value in current),
             [model, *ab_models], [model, *ab_models], queue=False, api_visibility="private",
         )
-        demo.load(resume_document, None, [doc_job, doc_box, doc_timer, tabs], api_visibility="private")
+        demo.load(resume_document, None, [doc_job, doc_box, doc_timer, tabs], show_progress="hidden", api_visibility="private")
         load_timer = gr.Timer(POLL_LOADING_S, active=False)  # the status says when the model will be ready
         demo.load(loading_status, status, [status, load_timer], queue=False, api_visibility="private")
         load_timer.tick(loading_status, status, [status, load_timer], queue=False, api_visibility="private")

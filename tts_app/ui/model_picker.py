@@ -28,7 +28,9 @@ def model_choices() -> list[tuple[str, str]]:
     return [(c.label, c.id) for c in find_models() if c.available]
 
 
-FAST_NOTE = "Fast: the embedded voice with bfloat16 arithmetic, same words and voice, about 1.7x the throughput."
+# Issue 26 measured the first request for the fast voice: ~7 s longer, ~540 MB more resident memory.
+FAST_NOTE = ("Fast: the embedded voice with bfloat16 arithmetic, same words and voice, about 1.7x the throughput; "
+             "its first request loads it (about 7 s, and about 540 MB more memory).")
 
 
 def model_help() -> str:

@@ -58,6 +58,9 @@ APP_CSS = """
 #ab-reveal { min-height: 2rem; }
 footer { opacity: 0.75; }
 #voice-library-status p { margin: 0; font-size: 0.86rem; }
+/* Toasts replace each other: Gradio stacks every message of a kind in one growing box ("Error (3)",
+   three times the same line over the form on a phone); only the newest of each kind is shown. */
+.toast-messages .toast-message-item:not(:last-child), .toast-title .toast-count { display: none; }
 /* Tables scroll sideways inside their own box, never the page (phones): their content must not set
    the column's width (contain: inline-size), and they never squeeze a column to a letter per line. */
 #run-figures, #history-table, #lexicon-table { contain: inline-size; max-width: 100%; }

@@ -49,8 +49,9 @@ def save_voice(
     )
 
 
-def delete_voice(name: str | None, request: gr.Request = None) -> tuple[str, Any]:  # type: ignore[assignment]
-    """Delete this visitor's saved voice ``name`` (no other voice); returns status and voice-list updates."""
+def delete_voice(name: str | None, save_as: str | None = None, request: gr.Request = None) -> tuple[str, Any, Any]:  # type: ignore[assignment]
+    """Delete this visitor's saved voice ``name`` (no other voice); returns status, voice-list and
+    "Save this voice as…" box updates (the box is emptied when it holds the deleted name)."""
     from tts_app.ui.voice_input import default_builtin
 
     owner = owner_of(request)
@@ -60,8 +61,9 @@ def delete_voice(name: str | None, request: gr.Request = None) -> tuple[str, Any
         VISITOR_VOICES.remove(owner, name)
     except ValueError as exc:
         gr.Warning(f"Not deleted: {exc}")
-        return f"⚠ **Not deleted:** {exc}", gr.skip()
-    return f"✓ **Deleted** your saved voice **{name}**.", _choices_update(default_builtin(), owner)
+        return f"⚠ **Not deleted:** {exc}", gr.skip(), gr.skip()
+    box = "" if (save_as or "").strip() == name else gr.skip()
+    return f"✓ **Deleted** your saved voice **{name}**.", _choices_update(default_builtin(), owner), box
 
 
 def refresh_choices(current: str | None, request: gr.Request = None, with_default: bool = False) -> Any:  # type: ignore[assignment]
