@@ -90,3 +90,38 @@ def test_audio_the_aligner_cannot_place_is_shared_out_by_length() -> None:
     _check_structure(words, text, blip.size / rate)
     assert {w.source for w in words} == {"even"}
     assert words[2].end - words[2].start > words[0].end - words[0].start  # by letters: "many" outlasts "Far"
+
+
+def test_alignment_time_grows_linearly_with_hostile_text() -> None:
+    """Made-up words (each added to the dictionary) and audio the aligner cannot place, 1000 then 2000 words."""
+    import time
+
+    rng = np.random.default_rng(0)
+
+    def cost(n: int) -> float:
+        text = " ".join("".join(chr(97 + c) for c in rng.integers(0, 26, 9)) for _ in range(n))
+        audio = (np.sin(np.arange(24000 * n // 25) / 5.0) * 0.3).astype(np.float32)  # a tone, n / 25 seconds
+        t = time.perf_counter()
+        words = WordAligner(text, 24000).feed(audio, True)
+        assert len(words) == n
+        return time.perf_counter() - t
+
+    small = min(cost(1000) for _ in range(3))
+    large = min(cost(2000) for _ in range(3))
+    assert large <= 2.5 * small, (small, large)
+
+
+def test_a_long_stretch_without_pauses_is_cut_at_its_quietest(piper_engine, monkeypatch) -> None:
+    import tts_app.align.stream as stream
+
+    monkeypatch.setattr(stream, "_MAX_STRETCH_S", 1.0)  # a 1 s stretch counts as long; and no pause is long enough
+    audio, model, pieces = _speak(piper_engine, CLAUSES)
+    rate = piper_engine.sample_rate
+    aligner, words, before_last = WordAligner(CLAUSES, rate, min_pause_s=10.0), [], 0
+    for i, piece in enumerate(pieces):
+        words += aligner.feed(piece, i == len(pieces) - 1)
+        before_last = len(words) if i < len(pieces) - 1 else before_last
+    _check_structure(words, CLAUSES, audio.size / rate)
+    assert before_last >= 3 and all(w.source == "aligned" for w in words)
+    errors = np.abs([w.start - m.start for w, m in zip(words, model)])
+    assert errors.mean() <= 0.06, errors

@@ -6,6 +6,7 @@ acoustic model (a second of start-up), so it is made on first use, never at impo
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,8 +19,10 @@ from .pronounce import phones_for
 RATE = 16000
 FRAME_S = 0.01  # PocketSphinx's frames: 100 a second
 _FILLERS = frozenset(("<s>", "</s>", "<sil>", "[NOISE]", "[SPEECH]"))
-_MAX_ADDED_WORDS = 20_000  # words added for out-of-dictionary text; past it the decoder is remade (bounded memory)
 _MID_CLAUSE_STOP = 0.05  # prior of a segment ending after a word no clause mark follows (pauses come mostly at marks)
+# Every second frame (20 ms): a third less time, and word starts as close (BENCHMARKS.md, aligner section).
+_OPTIONS: dict[str, Any] = {"ds": 2, "maxhmmpf": 500}
+_MAX_PHONES = 60  # a word's pronunciation is cut there: a longer one cannot be spoken in any stretch worth aligning
 _lock = threading.Lock()
 
 
@@ -32,12 +35,20 @@ class _State:
 _STATE = _State()
 
 
+def _max_added_words() -> int:
+    """$TTS_APP_ALIGN_MAX_ADDED_WORDS (20000): words added for out-of-dictionary text before the decoder is remade."""
+    try:
+        return max(1, int(os.environ.get("TTS_APP_ALIGN_MAX_ADDED_WORDS", "20000")))
+    except ValueError:
+        return 20000
+
+
 def _decoder():
     s = _STATE
-    if s.decoder is None or len(s.added) > _MAX_ADDED_WORDS:
+    if s.decoder is None or len(s.added) > _max_added_words():  # hostile text must not grow the dictionary forever
         from pocketsphinx import Decoder  # a second to load the model: only once alignment is first needed
 
-        s.decoder, s.added = Decoder(samprate=RATE, loglevel="FATAL"), set()
+        s.decoder, s.added = Decoder(samprate=RATE, loglevel="FATAL", **_OPTIONS), set()
     return s.decoder
 
 
@@ -48,7 +59,8 @@ def _names(dec, keys: Sequence[str]) -> list[str]:
         name = key.replace(" ", "_")
         if name not in _STATE.added and dec.lookup_word(name) is None:
             phones, _ = phones_for(key, dec.lookup_word)
-            dec.add_word(name, phones or "AH", update=True)
+            # update=False: each search is built afresh from the dictionary (an update costs a second a word)
+            dec.add_word(name, " ".join((phones or "AH").split()[:_MAX_PHONES]), update=False)
             _STATE.added.add(name)
         names.append(name)
     return names
@@ -72,8 +84,8 @@ def align(pcm: np.ndarray, keys: Sequence[str], clause_end: Sequence[bool] | Non
         return None
     with _lock:
         dec = _decoder()
-        names = _names(dec, keys)
         try:
+            names = _names(dec, keys)
             if clause_end is None:
                 dec.set_align_text(" ".join(names))
             else:
@@ -86,7 +98,8 @@ def align(pcm: np.ndarray, keys: Sequence[str], clause_end: Sequence[bool] | Non
             dec.start_utt()
             dec.process_raw(pcm.tobytes(), full_utt=True)
             dec.end_utt()
-        except RuntimeError:  # no path through the words (audio too short for them, say)
+        except RuntimeError:  # a word it would not take, or no path through the words (audio too short for them)
+            _STATE.decoder = None  # it may be left inside an utterance: a fresh one next time
             return None
         spans = _spans(dec, names)
     if spans is None or (clause_end is None and len(spans) != len(names)):

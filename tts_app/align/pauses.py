@@ -49,6 +49,13 @@ class PauseFinder:
         self.scanned += quiet.size
         return None
 
+    def quietest(self, buffer: np.ndarray) -> tuple[int, int]:
+        """(cut, quiet from) at the quietest frame of the buffer's second half: a cut where no pause came."""
+        level = self.levels(buffer)
+        half = level.size // 2
+        at = half + int(np.argmin(level[half:])) if level.size else 0
+        return at * self.hop, at * self.hop
+
     def trim(self, samples: int) -> None:
         """The buffer lost its first ``samples`` (a multiple of the hop, or rounded down to one)."""
         frames = samples // self.hop

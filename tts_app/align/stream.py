@@ -20,6 +20,9 @@ from .pauses import PauseFinder
 from .pronounce import dictionary_key
 
 _WINDOW_WORDS = 64  # words offered to one clause's alignment: a clause between two pauses is far shorter
+# A stretch without a pause is cut this long at its quietest moment: PocketSphinx's time grows with
+# words x frames, so no one alignment may be long (measured: 2000 words over 80 s took 16 s, 500 over 20 s 1.2 s).
+_MAX_STRETCH_S = 20.0
 
 
 def _pcm16k(audio: np.ndarray, rate: int) -> np.ndarray:
@@ -48,39 +51,62 @@ class WordAligner:
         out: list[WordTiming] = []
         while not done and self.next_word < len(self.words):
             pause = self.pauses.next_cut(self.buffer)
-            if pause is None:
+            if pause is not None:
+                out += self._clause(*pause)
+            elif self.buffer.size > _MAX_STRETCH_S * self.sample_rate:
+                out += self._clause(*self.pauses.quietest(self.buffer), forced=True)
+            else:
                 break
-            out += self._clause(*pause)
-        if done and self.next_word < len(self.words):
-            out += self._rest()
+        while done and self.next_word < len(self.words):
+            placed = self._rest()
+            out += placed
+            if not placed:
+                break
         if done:
             self.buffer = np.zeros(0, np.float32)
         return tuple(out)
 
-    def _clause(self, cut: int, quiet_from: int) -> list[WordTiming]:
-        """Align the buffer up to ``cut`` (in a pause that began at ``quiet_from``) to the next words, as many as it holds."""
+    def _clause(self, cut: int, quiet_from: int, forced: bool = False) -> list[WordTiming]:
+        """Align the buffer up to ``cut`` to the next words, as many as it holds.
+
+        ``cut`` lies in a pause that began at ``quiet_from``; when ``forced`` it is only the
+        quietest moment of a long stretch without a pause, and the last word found may run on
+        past it: that word is left for the next stretch.
+        """
         end = min(len(self.words), self.next_word + _WINDOW_WORDS)
         todo = [i for i in range(self.next_word, end) if self.keys[i]]
-        if not todo:
+        if not todo:  # only words with nothing to say ("北京" has no English reading): placed at the end
+            self._drop(cut)
             return []
         spans = decoder.align(_pcm16k(self.buffer[:cut], self.sample_rate), [self.keys[i] for i in todo],
                               [self.clause_end[i] for i in todo])
-        if spans is None:  # left for the next pause: the stretch grows until it aligns or the request ends
-            return []
-        if not spans:
-            self._drop(cut)  # a pause with nothing heard before it: leading silence, a breath
+        if spans is None and not forced and self.buffer.size <= _MAX_STRETCH_S * self.sample_rate:
+            return []  # left for the next pause: the stretch grows until it aligns (or grows too long)
+        if forced and spans and len(spans) > 1:
+            spans = spans[:-1]
+        if not spans:  # nothing heard (leading silence, a breath), or a long stretch that would not align: dropped
+            self._drop(cut)
             return []
         out = self._place(todo[: len(spans)], self._trim_last(spans, quiet_from), "aligned")
-        self._drop(cut)
+        self._drop(int(spans[-1][1] * self.sample_rate) if forced else cut)
         return out
 
     def _rest(self) -> list[WordTiming]:
-        """Every word left, over the rest of the audio: aligned, or shared out by length if that fails."""
+        """The words left once the audio has ended: a window of them at a time, the last window wholly.
+
+        Aligned, or where that fails shared out over the speech left by word length.
+        """
         todo = [i for i in range(self.next_word, len(self.words)) if self.keys[i]]
-        spans = decoder.align(_pcm16k(self.buffer, self.sample_rate), [self.keys[i] for i in todo]) if todo else None
         first, last = self.pauses.speech_extent(self.buffer)
-        if spans is not None:
-            return self._place(todo, self._trim_last(spans, last), "aligned")
+        if len(todo) > _WINDOW_WORDS:
+            placed = self._clause(self.buffer.size, last)
+            if placed:
+                return placed
+            first, last = self.pauses.speech_extent(self.buffer)  # what is left of it
+        elif todo:
+            spans = decoder.align(_pcm16k(self.buffer, self.sample_rate), [self.keys[i] for i in todo])
+            if spans is not None:
+                return self._place(todo, self._trim_last(spans, last), "aligned")
         todo = list(range(self.next_word, len(self.words)))
         weights = np.array([max(1, len(self.keys[i])) for i in todo], np.float64)
         edges = (first + (last - first) * np.concatenate([[0.0], np.cumsum(weights)]) / weights.sum()) / self.sample_rate
