@@ -105,3 +105,34 @@ def test_alignment_can_be_turned_off(monkeypatch) -> None:
         assert handle.words == []
     finally:
         engine.close()
+
+
+def test_qwen3_captions_over_http(tmp_path) -> None:
+    """``python app.py`` with a tiny checkpoint: /v1/audio/speech/captioned gives Qwen3 a word per input word,
+    each with its source, and SRT cues; the embedded voice's words say they are the model's own."""
+    import httpx
+    from conftest import serve_app
+
+    from qwen3_fixtures import write_checkpoint
+    from test_qwen3_backend import _backend
+
+    pytest.importorskip("safetensors.torch", reason="safetensors not installed (requirements-gpu.txt)")
+    (tmp_path / "ckpt").mkdir()
+    write_checkpoint(_backend(), tmp_path / "ckpt")
+    env = {"TTS_APP_QWEN3_PATH": str(tmp_path / "ckpt"), "TTS_APP_QWEN3_MAX_SECONDS": "1",
+           "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    text = "Hello there, general Kenobi."
+    with serve_app(tmp_path / "app.log", env) as (base, _process), httpx.Client(base_url=base, timeout=600) as http:
+        r = http.post("/v1/audio/speech/captioned", json={"model": "qwen3-local", "input": text})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        words = body["words"]
+        assert body["sample_rate"] == 24000  # Qwen3's, not the embedded voice's 22050
+        assert [w["word"] for w in words] == written_words(text)
+        assert {w["source"] for w in words} <= {"aligned", "even"}
+        starts = [w["start"] for w in words]
+        assert starts == sorted(starts) and all(w["start"] <= w["end"] for w in words)
+        r = http.post("/v1/audio/speech/captioned", json={"model": "qwen3-local", "input": text, "response_format": "srt"})
+        assert r.status_code == 200 and "-->" in r.text and "Kenobi." in r.text
+        r = http.post("/v1/audio/speech/captioned", json={"input": "Hello there."})
+        assert r.status_code == 200 and {w["source"] for w in r.json()["words"]} == {"model"}
