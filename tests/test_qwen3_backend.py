@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
-from qwen3_fixtures import one_thread  # noqa: F401  (autouse)
+from qwen3_fixtures import one_thread, write_checkpoint  # noqa: F401  (one_thread: autouse)
 from tts_app.backends.base import RowInput
 from tts_app.backends.qwen3 import Qwen3Backend, WeightsMissing
 from tts_app.qwen3.codec import CodecDecoder
@@ -78,27 +76,10 @@ def test_missing_weights_one_line_error(tmp_path, monkeypatch):
 
 
 def test_loads_a_checkpoint_directory(tmp_path):
-    safetensors = pytest.importorskip("safetensors.torch", reason="safetensors not installed (requirements-gpu.txt)")
-    tokenizers = pytest.importorskip("tokenizers", reason="tokenizers not installed (requirements-gpu.txt)")
+    pytest.importorskip("safetensors.torch", reason="safetensors not installed (requirements-gpu.txt)")
+    pytest.importorskip("tokenizers", reason="tokenizers not installed (requirements-gpu.txt)")
     ref = _backend()
-    cfg = ref.config
-    # A checkpoint laid out like the published ones.
-    (tmp_path / "speech_tokenizer").mkdir()
-    (tmp_path / "config.json").write_text(json.dumps(dataclasses.asdict(cfg)))
-    (tmp_path / "speech_tokenizer" / "config.json").write_text(
-        json.dumps({"decoder_config": dataclasses.asdict(ref.codec.cfg), "output_sample_rate": 24000})
-    )
-    state = {f"talker.{k}": v.contiguous() for k, v in ref.talker.state_dict().items()}
-    state |= {f"speaker_encoder.{k}": v.contiguous() for k, v in ref.speaker_encoder.state_dict().items()}
-    safetensors.save_file(state, str(tmp_path / "model.safetensors"))
-    safetensors.save_file({f"decoder.{k}": v.contiguous() for k, v in ref.codec.state_dict().items()},
-                          str(tmp_path / "speech_tokenizer" / "model.safetensors"))
-    vocab = {chr(c): c for c in range(32, 127)} | {"\n": 12, "assistant": 10, "<|im_start|>": 290, "<|im_end|>": 291, "[UNK]": 0}
-    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = tokenizers.pre_tokenizers.Split(tokenizers.Regex("."), behavior="isolated")
-    tok.add_special_tokens(["<|im_start|>", "<|im_end|>"])
-    tok.add_tokens(["assistant"])
-    tok.save(str(tmp_path / "tokenizer.json"))
+    write_checkpoint(ref, tmp_path)  # laid out like the published ones
 
     loaded = Qwen3Backend.from_pretrained(str(tmp_path), device="cpu", sampling=SamplingParams(max_new_tokens=5))
     assert loaded.tokenizer.prompt_tokens("hi!") == PromptTokens([290, 10, 12], [ord("h"), ord("i"), ord("!")])

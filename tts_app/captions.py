@@ -30,7 +30,7 @@ class Cue:
 
 def shift(words: Sequence[WordTiming], offset_s: float) -> list[WordTiming]:
     """The same words ``offset_s`` later (a line's words placed in a joined take)."""
-    return [WordTiming(w.word, w.start + offset_s, w.end + offset_s) for w in words]
+    return [WordTiming(w.word, w.start + offset_s, w.end + offset_s, w.source) for w in words]
 
 
 def cues(words: Sequence[WordTiming]) -> list[Cue]:
@@ -78,5 +78,5 @@ def to_vtt(words: Sequence[WordTiming]) -> str:
 
 
 def as_json(words: Sequence[WordTiming]) -> list[dict[str, float | str]]:
-    """``[{word, start, end}]`` with times rounded to the millisecond."""
-    return [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3)} for w in words]
+    """``[{word, start, end, source}]`` with times rounded to the millisecond (source: model, aligned or even)."""
+    return [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3), "source": w.source} for w in words]

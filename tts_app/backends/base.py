@@ -38,6 +38,7 @@ class WordTiming:
     word: str
     start: float
     end: float
+    source: str = "model"  # "model": the model's own durations; "aligned": forced alignment; "even": a clause shared out by length
 
 
 @dataclass

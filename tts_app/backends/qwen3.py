@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import torch
 
+from tts_app import align
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepOutput
 from tts_app.qwen3.codec import CodecDecoder
 from tts_app.qwen3.config import Qwen3TTSConfig
@@ -92,13 +93,17 @@ class Qwen3Backend(Backend):
             tails.append(tail)
             params.append(dataclasses.replace(self.sampling))
             seeds.append(row.seed)
-        return list(self.generator.prefill(prompts, tails, params, seeds))
+        states = list(self.generator.prefill(prompts, tails, params, seeds))
+        if align.enabled():
+            for state, row in zip(states, rows):
+                state.aligner = align.WordAligner(row.text, self.sample_rate)
+        return states
 
     def step(self, states: Sequence[Any], emit: RowEmitter | None = None) -> list[StepOutput]:
         rows: list[RowState] = list(states)
         new = self.generator.decode(rows)
         audio = decode_new_audio(self.codec, [s.codes for s in rows], [n.shape[0] for n in new], self.codec_left_context)
-        return [StepOutput(audio=a, done=s.done) for a, s in zip(audio, rows)]
+        return [StepOutput(a, s.done, s.aligner.feed(a, s.done) if s.aligner is not None else ()) for a, s in zip(audio, rows)]
 
     def release(self, state: Any) -> None:
         self.generator.release(state)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -42,6 +42,7 @@ class RowState:
     frames: int = 0
     done: bool = False
     codes: list[torch.Tensor] = field(default_factory=list)  # emitted frames, each [n, G]
+    aligner: Any = None  # tts_app.align.WordAligner: word timings from the audio (the model gives none), or None
 
     def text_id(self, frame: int) -> int:
         return self.trailing_ids[frame] if frame < len(self.trailing_ids) else self.pad_id
