@@ -2,29 +2,70 @@
 
 from __future__ import annotations
 
-from collections import deque
+import heapq
+import math
+from collections import Counter, deque
+from typing import Iterable
 
+from .qos_settings import QosSettings
 from .request import Request, RequestStatus
 
 
 class EngineBusy(RuntimeError):
-    """The engine's queue is full; try again later."""
+    """The engine cannot take the request now; ``retry_after_s`` says when trying again makes sense."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class Scheduler:
-    """FIFO admission into at most ``max_batch_size`` running slots."""
+    """Admission into at most ``max_batch_size`` slots (a memory cap), fair between clients.
 
-    def __init__(self, max_batch_size: int, max_queue: int) -> None:
+    ``policy`` "fifo": the head of the queue takes any free slot. "deadline": a stream is admitted
+    while the real-time load of the admitted streams (each needs ``stream_load`` seconds of compute
+    per second of audio) still fits ``load_margin`` of the machine; files (non-streamed requests) take
+    the slots streams leave, up to ``batch_slot_share``. Either way a client (a page session, API key
+    or address; None for the app's own work) holds at most ``client_share`` of the slots and of the queue.
+    """
+
+    def __init__(
+        self, max_batch_size: int, max_queue: int, policy: str = "deadline", qos: QosSettings | None = None
+    ) -> None:
         if max_batch_size < 1 or max_queue < 1:
             raise ValueError("max_batch_size and max_queue must be at least 1")
+        if policy not in ("fifo", "deadline"):
+            raise ValueError(f"policy must be 'fifo' or 'deadline', got {policy!r}")
         self.max_batch_size = max_batch_size
         self.max_queue = max_queue
+        self.policy = policy
+        self.qos = qos if qos is not None else QosSettings()
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
 
-    def add(self, req: Request) -> None:
-        if len(self.waiting) >= self.max_queue:
+    # -- shares ---------------------------------------------------------------
+    def client_slots(self) -> int:
+        return max(1, math.floor(self.qos.client_share * self.max_batch_size))
+
+    def client_queue_places(self) -> int:
+        return max(1, math.floor(self.qos.client_share * self.max_queue))
+
+    def check_room(self, reqs: list[Request]) -> None:
+        """Raise EngineBusy unless the queue, and each client's share of it, can take all of ``reqs``."""
+        if len(self.waiting) + len(reqs) > self.max_queue:
             raise EngineBusy(f"the engine is busy ({len(self.waiting)} requests queued); try again shortly")
+        asking = Counter(r.client for r in reqs if r.client is not None)
+        if asking:
+            queued = Counter(r.client for r in self.waiting)
+            for client, n in asking.items():
+                if queued[client] + n > self.client_queue_places():
+                    raise EngineBusy(
+                        f"too many requests queued from this client ({queued[client]} waiting, "
+                        f"at most {self.client_queue_places()}); try again shortly"
+                    )
+
+    def add(self, req: Request) -> None:
+        self.check_room([req])
         self.waiting.append(req)
 
     def has_work(self) -> bool:
@@ -47,12 +88,72 @@ class Scheduler:
             self.running = [r for r in self.running if not r.cancel_requested]
         return gone
 
-    def admit(self) -> list[Request]:
-        """Fill free slots from the head of the queue (slot refill); FIFO, so none starves."""
-        admitted = []
-        while self.waiting and len(self.running) + len(admitted) < self.max_batch_size:
-            admitted.append(self.waiting.popleft())
+    # -- admission ------------------------------------------------------------
+    def stream_places(self, stream_load: float) -> int:
+        """How many streams the machine feeds in real time with its margin (at least one)."""
+        if self.policy == "fifo":
+            return self.max_batch_size
+        if stream_load <= 0:  # nothing measured costs anything (a fake model): slots are the only limit
+            return self.max_batch_size
+        if not math.isfinite(stream_load):
+            return 1
+        return max(1, math.floor(self.qos.load_margin / stream_load))
+
+    def admit(self, stream_load: float = 0.0) -> list[Request]:
+        """Take what fits from the queue, oldest first, skipping a request whose client is at its
+        share of slots (it waits for its own client's rows, not for everyone else's)."""
+        slots = self.max_batch_size - len(self.running)
+        if slots <= 0 or not self.waiting:
+            return []
+        holding = Counter(r.client for r in self.running if r.client is not None)
+        streams = sum(1 for r in self.running if r.stream)
+        files = len(self.running) - streams
+        stream_cap = self.stream_places(stream_load)
+        file_cap = self.max_batch_size if self.policy == "fifo" else max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
+        admitted: list[Request] = []
+        for req in self.waiting:
+            if len(admitted) >= slots:
+                break
+            if req.client is not None and holding[req.client] >= self.client_slots():
+                continue
+            if self.policy == "fifo" or (streams < stream_cap if req.stream else files < file_cap):
+                admitted.append(req)
+                holding[req.client] += 1
+                streams += req.stream
+                files += not req.stream
+        if admitted:
+            taken = {id(r) for r in admitted}
+            self.waiting = deque(r for r in self.waiting if id(r) not in taken)
         return admitted
+
+    def eta(self, targets: Iterable[Request], now: float, stream_load: float, extra: Iterable[Request] = ()) -> dict[int, float]:
+        """Predicted seconds until each of ``targets`` (queued, or ``extra``: about to be) starts.
+
+        A small event simulation: a place (a stream place, a file slot, or any slot under fifo)
+        frees when its row's remaining audio is made, every held row sharing the compute (each needs
+        ``stream_load`` s per s of audio); a queued request then holds the place it takes for its
+        own audio's estimate.
+        """
+        load = stream_load if math.isfinite(stream_load) and stream_load > 0 else 0.0
+        sharing = max(1, len(self.running))
+        shared = self.policy == "fifo"  # fifo: one pool of slots for every class
+        places = {True: self.stream_places(load), False: self.max_batch_size}
+        if not shared:
+            places[False] = max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
+        frees: dict[bool, list[float]] = {True: [], False: []}
+        for r in self.running:
+            frees[shared or r.stream].append(now + r.remaining_s() * load * sharing)
+        for heap in frees.values():
+            heapq.heapify(heap)
+        wanted = {r.id for r in targets}
+        result: dict[int, float] = {}
+        for r in [*self.waiting, *extra]:
+            pool = shared or r.stream
+            start = now if len(frees[pool]) < places[pool] else heapq.heappop(frees[pool])
+            heapq.heappush(frees[pool], start + r.remaining_s() * load * sharing)
+            if r.id in wanted:
+                result[r.id] = start - now
+        return result
 
     def start(self, reqs: list[Request]) -> None:
         for r in reqs:
