@@ -111,3 +111,43 @@ class FakeBackend(Backend):
 def expected(text: str, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return np.concatenate([rng.standard_normal(100).astype(np.float32) for _ in text.split()])
+
+
+class ClockedBackend(Backend):
+    """A real backend whose steps cost ``row_s`` simulated seconds per row (and ``on_step`` runs after
+    each), so the engine's policy meets a real model's rows on a deterministic clock."""
+
+    def __init__(self, inner: Backend, clock: SimClock, row_s: float, on_step: Callable[[], None] | None = None) -> None:
+        self.inner, self.clock, self.row_s, self.on_step = inner, clock, row_s, on_step
+        self.name, self.sample_rate, self.max_text_chars = inner.name, inner.sample_rate, inner.max_text_chars
+        self.stepped: list[list[int]] = []  # the request ids of each step's rows
+
+    def check_text(self, text, settings=None):
+        return self.inner.check_text(text, settings)
+
+    def prepare(self, rows):
+        states = self.inner.prepare(rows)
+        self._ids = getattr(self, "_ids", {})
+        self._ids.update({id(s): r.request_id for s, r in zip(states, rows)})
+        return states
+
+    def step(self, states, emit=None):
+        self.stepped.append([self._ids[id(s)] for s in states])
+        self.clock.t += self.row_s * len(states)
+        out = self.inner.step(states, emit)
+        if self.on_step is not None:
+            self.on_step()
+        return out
+
+    @property
+    def emits_rows(self):
+        return self.inner.emits_rows
+
+    def estimate_step(self, state):
+        return self.inner.estimate_step(state)
+
+    def steady_estimate(self):
+        return self.inner.steady_estimate()
+
+    def release(self, state):
+        self.inner.release(state)
