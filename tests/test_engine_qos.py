@@ -81,9 +81,15 @@ def test_step_costs_are_learnt_from_measured_steps():
     costs.learn([small, small], 0.2)  # first measurement: taken as it is
     assert costs.row_cost(small) == pytest.approx(0.1)
     assert costs.row_cost(big) == pytest.approx(0.05)  # another window size keeps its prior
-    for _ in range(40):
-        costs.learn([big], 0.3)
-    assert costs.row_cost(big) == pytest.approx(0.3, rel=1e-3)
+    # Steps of 1 and 3 rows that cost 0.04 s + 0.12 s a row: the fixed part and the row's part come apart.
+    for i in range(400):
+        n = 1 + 2 * (i % 2)
+        costs.learn([big] * n, 0.04 + 0.12 * n)
+    assert costs.fixed_s == pytest.approx(0.04, abs=2e-3)
+    assert costs.row_cost(big) == pytest.approx(0.12, abs=2e-3)
+    load = costs.stream_load(big)
+    assert load.per_stream == pytest.approx(0.12 / 1.8, rel=0.05)
+    assert load.places(0.85) == pytest.approx((0.85 - 0.04 / 1.8) / (0.12 / 1.8), rel=0.05)
 
 
 # -- the engine, simulated time -----------------------------------------------------
@@ -123,9 +129,8 @@ def test_admission_stops_at_the_measured_capacity_and_the_eta_is_honest():
         handles = engine.submit_many(texts)
         run_all(handles, texts)
         stats = engine.stats()
-    load = stats["stream_load"]
-    assert 0.15 < load < 0.35  # learnt: (0.02 s per word + a share of 0.01 s per step) per 0.1 s of audio
-    assert max(places_seen) <= stats["stream_places"] == int(0.85 / load)
+    assert stats["stream_load"] == pytest.approx(0.2, rel=0.2)  # learnt: 0.02 s per word per 0.1 s of audio
+    assert max(places_seen) <= stats["stream_places"] == 3  # (0.85 - 0.1) / 0.2
     started = {h.id: h._req.admitted_at for h in handles}
     assert etas, "some requests were still queued at step 30"
     for rid, eta in etas.items():

@@ -6,7 +6,6 @@ passes ``now``), so a simulated clock drives it in tests exactly as the wall clo
 
 from __future__ import annotations
 
-import math
 from typing import Callable, Sequence
 
 from ..backends.base import StepEstimate
@@ -21,8 +20,8 @@ def deadline(req: Request, q: QosSettings) -> float:
     if not req.stream:
         since = req.last_step_at if req.last_step_at is not None else (req.admitted_at or req.submitted_at)
         return since + q.batch_gap_s
-    if req.play_deadline is None:
-        return req.submitted_at + q.first_audio_target_s
+    if req.play_deadline is None:  # counted from admission: a queued request's wait is the queue's, not a stall
+        return (req.admitted_at if req.admitted_at is not None else req.submitted_at) + q.first_audio_target_s
     return req.play_deadline
 
 
@@ -60,7 +59,7 @@ def pick(
         order = [r for r in order if (r.stream and slack[r.id] < q.plenty_s) or slack[r.id] <= 0] or order[:1]
     budget = max(q.min_step_s, slack[order[0].id] - q.margin_s)
     picked: list[Request] = []
-    total = 0.0
+    total = costs.fixed_s
     for r in order:
         cost = costs.row_cost(estimate(r))
         if picked and total + cost > budget:
@@ -68,8 +67,3 @@ def pick(
         picked.append(r)
         total += cost
     return picked
-
-
-def stream_load(est: StepEstimate, costs: StepCosts) -> float:
-    """Seconds of compute per second of audio for one stream at its usual window (its real-time load)."""
-    return costs.row_cost(est) / est.audio_s if est.audio_s > 0 else math.inf

@@ -18,7 +18,7 @@ from .metrics import EngineCounters
 from .qos_settings import QosSettings
 from .request import Request, RequestStatus
 from .scheduler import EngineBusy, Scheduler
-from .step_costs import StepCosts
+from .step_costs import StepCosts, StreamLoad
 
 _LOGGER = logging.getLogger(__name__)
 _LOG_EVERY_S = 10.0
@@ -212,9 +212,9 @@ class Engine:
                 retry_after_s=worst - self.qos.max_queue_wait_s,
             )
 
-    def _stream_load(self) -> float:
-        """Seconds of compute one stream needs per second of its audio, from the learnt step costs."""
-        return deadlines.stream_load(self.backend.steady_estimate(), self._costs)
+    def _stream_load(self) -> StreamLoad:
+        """What a stream costs per second of its audio, from the learnt step costs."""
+        return self._costs.stream_load(self.backend.steady_estimate())
 
     def _eta(self, req: Request) -> float:
         with self._lock:
@@ -240,11 +240,14 @@ class Engine:
             snap["active"] = len(self._scheduler.running)
             snap["max_batch_size"] = self._scheduler.max_batch_size
             load = self._stream_load()
+            places = self._scheduler.stream_places(load)
             snap["policy"] = self.policy
             snap["streams_active"] = sum(1 for r in self._scheduler.running if r.stream)
-            snap["stream_load"] = load
-            snap["capacity_audio_s_per_s"] = 1.0 / load if load > 0 else 0.0
-            snap["stream_places"] = self._scheduler.stream_places(load)
+            snap["stream_load"] = load.per_stream
+            # Audio seconds per second the machine makes with as many streams as it admits stepping together.
+            busy = load.seconds_for(1.0, places) / places
+            snap["capacity_audio_s_per_s"] = 1.0 / busy if busy > 0 else 0.0
+            snap["stream_places"] = places
             snap["step_costs"] = self._costs.snapshot()
         snap["emits_rows"] = bool(self.backend.emits_rows)
         return snap
@@ -302,7 +305,7 @@ class Engine:
         for req in cancelled:
             self._retire(req, RequestStatus.CANCELLED)
         started = self._prepare(admitted)
-        if self.first_audio_first:
+        if self.first_audio_first and self._newcomers_fit(started, running):
             # Newcomers get their first window before the long-running rows step:
             # time to first audio is then text stage + one window, not a full batch step.
             if started:
@@ -315,6 +318,16 @@ class Engine:
             self._advance(running)
         self._maybe_log()
         return True
+
+    def _newcomers_fit(self, started: list[Request], running: list[Request]) -> bool:
+        """Under deadlines, newcomers step on their own first only if that step ends before any
+        running listener runs dry; otherwise they join the deadline-ordered pick like everyone."""
+        if self.policy != "deadline" or not started or not running:
+            return True
+        now = self._clock()
+        earliest = min(deadlines.deadline(r, self.qos) for r in running) - now
+        margin = min(self.qos.margin_s, earliest / 2)  # a near deadline leaves a step of nothing but tiny costs
+        return self._costs.predict([self._estimate(r) for r in started]) <= earliest - margin
 
     def _prepare(self, admitted: list[Request]) -> list[Request]:
         """Run the text stage (or prefill) of newly admitted requests; return those that started."""

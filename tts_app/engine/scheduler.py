@@ -9,6 +9,9 @@ from typing import Iterable
 
 from .qos_settings import QosSettings
 from .request import Request, RequestStatus
+from .step_costs import StreamLoad
+
+_FREE = StreamLoad(0.0, 0.0)  # nothing measured costs anything (a fake model)
 
 
 class EngineBusy(RuntimeError):
@@ -89,17 +92,16 @@ class Scheduler:
         return gone
 
     # -- admission ------------------------------------------------------------
-    def stream_places(self, stream_load: float) -> int:
-        """How many streams the machine feeds in real time with its margin (at least one)."""
+    def stream_places(self, load: StreamLoad) -> int:
+        """How many streams the machine feeds in real time with its margin (at least one; the slots at most)."""
         if self.policy == "fifo":
             return self.max_batch_size
-        if stream_load <= 0:  # nothing measured costs anything (a fake model): slots are the only limit
-            return self.max_batch_size
-        if not math.isfinite(stream_load):
-            return 1
-        return max(1, math.floor(self.qos.load_margin / stream_load))
+        places = load.places(self.qos.load_margin)
+        if not math.isfinite(places):
+            return self.max_batch_size if places > 0 else 1
+        return min(self.max_batch_size, max(1, math.floor(places)))
 
-    def admit(self, stream_load: float = 0.0) -> list[Request]:
+    def admit(self, load: StreamLoad = _FREE) -> list[Request]:
         """Take what fits from the queue, oldest first, skipping a request whose client is at its
         share of slots (it waits for its own client's rows, not for everyone else's)."""
         slots = self.max_batch_size - len(self.running)
@@ -108,7 +110,7 @@ class Scheduler:
         holding = Counter(r.client for r in self.running if r.client is not None)
         streams = sum(1 for r in self.running if r.stream)
         files = len(self.running) - streams
-        stream_cap = self.stream_places(stream_load)
+        stream_cap = self.stream_places(load)
         file_cap = self.max_batch_size if self.policy == "fifo" else max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
         admitted: list[Request] = []
         for req in self.waiting:
@@ -126,33 +128,52 @@ class Scheduler:
             self.waiting = deque(r for r in self.waiting if id(r) not in taken)
         return admitted
 
-    def eta(self, targets: Iterable[Request], now: float, stream_load: float, extra: Iterable[Request] = ()) -> dict[int, float]:
+    def eta(self, targets: Iterable[Request], now: float, load: StreamLoad, extra: Iterable[Request] = ()) -> dict[int, float]:
         """Predicted seconds until each of ``targets`` (queued, or ``extra``: about to be) starts.
 
-        A small event simulation: a place (a stream place, a file slot, or any slot under fifo)
-        frees when its row's remaining audio is made, every held row sharing the compute (each needs
-        ``stream_load`` s per s of audio); a queued request then holds the place it takes for its
-        own audio's estimate.
+        An event simulation of admission as ``admit`` does it: a place (a stream place, a file slot,
+        or any slot under fifo) frees when its row's remaining audio is made, every held row sharing
+        the compute (``load``); the oldest queued request that fits
+        (its class has a place, its client is under its share) then takes it for its own audio's
+        estimate. So a flooder's queue delays the flooder, not the visitor behind it.
         """
-        load = stream_load if math.isfinite(stream_load) and stream_load > 0 else 0.0
+        if not (math.isfinite(load.per_stream) and math.isfinite(load.per_step)):
+            load = _FREE  # nothing to go on yet
         sharing = max(1, len(self.running))
         shared = self.policy == "fifo"  # fifo: one pool of slots for every class
         places = {True: self.stream_places(load), False: self.max_batch_size}
         if not shared:
             places[False] = max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
-        frees: dict[bool, list[float]] = {True: [], False: []}
+        held: Counter = Counter()
+        events: list[tuple[float, int, bool, str | None]] = []  # (frees at, tie-break, pool, client)
         for r in self.running:
-            frees[shared or r.stream].append(now + r.remaining_s() * load * sharing)
-        for heap in frees.values():
-            heapq.heapify(heap)
+            pool = shared or r.stream
+            held[pool] += 1
+            held[r.client] += r.client is not None
+            events.append((now + load.seconds_for(r.remaining_s(), sharing), r.id, pool, r.client))
+        heapq.heapify(events)
+        pending = [*self.waiting, *extra]
         wanted = {r.id for r in targets}
         result: dict[int, float] = {}
-        for r in [*self.waiting, *extra]:
-            pool = shared or r.stream
-            start = now if len(frees[pool]) < places[pool] else heapq.heappop(frees[pool])
-            heapq.heappush(frees[pool], start + r.remaining_s() * load * sharing)
-            if r.id in wanted:
-                result[r.id] = start - now
+        t = now
+        while pending and len(result) < len(wanted):
+            left = []
+            for r in pending:
+                pool = shared or r.stream
+                if held[pool] < places[pool] and (r.client is None or held[r.client] < self.client_slots()):
+                    held[pool] += 1
+                    held[r.client] += r.client is not None
+                    heapq.heappush(events, (t + load.seconds_for(r.remaining_s(), sharing), r.id, pool, r.client))
+                    if r.id in wanted:
+                        result[r.id] = t - now
+                else:
+                    left.append(r)
+            pending = left
+            if not events:
+                break
+            t, _, pool, client = heapq.heappop(events)
+            held[pool] -= 1
+            held[client] -= client is not None
         return result
 
     def start(self, reqs: list[Request]) -> None:
