@@ -252,6 +252,23 @@ class Engine:
         snap["emits_rows"] = bool(self.backend.emits_rows)
         return snap
 
+    def qos_figures(self) -> dict:
+        """What a server operator scrapes (tts_app/api/metrics.py): the listeners' histograms and the
+        queue and capacity now. Histograms are copies, taken under the engine's lock."""
+        with self._lock:
+            c = self._counters
+            load = self._stream_load()
+            places = self._scheduler.stream_places(load)
+            busy = load.seconds_for(1.0, places) / places
+            return {
+                "ttfa": replace(c.ttfa, counts=list(c.ttfa.counts)),
+                "stall": replace(c.stall, counts=list(c.stall.counts)),
+                "queued": len(self._scheduler.waiting),
+                "streams_admitted": sum(1 for r in self._scheduler.running if r.stream),
+                "capacity_audio_s_per_s": 1.0 / busy if busy > 0 else 0.0,
+                "audio_produced_s": c.audio_produced_s,
+            }
+
     def close(self, timeout: float = 30.0) -> None:
         """Stop the worker; requests still queued or running end with EngineClosed."""
         with self._lock:
@@ -410,6 +427,7 @@ class Engine:
                     req.play_deadline = now
                 req.play_deadline += out.audio.size / self.sample_rate / self.qos.playback_rate
             req.samples += out.audio.size
+            self._counters.audio_produced_s += out.audio.size / self.sample_rate  # worker thread only: no lock
             self._handles[req.id]._push(np.asarray(out.audio, np.float32), out.words)
 
     def _retire(self, req: Request, status: RequestStatus, error: BaseException | None = None) -> None:
@@ -428,7 +446,6 @@ class Engine:
             self._scheduler.remove([req])
             handle = self._handles.pop(req.id, None)
             c = self._counters
-            c.audio_produced_s += req.samples / self.sample_rate
             if status is RequestStatus.FINISHED:
                 c.finished += 1
                 c.audio_s += req.samples / self.sample_rate

@@ -81,7 +81,7 @@ class EngineCounters:
     rows_stepped: int = 0
     max_batch_seen: int = 0
     audio_s: float = 0.0  # of finished requests
-    audio_produced_s: float = 0.0  # of every request that left, cancelled ones included
+    audio_produced_s: float = 0.0  # as it is made, cancelled requests' included
     ttfa: Histogram = field(default_factory=lambda: Histogram(TTFA_BUCKETS_S))  # streams: submit to first audio
     stall: Histogram = field(default_factory=lambda: Histogram(STALL_BUCKETS_S))  # finished streams: a 1x player's waits
     # Seconds per row of the last RECENT_STEPS steps: a player sizes its start from a high quantile

@@ -47,8 +47,9 @@ class Scheduler:
         self.running: list[Request] = []
 
     # -- shares ---------------------------------------------------------------
-    def client_slots(self) -> int:
-        return max(1, math.floor(self.qos.client_share * self.max_batch_size))
+    def client_slots(self, load: StreamLoad) -> int:
+        """Rows one client may hold: its share of the slots, or of the stream places when fewer."""
+        return max(1, math.floor(self.qos.client_share * min(self.max_batch_size, self.stream_places(load))))
 
     def client_queue_places(self) -> int:
         return max(1, math.floor(self.qos.client_share * self.max_queue))
@@ -111,12 +112,13 @@ class Scheduler:
         streams = sum(1 for r in self.running if r.stream)
         files = len(self.running) - streams
         stream_cap = self.stream_places(load)
+        client_cap = self.client_slots(load)
         file_cap = self.max_batch_size if self.policy == "fifo" else max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
         admitted: list[Request] = []
         for req in self.waiting:
             if len(admitted) >= slots:
                 break
-            if req.client is not None and holding[req.client] >= self.client_slots():
+            if req.client is not None and holding[req.client] >= client_cap:
                 continue
             if self.policy == "fifo" or (streams < stream_cap if req.stream else files < file_cap):
                 admitted.append(req)
@@ -144,6 +146,7 @@ class Scheduler:
         places = {True: self.stream_places(load), False: self.max_batch_size}
         if not shared:
             places[False] = max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
+        client_cap = self.client_slots(load)
         held: Counter = Counter()
         events: list[tuple[float, int, bool, str | None]] = []  # (frees at, tie-break, pool, client)
         for r in self.running:
@@ -160,7 +163,7 @@ class Scheduler:
             left = []
             for r in pending:
                 pool = shared or r.stream
-                if held[pool] < places[pool] and (r.client is None or held[r.client] < self.client_slots()):
+                if held[pool] < places[pool] and (r.client is None or held[r.client] < client_cap):
                     held[pool] += 1
                     held[r.client] += r.client is not None
                     heapq.heappush(events, (t + load.seconds_for(r.remaining_s(), sharing), r.id, pool, r.client))
