@@ -216,6 +216,12 @@ class Engine:
         """What a stream costs per second of its audio, from the learnt step costs."""
         return self._costs.stream_load(self.backend.steady_estimate())
 
+    def _capacity(self, load: StreamLoad) -> float:
+        """Seconds of audio a second the machine makes with as many streams as it admits, stepping together."""
+        places = self._scheduler.stream_places(load)
+        busy = load.seconds_for(1.0, places) / places
+        return 1.0 / busy if busy > 0 else 0.0
+
     def _eta(self, req: Request) -> float:
         with self._lock:
             if req.status is not RequestStatus.WAITING:
@@ -240,14 +246,11 @@ class Engine:
             snap["active"] = len(self._scheduler.running)
             snap["max_batch_size"] = self._scheduler.max_batch_size
             load = self._stream_load()
-            places = self._scheduler.stream_places(load)
             snap["policy"] = self.policy
             snap["streams_active"] = sum(1 for r in self._scheduler.running if r.stream)
             snap["stream_load"] = load.per_stream
-            # Audio seconds per second the machine makes with as many streams as it admits stepping together.
-            busy = load.seconds_for(1.0, places) / places
-            snap["capacity_audio_s_per_s"] = 1.0 / busy if busy > 0 else 0.0
-            snap["stream_places"] = places
+            snap["capacity_audio_s_per_s"] = self._capacity(load)
+            snap["stream_places"] = self._scheduler.stream_places(load)
             snap["step_costs"] = self._costs.snapshot()
         snap["emits_rows"] = bool(self.backend.emits_rows)
         return snap
@@ -257,15 +260,12 @@ class Engine:
         queue and capacity now. Histograms are copies, taken under the engine's lock."""
         with self._lock:
             c = self._counters
-            load = self._stream_load()
-            places = self._scheduler.stream_places(load)
-            busy = load.seconds_for(1.0, places) / places
             return {
                 "ttfa": replace(c.ttfa, counts=list(c.ttfa.counts)),
                 "stall": replace(c.stall, counts=list(c.stall.counts)),
                 "queued": len(self._scheduler.waiting),
                 "streams_admitted": sum(1 for r in self._scheduler.running if r.stream),
-                "capacity_audio_s_per_s": 1.0 / busy if busy > 0 else 0.0,
+                "capacity_audio_s_per_s": self._capacity(self._stream_load()),
                 "audio_produced_s": c.audio_produced_s,
             }
 
