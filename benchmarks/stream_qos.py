@@ -29,6 +29,7 @@ from tts_app.engine import Engine, EngineBusy, RequestStatus
 NAME = "stream_qos"
 BURSTS = (0.5, 0.75, 1.0, 1.5)
 POLICIES = ("fifo", "deadline")
+QUEUED_S = 0.25
 
 
 def _extra_args(parser: argparse.ArgumentParser) -> None:
@@ -124,7 +125,9 @@ def _summary(outs: Sequence[Listened], wall_s: float) -> dict[str, Any]:
     gfs = [o.ttfa + o.prebuffer() for o in served]
     stalls = [o.stall() for o in served]
     audio = sum(o.audio for o in served)
-    queued = [o for o in served if o.eta_s is not None and o.started is not None]
+    # Queued: the engine predicted a wait, or one happened (a request admitted at the next step is not).
+    queued = [o for o in served if o.eta_s is not None and o.started is not None
+              and max(o.eta_s, o.started - o.submitted) > QUEUED_S]
     eta_err = [abs(o.eta_s - (o.started - o.submitted)) / max(o.started - o.submitted, 1.0) for o in queued]
     return {
         "streams": len(outs),
