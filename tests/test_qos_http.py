@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,10 +21,10 @@ LONG = ("The quick brown fox jumps over the lazy dog, and then it runs far away 
 @pytest.fixture(scope="module")
 def server(artifacts_dir: Path) -> Iterator[str]:
     with serve_app(artifacts_dir / "qos_server.log", {"TTS_APP_MAX_QUEUE_WAIT_S": "20"}) as (base, _process):
-        deadline_tries = 600
-        while httpx.get(f"{base}/readyz", timeout=10).status_code != 200 and deadline_tries:
-            deadline_tries -= 1
-            asyncio.run(asyncio.sleep(0.5))  # the model loads in the background
+        for _ in range(600):  # the model loads in the background; its warm-up teaches the engine its step costs
+            if httpx.get(f"{base}/readyz", timeout=10).status_code == 200:
+                break
+            time.sleep(0.5)
         yield base
 
 

@@ -205,11 +205,12 @@ class Engine:
     def _check_wait(self, requests: list[Request], now: float) -> None:
         """Refuse requests predicted to wait past ``max_queue_wait_s``; say when a retry would fit."""
         etas = self._scheduler.eta(requests, now, self._stream_load(), extra=requests)
-        worst = max(etas.values(), default=0.0)
-        if worst > self.qos.max_queue_wait_s:
+        # A group (a page's lines) is heard line after line: its wait is its first line's.
+        wait = min(etas.values(), default=0.0)
+        if wait > self.qos.max_queue_wait_s:
             raise EngineBusy(
-                f"the engine is at capacity: this request would wait about {worst:.0f} s; try again later",
-                retry_after_s=worst - self.qos.max_queue_wait_s,
+                f"the engine is at capacity: this request would wait about {wait:.0f} s; try again later",
+                retry_after_s=wait - self.qos.max_queue_wait_s,
             )
 
     def _stream_load(self) -> StreamLoad:

@@ -143,7 +143,7 @@ class Scheduler:
             load = _FREE  # nothing to go on yet
         sharing = max(1, len(self.running))
         shared = self.policy == "fifo"  # fifo: one pool of slots for every class
-        places = {True: self.stream_places(load), False: self.max_batch_size}
+        places = {True: self.stream_places(load)}  # pool True: streams, or every slot under fifo
         if not shared:
             places[False] = max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
         client_cap = self.client_slots(load)
@@ -161,7 +161,10 @@ class Scheduler:
         t = now
         while pending and len(result) < len(wanted):
             left = []
-            for r in pending:
+            for i, r in enumerate(pending):
+                if all(held[p] >= places[p] for p in places):  # nothing free: the rest waits as it is
+                    left.extend(pending[i:])
+                    break
                 pool = shared or r.stream
                 if held[pool] < places[pool] and (r.client is None or held[r.client] < client_cap):
                     held[pool] += 1
