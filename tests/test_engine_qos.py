@@ -217,3 +217,21 @@ def test_one_client_cannot_take_every_slot_or_queue_place():
         for h in flood:
             h.cancel()
     assert max(backend.batches) <= 3
+
+
+def test_the_page_figures_show_each_line_s_stall():
+    from tts_app.ui.run_figures import FIGURE_HEADERS, RunFigures
+
+    engine, _backend, _clock = sim_engine("fifo")
+    texts = [words(WORDS) for _ in range(8)]
+    with engine:
+        handles = engine.submit_many(texts)
+        run_all(handles, texts)
+    figures = RunFigures()
+    for i, h in enumerate(handles):
+        figures.add_line(i + 1, texts[i], h.metrics.as_dict())
+    table = figures.table()
+    assert FIGURE_HEADERS[-1] == "stall (s)"
+    assert [row[-1] for row in table[:-1]] == [round(h.stall_s, 3) for h in handles]
+    assert table[-1][-1] == pytest.approx(sum(h.stall_s for h in handles), abs=0.01) and table[-1][-1] > 0
+    assert figures.summary()["stall_s"] == table[-1][-1]

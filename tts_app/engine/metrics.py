@@ -20,6 +20,7 @@ class RequestMetrics:
     rtf: float | None  # total time / audio time
     batch_sizes: list[int] = field(default_factory=list)
     status: str = "waiting"
+    stall_s: float = 0.0  # how long a 1x player started at the first audio has waited for more
 
     @classmethod
     def of(cls, req: Request, sample_rate: int) -> "RequestMetrics":
@@ -36,6 +37,7 @@ class RequestMetrics:
             rtf=(total / audio_s) if total is not None and audio_s > 0 else None,
             batch_sizes=list(req.batch_sizes),
             status=req.status.value,
+            stall_s=req.stall_s,
         )
 
     def as_dict(self) -> dict:
