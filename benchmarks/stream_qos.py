@@ -30,6 +30,7 @@ NAME = "stream_qos"
 BURSTS = (0.5, 0.75, 1.0, 1.5)
 POLICIES = ("fifo", "deadline")
 QUEUED_S = 0.25
+RUN_BOUND = 2.0  # a run is cut at this many times its expected length
 
 
 def _extra_args(parser: argparse.ArgumentParser) -> None:
@@ -87,23 +88,36 @@ async def _listen(engine: Engine, text: str, seed: int, out: Listened) -> None:
     if handle.status is RequestStatus.WAITING:
         out.eta_s = handle.eta_s()
     rate = engine.sample_rate
-    async for chunk in handle.achunks():
-        if chunk.audio.size:
-            out.arrivals.append((time.perf_counter(), chunk.audio.size / rate))
-    out.started = handle._req.admitted_at
+    try:
+        async for chunk in handle.achunks():
+            if chunk.audio.size:
+                out.arrivals.append((time.perf_counter(), chunk.audio.size / rate))
+    finally:
+        out.started = handle._req.admitted_at
 
 
-async def _burst(engine: Engine, text: str, n: int) -> list[Listened]:
+async def _bounded(tasks: list[asyncio.Task], timeout_s: float) -> bool:
+    """Wait for ``tasks``; past ``timeout_s`` cancel them (their streams are cancelled in the engine).
+    False when the run was cut short (a machine far slower than the one C was measured on)."""
+    if not tasks:
+        return True
+    _, late = await asyncio.wait(tasks, timeout=timeout_s)
+    for task in late:
+        task.cancel()
+    await asyncio.gather(*late, return_exceptions=True)
+    return not late
+
+
+async def _burst(engine: Engine, text: str, n: int, timeout_s: float) -> tuple[list[Listened], bool]:
     outs = [Listened(time.perf_counter()) for _ in range(n)]
     tasks = []
     for i, out in enumerate(outs):
         out.submitted = time.perf_counter()
         tasks.append(asyncio.create_task(_listen(engine, text, i, out)))
-    await asyncio.gather(*tasks)
-    return outs
+    return outs, await _bounded(tasks, timeout_s)
 
 
-async def _poisson(engine: Engine, text: str, rate_per_s: float, duration_s: float, seed: int) -> list[Listened]:
+async def _poisson(engine: Engine, text: str, rate_per_s: float, duration_s: float, seed: int, timeout_s: float) -> tuple[list[Listened], bool]:
     rng = random.Random(seed)
     outs: list[Listened] = []
     tasks = []
@@ -115,8 +129,7 @@ async def _poisson(engine: Engine, text: str, rate_per_s: float, duration_s: flo
         out = Listened(time.perf_counter())
         outs.append(out)
         tasks.append(asyncio.create_task(_listen(engine, text, len(outs), out)))
-    await asyncio.gather(*tasks)
-    return outs
+    return outs, await _bounded(tasks, timeout_s)
 
 
 def _summary(outs: Sequence[Listened], wall_s: float) -> dict[str, Any]:
@@ -181,12 +194,16 @@ def main() -> None:
             runs.append((f"Poisson 0.75 x C, {poisson_s:.0f} s", ("poisson", 0.75 * capacity / stream_audio_s)))
             for label, (kind, amount) in runs:
                 t0 = time.perf_counter()
+                # A run's streams end about when the last admitted one has been heard, which depends on
+                # C (measured on this machine), not on its speed; the bound is for a machine that slows down.
                 if kind == "burst":
-                    outs = asyncio.run(_burst(engine, text, int(amount)))
+                    bound = RUN_BOUND * (stream_audio_s * max(1.0, amount / capacity) + 10.0)
+                    outs, complete = asyncio.run(_burst(engine, text, int(amount), bound))
                 else:
-                    outs = asyncio.run(_poisson(engine, text, float(amount), poisson_s, args.seed))
+                    bound = RUN_BOUND * (poisson_s + stream_audio_s + 10.0)
+                    outs, complete = asyncio.run(_poisson(engine, text, float(amount), poisson_s, args.seed, bound))
                 summary = _summary(outs, time.perf_counter() - t0)
-                summary.update(policy=policy, run=label)
+                summary.update(policy=policy, run=label, complete=complete)
                 results["runs"].append(summary)
                 print(f"{policy:8s} {label}: {summary}", flush=True)
                 rows.append([policy, label, summary["streams"], summary["refused"], summary["ttfa_p50_s"], summary["ttfa_p95_s"],
