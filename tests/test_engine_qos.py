@@ -183,25 +183,28 @@ def test_a_wait_past_the_limit_is_refused_with_a_retry_time():
     engine, backend, clock = sim_engine(qos=QosSettings(max_queue_wait_s=5.0))
     refusals: list[EngineBusy] = []
     accepted = []
+    internal = []
 
     def on_step():
         if len(backend.batches) == 20:
             for _ in range(20):
                 try:
-                    accepted.append(engine.submit(words(WORDS)))
+                    accepted.append(engine.submit(words(WORDS), client=f"visitor{len(accepted) + len(refusals)}"))
                 except EngineBusy as exc:
                     refusals.append(exc)
+            internal.append(engine.submit(words(WORDS)))
 
     backend.on_step = on_step
     with engine:
         first = engine.submit_many([words(WORDS) for _ in range(4)])
         for h in first:
             h.result(timeout=30)
-        for h in accepted:
+        for h in accepted + internal:
             h.result(timeout=30)
     assert accepted and refusals
     assert all(exc.retry_after_s is not None and exc.retry_after_s > 0 for exc in refusals)
     assert "capacity" in str(refusals[0])
+    assert internal, "the app's own work (no client) is queued, not refused"
 
 
 def test_one_client_cannot_take_every_slot_or_queue_place():

@@ -159,7 +159,8 @@ class Engine:
         they enter the queue together, so the worker admits them in the same step (the lines of one
         click share their batches). Raises LineRejected (a ValueError naming the text's index) for a
         bad text, ValueError for bad settings, EngineBusy when the queue (or the client's share of
-        it) cannot take them all, or when they would wait longer than ``qos.max_queue_wait_s``.
+        it) cannot take them all, or, for a ``client``, when they would wait longer than
+        ``qos.max_queue_wait_s``.
         """
         if self._closed:
             raise EngineClosed("the engine is closed")
@@ -188,7 +189,8 @@ class Engine:
                 req.submitted_at = now
             try:
                 self._scheduler.check_room(requests)
-                self._check_wait(requests, now)
+                if client is not None:  # a visitor is told at once; the app's own work (client None) waits
+                    self._check_wait(requests, now)
             except EngineBusy:
                 self._counters.rejected += len(requests)
                 raise
