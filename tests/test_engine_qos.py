@@ -103,7 +103,7 @@ def test_a_burst_twice_the_capacity_stalls_nobody_under_deadlines_but_everyone_u
     for policy in ("fifo", "deadline"):
         engine, _backend, _clock = sim_engine(policy)
         with engine:
-            handles = engine.submit_many(texts)
+            handles = engine.submit_many(texts, in_order=False)
             run_all(handles, texts)
             results[policy] = _stall_and_starts(handles)
     fifo_stalls, _ = results["fifo"]
@@ -126,7 +126,7 @@ def test_admission_stops_at_the_measured_capacity_and_the_eta_is_honest():
     backend.on_step = on_step
     texts = [words(WORDS) for _ in range(12)]
     with engine:
-        handles = engine.submit_many(texts)
+        handles = engine.submit_many(texts, in_order=False)
         run_all(handles, texts)
         stats = engine.stats()
     assert stats["stream_load"] == pytest.approx(0.2, rel=0.2)  # learnt: 0.02 s per word per 0.1 s of audio
@@ -154,7 +154,7 @@ def test_a_file_uses_the_capacity_streams_leave_and_is_never_starved():
     engine, backend, clock = sim_engine()
     texts = [words(WORDS) for _ in range(12)]
     with engine:
-        streams = engine.submit_many(texts)
+        streams = engine.submit_many(texts, in_order=False)
         doc = engine.submit(words(100), seed=3, stream=False)
         run_all(streams, texts)
         np.testing.assert_array_equal(doc.result(timeout=30), expected(words(100), 3))
@@ -168,7 +168,7 @@ def test_no_row_starves_when_more_is_admitted_than_the_machine_feeds():
     engine, backend, clock = sim_engine(qos=QosSettings(load_margin=10.0, max_queue_wait_s=1e9))
     texts = [words(40, f"t{i}") for i in range(16)]
     with engine:
-        handles = engine.submit_many(texts)
+        handles = engine.submit_many(texts, in_order=False)
         run_all(handles, texts)
     last = {t: 0 for t in texts}
     worst_gap = 0
@@ -196,7 +196,7 @@ def test_a_wait_past_the_limit_is_refused_with_a_retry_time():
 
     backend.on_step = on_step
     with engine:
-        first = engine.submit_many([words(WORDS) for _ in range(4)])
+        first = engine.submit_many([words(WORDS) for _ in range(4)], in_order=False)
         for h in first:
             h.result(timeout=30)
         for h in accepted + internal:
@@ -211,7 +211,7 @@ def test_one_client_cannot_take_every_slot_or_queue_place():
     engine, backend, clock = sim_engine(max_batch_size=8)  # client share 0.25: 2 slots, 64 queue places
     texts = [words(WORDS) for _ in range(64)]
     with engine:
-        flood = engine.submit_many(texts, client="flooder")
+        flood = engine.submit_many(texts, client="flooder", in_order=False)
         with pytest.raises(EngineBusy, match="this client"):
             engine.submit(words(5), client="flooder")
         other = engine.submit(words(5), seed=1, client="visitor")
@@ -228,7 +228,7 @@ def test_the_page_figures_show_each_line_s_stall():
     engine, _backend, _clock = sim_engine("fifo")
     texts = [words(WORDS) for _ in range(8)]
     with engine:
-        handles = engine.submit_many(texts)
+        handles = engine.submit_many(texts, in_order=False)
         run_all(handles, texts)
     figures = RunFigures()
     for i, h in enumerate(handles):
@@ -238,3 +238,24 @@ def test_the_page_figures_show_each_line_s_stall():
     assert [row[-1] for row in table[:-1]] == [round(h.stall_s, 3) for h in handles]
     assert table[-1][-1] == pytest.approx(sum(h.stall_s for h in handles), abs=0.01) and table[-1][-1] > 0
     assert figures.summary()["stall_s"] == table[-1][-1]
+
+
+def test_a_page_s_lines_are_one_listener_they_start_together_and_are_due_in_turn():
+    engine, backend, _clock = sim_engine(qos=QosSettings(client_share=0.1, max_queue_wait_s=1e9), max_batch_size=8)
+    lines = [words(30, f"l{i}") for i in range(3)]
+    due: dict[int, float] = {}
+
+    def on_step():
+        if len(backend.batches) == 1:
+            rows = {r.id: r for r in engine._scheduler.running}
+            due.update({rid: deadlines.deadline(r, engine.qos) for rid, r in rows.items()})
+
+    backend.on_step = on_step
+    with engine:
+        handles = engine.submit_many(lines, client="page:one")  # a client share of one row, yet one listener
+        run_all(handles, lines)
+    assert len({h._req.admitted_at for h in handles}) == 1  # admitted together
+    first, second, third = (h.id for h in handles)
+    # Line 2 is due when line 1 (3 s of audio) has been heard, line 3 after line 2 as well.
+    assert due[second] > due[first] + 2.5 and due[third] > due[second] + 2.5
+    assert max(h.stall_s for h in handles[1:]) < 1e-9

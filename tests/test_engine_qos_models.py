@@ -26,7 +26,7 @@ def _run(backend, clock, late_at_step: int):
 
     def on_step():
         if len(backend.stepped) == late_at_step:
-            late.extend(engine.submit_many(TEXTS[1:], seed=3))
+            late.extend(engine.submit_many(TEXTS[1:], seed=3, in_order=False))
 
     backend.on_step = on_step
     with engine:

@@ -20,9 +20,31 @@ def deadline(req: Request, q: QosSettings) -> float:
     if not req.stream:
         since = req.last_step_at if req.last_step_at is not None else (req.admitted_at or req.submitted_at)
         return since + q.batch_gap_s
-    if req.play_deadline is None:  # counted from admission: a queued request's wait is the queue's, not a stall
-        return (req.admitted_at if req.admitted_at is not None else req.submitted_at) + q.first_audio_target_s
-    return req.play_deadline
+    if req.play_deadline is not None:
+        return req.play_deadline
+    heard = heard_from(req)
+    if heard is not None:  # a later line of a group: due when the listener reaches it
+        return heard
+    # Soon after admission (a queued request's wait is the queue's, not a stall); a later line whose
+    # group has not sounded yet, that much later.
+    start = req.admitted_at if req.admitted_at is not None else req.submitted_at
+    ahead, queued_audio = req.after, 0.0
+    while ahead is not None:
+        queued_audio += ahead.remaining_s()
+        ahead = ahead.after
+    return start + q.first_audio_target_s + queued_audio
+
+
+def heard_from(req: Request) -> float | None:
+    """When a 1x listener reaches this line of a group: the lines before it played out (None when
+    it is not a later line, or none of its group has sounded yet)."""
+    ahead, queued_audio = req.after, 0.0
+    while ahead is not None and ahead.play_deadline is None:
+        queued_audio += ahead.remaining_s()
+        ahead = ahead.after
+    if ahead is None:
+        return None
+    return ahead.play_deadline + ahead.remaining_s() + queued_audio
 
 
 def buffered_s(req: Request, now: float) -> float:

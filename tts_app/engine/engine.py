@@ -154,13 +154,15 @@ class Engine:
         *,
         stream: bool = True,
         client: str | None = None,
+        in_order: bool = True,
     ) -> list[RequestHandle]:
         """Queue several utterances with the same settings as one group: all or none are queued, and
         they enter the queue together, so the worker admits them in the same step (the lines of one
         click share their batches). Raises LineRejected (a ValueError naming the text's index) for a
         bad text, ValueError for bad settings, EngineBusy when the queue (or the client's share of
         it) cannot take them all, or, for a ``client``, when they would wait longer than
-        ``qos.max_queue_wait_s``.
+        ``qos.max_queue_wait_s``. ``in_order`` (a page's lines): the texts are heard one after
+        another, so they hold one stream place and one client share; False: separate listeners.
         """
         if self._closed:
             raise EngineClosed("the engine is closed")
@@ -183,6 +185,9 @@ class Engine:
             req.audio_est_s = self.backend.audio_estimate_s(parsed)
             row.request_id = req.id
             requests.append(req)
+        for i, req in enumerate(requests):
+            req.group = requests[0].id if in_order else req.id
+            req.after = requests[i - 1] if in_order and i else None
         with self._lock:
             now = self._clock()
             for req in requests:
@@ -405,8 +410,7 @@ class Engine:
                 continue
             req.batch_sizes.append(len(running))
             req.last_step_at = now
-            if not out.done:
-                req.remaining_est_s = self.backend.remaining_audio_s(req.state)
+            req.remaining_est_s = 0.0 if out.done else self.backend.remaining_audio_s(req.state)
             if req.id not in emitted:
                 self._deliver(req, out, now)
             if out.done:
@@ -425,8 +429,12 @@ class Engine:
                         self._counters.ttfa.observe(now - req.submitted_at)
             if out.audio.size:
                 # A 1x player started at the first chunk: it waits (a stall) when audio comes after it ran dry.
-                if req.play_deadline is None or now > req.play_deadline:
-                    req.stall_s += 0.0 if req.play_deadline is None else now - req.play_deadline
+                if req.play_deadline is None:  # a group's later line plays once the listener reaches it
+                    heard = deadlines.heard_from(req)
+                    req.stall_s += max(0.0, now - heard) if heard is not None else 0.0
+                    req.play_deadline = max(now, heard if heard is not None else now)
+                elif now > req.play_deadline:
+                    req.stall_s += now - req.play_deadline
                     req.play_deadline = now
                 req.play_deadline += out.audio.size / self.sample_rate / self.qos.playback_rate
             req.samples += out.audio.size

@@ -49,6 +49,11 @@ class Request:
     last_step_at: float | None = None
     window_level: int = 0
     sample_rate: int = 0  # the engine's, for seconds of audio sent
+    # The line heard just before this one when both came in one submit_many (a page's run): a group is
+    # heard line after line, so it holds one stream place and one client share, and a line's first
+    # audio is due when the listener has heard the line before it.
+    after: "Request | None" = None
+    group: int = 0  # the id of the group's first request (its own id when alone)
 
     def remaining_s(self) -> float:
         """Audio still to come (seconds), from the backend when it knows, else from the text's estimate."""

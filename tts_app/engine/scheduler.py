@@ -108,9 +108,11 @@ class Scheduler:
         slots = self.max_batch_size - len(self.running)
         if slots <= 0 or not self.waiting:
             return []
-        holding = Counter(r.client for r in self.running if r.client is not None)
-        streams = sum(1 for r in self.running if r.stream)
-        files = len(self.running) - streams
+        # Places and shares are counted in groups (a page's lines are heard one after another).
+        groups = {r.group for r in self.running}
+        holding = Counter(r.client for r in {r.group: r for r in self.running if r.client is not None}.values())
+        streams = len({r.group for r in self.running if r.stream})
+        files = len({r.group for r in self.running if not r.stream})
         stream_cap = self.stream_places(load)
         client_cap = self.client_slots(load)
         file_cap = self.max_batch_size if self.policy == "fifo" else max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
@@ -118,13 +120,16 @@ class Scheduler:
         for req in self.waiting:
             if len(admitted) >= slots:
                 break
-            if req.client is not None and holding[req.client] >= client_cap:
+            joins = req.group in groups  # a later line of a group already in: no new place or share
+            if not joins and req.client is not None and holding[req.client] >= client_cap:
                 continue
-            if self.policy == "fifo" or (streams < stream_cap if req.stream else files < file_cap):
+            if self.policy == "fifo" or joins or (streams < stream_cap if req.stream else files < file_cap):
                 admitted.append(req)
-                holding[req.client] += 1
-                streams += req.stream
-                files += not req.stream
+                if not joins:
+                    groups.add(req.group)
+                    holding[req.client] += 1
+                    streams += req.stream
+                    files += not req.stream
         if admitted:
             taken = {id(r) for r in admitted}
             self.waiting = deque(r for r in self.waiting if id(r) not in taken)
