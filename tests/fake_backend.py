@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
-from tts_app.backends.base import Backend, StepOutput
+from tts_app.backends.base import Backend, StepEstimate, StepOutput
+
+WORD_S = 0.1  # each word is 100 samples at 1 kHz
+
+
+class SimClock:
+    """Simulated seconds: only the fake backend's steps move it, so a policy test is deterministic."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
 
 
 @dataclass
@@ -15,23 +28,36 @@ class FakeRow:
     rng: np.random.Generator
     steps_left: int
     text: str
+    words_per_step: int = 1
 
 
 class FakeBackend(Backend):
-    """One step per word; each step yields 100 samples drawn from the row's seed.
+    """One word per step (more once the engine grows the row's window); each word yields 100 samples
+    drawn from the row's seed, so the audio does not depend on how the words were grouped into steps.
 
-    Text containing BOOM fails in prepare, CRASH fails in step; SLOW sleeps per step.
+    Text containing BOOM fails in prepare, CRASH fails in step; SLOW sleeps per step. With ``clock``
+    (a SimClock), a step costs ``fixed_s + word_s * words`` simulated seconds and then calls
+    ``on_step`` (a test's arrivals), all on the engine's worker thread.
     """
 
     name = "fake"
     sample_rate = 1000
     max_text_chars = 2000
 
-    def __init__(self, step_sleep_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        step_sleep_s: float = 0.0,
+        clock: SimClock | None = None,
+        fixed_s: float = 0.0,
+        word_s: float = 0.0,
+        on_step: Callable[[], None] | None = None,
+    ) -> None:
         self.step_sleep_s = step_sleep_s
+        self.clock, self.fixed_s, self.word_s, self.on_step = clock, fixed_s, word_s, on_step
         self.prepared: list[int] = []
         self.released = 0
         self.batches: list[int] = []
+        self.stepped: list[list[str]] = []  # the texts of each step's rows, in step order
 
     def prepare(self, rows):
         if any("BOOM" in r.text for r in rows):
@@ -43,17 +69,40 @@ class FakeBackend(Backend):
         """Rows advance one by one and are emitted as they go (like the CPU decoder); a row whose
         text has "CRASH" fails the step when its turn comes, after the rows before it were emitted."""
         self.batches.append(len(states))
+        self.stepped.append([s.text for s in states])
         if self.step_sleep_s or any("SLOW" in s.text for s in states):
             time.sleep(self.step_sleep_s or 0.01)
+        if self.clock is not None:
+            self.clock.t += self.fixed_s + self.word_s * sum(min(s.words_per_step, s.steps_left) for s in states)
         out = []
         for s in states:
             if "CRASH" in s.text:
                 raise RuntimeError("decoder exploded")
-            s.steps_left -= 1
-            out.append(StepOutput(s.rng.standard_normal(100).astype(np.float32), s.steps_left <= 0))
+            n = min(s.words_per_step, s.steps_left)
+            s.steps_left -= n
+            audio = np.concatenate([s.rng.standard_normal(100).astype(np.float32) for _ in range(n)])
+            out.append(StepOutput(audio, s.steps_left <= 0))
             if emit is not None:
                 emit(len(out) - 1, out[-1])
+        if self.on_step is not None:
+            self.on_step()
         return out
+
+    def estimate_step(self, state):
+        n = min(state.words_per_step, max(1, state.steps_left))
+        return StepEstimate(f"words{state.words_per_step}", WORD_S * n, self.word_s * n + self.fixed_s)
+
+    def steady_estimate(self):
+        return StepEstimate("words1", WORD_S, self.word_s + self.fixed_s)
+
+    def audio_estimate_s(self, parsed):
+        return WORD_S * len(str(parsed).split())
+
+    def remaining_audio_s(self, state):
+        return WORD_S * state.steps_left
+
+    def set_window_level(self, state, level):
+        state.words_per_step = 2 ** max(0, level - 1)
 
     def release(self, state):
         self.released += 1
@@ -62,3 +111,43 @@ class FakeBackend(Backend):
 def expected(text: str, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return np.concatenate([rng.standard_normal(100).astype(np.float32) for _ in text.split()])
+
+
+class ClockedBackend(Backend):
+    """A real backend whose steps cost ``row_s`` simulated seconds per row (and ``on_step`` runs after
+    each), so the engine's policy meets a real model's rows on a deterministic clock."""
+
+    def __init__(self, inner: Backend, clock: SimClock, row_s: float, on_step: Callable[[], None] | None = None) -> None:
+        self.inner, self.clock, self.row_s, self.on_step = inner, clock, row_s, on_step
+        self.name, self.sample_rate, self.max_text_chars = inner.name, inner.sample_rate, inner.max_text_chars
+        self.stepped: list[list[int]] = []  # the request ids of each step's rows
+
+    def check_text(self, text, settings=None):
+        return self.inner.check_text(text, settings)
+
+    def prepare(self, rows):
+        states = self.inner.prepare(rows)
+        self._ids = getattr(self, "_ids", {})
+        self._ids.update({id(s): r.request_id for s, r in zip(states, rows)})
+        return states
+
+    def step(self, states, emit=None):
+        self.stepped.append([self._ids[id(s)] for s in states])
+        self.clock.t += self.row_s * len(states)
+        out = self.inner.step(states, emit)
+        if self.on_step is not None:
+            self.on_step()
+        return out
+
+    @property
+    def emits_rows(self):
+        return self.inner.emits_rows
+
+    def estimate_step(self, state):
+        return self.inner.estimate_step(state)
+
+    def steady_estimate(self):
+        return self.inner.steady_estimate()
+
+    def release(self, state):
+        self.inner.release(state)

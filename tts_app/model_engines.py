@@ -100,6 +100,15 @@ def engine_for(model_id: str) -> "Engine":
         return _engines[model_id]
 
 
+def loaded_engines() -> dict[str, "Engine"]:
+    """Every engine created so far, by model id (the embedded voice's once it has loaded)."""
+    with _lock:
+        engines = dict(_engines)
+    if engine_loaded():
+        engines[EMBEDDED_ID] = get_engine()
+    return engines
+
+
 def model_loaded(model_id: str) -> bool:
     """True once the engine serving ``model_id`` has been created (its model is in memory)."""
     if model_id == EMBEDDED_ID:

@@ -15,6 +15,7 @@ from tts_app.api.captioned_speech import router as captioned_router
 from tts_app.api.documents import DOCUMENT_BODY_BYTES
 from tts_app.api.documents import router as documents_router
 from tts_app.api.live import router as live_router
+from tts_app.api.metrics import router as metrics_router
 from tts_app.api.openai_speech import router as openai_router
 from tts_app.connection_guard import ConnectionLimits, guarded_protocol, raise_open_file_limit
 from tts_app.cors import ApiCors, cors_origins
@@ -53,6 +54,7 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     app.include_router(captioned_router)
     app.include_router(documents_router)
     app.include_router(live_router)
+    app.include_router(metrics_router)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:

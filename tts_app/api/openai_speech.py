@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from tts_app.api.audio_formats import (
     decoded_sample_rate,
     open_encoder,
 )
+from tts_app.api.client_id import client_id
 from tts_app.api.disconnect import ClientGone, until_disconnect
 from tts_app.api.limits import MAX_BODY_BYTES, BodyError, read_json_body
 from tts_app.api.openapi_docs import BINARY, GUARD_ERRORS, json_body, replies
@@ -89,11 +91,17 @@ async def until_shutdown(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
 
 
 def error_response(
-    status: int, message: str, param: str | None = None, code: str | None = None, error_type: str = "invalid_request_error"
+    status: int,
+    message: str,
+    param: str | None = None,
+    code: str | None = None,
+    error_type: str = "invalid_request_error",
+    retry_after_s: float | None = None,
 ) -> JSONResponse:
-    """An OpenAI-shaped error body."""
+    """An OpenAI-shaped error body; 429 and 503 say when to retry (``retry_after_s``, else 1 s)."""
     body = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
-    headers = {"Retry-After": "1"} if status in (429, 503) else None
+    retry = max(1, math.ceil(retry_after_s)) if retry_after_s is not None else 1
+    headers = {"Retry-After": str(retry)} if status in (429, 503) else None
     return JSONResponse(status_code=status, content=body, headers=headers)
 
 
@@ -217,9 +225,11 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
             voice_strength=body.voice_strength,
             normalize=body.normalize,
             lexicon=lexicon,
+            stream=body.stream,
+            client=client_id(request),
         )
-    except EngineBusy:
-        return error_response(503, "the engine queue is full; retry shortly", code="engine_busy", error_type="server_error")
+    except EngineBusy as exc:  # the queue, this client's share of it, or a wait past the longest allowed
+        return error_response(503, str(exc), code="engine_busy", error_type="server_error", retry_after_s=exc.retry_after_s)
     except ValueError as exc:
         return error_response(400, str(exc), param="input", code="invalid_value")
     return Submitted(body, engine, handle)

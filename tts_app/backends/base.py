@@ -53,6 +53,19 @@ class StepOutput:
 RowEmitter = Callable[[int, "StepOutput"], None]
 
 
+@dataclass(frozen=True)
+class StepEstimate:
+    """What a row's next step is expected to cost and give; the scheduler plans with it, never with tensors.
+
+    ``key`` names what the cost depends on (the window size): measured step times are learnt per key.
+    ``cost_s`` is the backend's prior for one row's share of a batched step, used until steps are measured.
+    """
+
+    key: str
+    audio_s: float
+    cost_s: float
+
+
 class Backend(ABC):
     """A model the engine can batch and stream.
 
@@ -99,6 +112,28 @@ class Backend(ABC):
     def emits_rows(self) -> bool:
         """True when ``step`` hands each row out as soon as it is decoded (see ``step``'s ``emit``)."""
         return False
+
+    def estimate_step(self, state: Any) -> StepEstimate:
+        """The next step of ``state``'s row (see StepEstimate). Default: a generic quarter second of audio."""
+        return StepEstimate("step", 0.25, 0.02)
+
+    def steady_estimate(self) -> StepEstimate:
+        """A typical step of a row past its first window: admission sizes a stream's real-time load from it."""
+        return StepEstimate("step", 0.25, 0.02)
+
+    def audio_estimate_s(self, parsed: Any) -> float:
+        """Seconds of audio a request will give, from what ``check_text`` returned (queue ETAs use it)."""
+        return max(1.0, len(str(parsed)) / 15.0)  # about 15 characters a second of English speech
+
+    def remaining_audio_s(self, state: Any) -> float | None:
+        """Seconds of audio ``state``'s row has still to give, if known."""
+        return None
+
+    def set_window_level(self, state: Any, level: int) -> None:
+        """Ask for larger steps on a row whose listener holds enough audio (level 1: the usual window,
+        each level above doubles it). A backend that cannot grow its steps ignores it; the audio must
+        not depend on the level (streamed = whole decode)."""
+        return None
 
     def release(self, state: Any) -> None:
         """Free what a finished or cancelled row holds (a KV-cache slot, say). Default: nothing."""

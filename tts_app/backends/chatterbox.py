@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import torch
 
-from tts_app.backends.base import Backend, RowEmitter, RowInput, StepOutput
+from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
 from tts_app.chatterbox import s3gen_batch
 from tts_app.chatterbox.config import ChatterboxSampling
 from tts_app.chatterbox.official import ChatterboxMissing, official
@@ -25,6 +25,8 @@ from tts_app.chatterbox.t3_generator import T3Generator, T3Prompt, T3Row
 from tts_app.chatterbox.voice import VoiceCache, VoiceConds, conditionals, with_exaggeration
 from tts_app.chatterbox.weights import LoadedChatterbox, WeightsMissing, find_checkpoint, load_chatterbox
 from tts_app.text.errors import TextError
+
+S3_TOKENS_PER_S = 25  # Chatterbox's speech tokens: 25 a second of audio
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +131,17 @@ class ChatterboxBackend(Backend):
                 emit(i, out)
             outputs.append(out)
         return outputs
+
+    def estimate_step(self, state: Any) -> StepEstimate:
+        """``tokens_per_step`` speech tokens (25 a second of audio) while T3 generates; its audio comes
+        out a chunk at a time, so a step is costed as its share of that. Once T3 is done, the steps
+        left render what remains (no generation): costed apart."""
+        if state.t3.done:
+            return StepEstimate("render", self.tokens_per_step / S3_TOKENS_PER_S, 0.1)
+        return self.steady_estimate()
+
+    def steady_estimate(self) -> StepEstimate:
+        return StepEstimate(f"tokens{self.tokens_per_step}", self.tokens_per_step / S3_TOKENS_PER_S, 0.05 * self.tokens_per_step)
 
     def release(self, state: Any) -> None:
         self.generator.release(state.t3)

@@ -11,10 +11,19 @@ import numpy as np
 from ..config import SPEED_MAX, SPEED_MIN, SynthesisSettings
 from ..model import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
 from ..text import TextError, TextOptions, prepare_text, to_ids, word_id_spans
-from .base import Backend, RowEmitter, RowInput, StepOutput
+from .base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
 from .word_clock import WordClock
 
 _LOGGER = logging.getLogger(__name__)
+
+# Priors for the scheduler's step costs until steps are measured (then learnt per window size):
+# about 0.55 ms of decoder per latent frame per row on 2 Zen 4 cores, a text stage about 30 ms.
+_PRIOR_S_PER_FRAME = 0.00055
+_PRIOR_STEP_S = 0.005
+_PRIOR_TEXT_STAGE_S = 0.03
+_FRAMES_PER_ID = 2.3  # latent frames per phoneme id (ids include the blanks between phonemes), measured on the eval text
+_COST_KEY_FRAMES = 32  # windows are costed in buckets of this many frames
+_MAX_WINDOW_DOUBLINGS = 2  # a safe listener's windows grow to 4x the usual one at most (memory, step length)
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,7 @@ class PiperRow:
     pause_s: float = 0.0  # silence after the chunk being decoded
     clock: WordClock | None = None  # word timings, released as their audio is sent
     sent_samples: int = 0
+    window_frames: int = 0  # the windows after a chunk's first (the engine grows them for a safe listener)
 
     @property
     def chunk_rate(self) -> float:
@@ -123,7 +133,7 @@ class PiperBackend(Backend):
         for s, (z_CxT, frames_N) in zip(todo, self.model.text_to_timed_latents(requests)):
             s.z_CxT = z_CxT
             s.decoder = self.model.new_decoder_stream()
-            s.plan = plan_windows(z_CxT.shape[1], self.window_frames, self.first_window_frames)
+            s.plan = plan_windows(z_CxT.shape[1], s.window_frames or self.window_frames, self.first_window_frames)
             s.next_window = 0
             s.pause_s = s.parsed.pauses_s[s.next_chunk] / s.settings.speed  # pauses scale like speech
             if s.clock is not None:
@@ -134,6 +144,53 @@ class PiperBackend(Backend):
     @property
     def emits_rows(self) -> bool:
         return bool(self.model.decodes_rows_alone)
+
+    # -- what the scheduler plans with (no tensors leave) ------------------------
+    def _frames_s(self, frames: float) -> float:
+        return frames * self.model.hop / self.sample_rate
+
+    def _estimate(self, frames: int, text_stage: bool, pause_s: float) -> StepEstimate:
+        bucket = -(-frames // _COST_KEY_FRAMES) * _COST_KEY_FRAMES
+        prior = _PRIOR_STEP_S + bucket * _PRIOR_S_PER_FRAME + (_PRIOR_TEXT_STAGE_S if text_stage else 0.0)
+        return StepEstimate(("text+" if text_stage else "") + f"w{bucket}", self._frames_s(frames) + pause_s, prior)
+
+    def estimate_step(self, state: PiperRow) -> StepEstimate:
+        if state.needs_latents:  # the next chunk's text stage, then its first window
+            return self._estimate(self.first_window_frames, True, 0.0)
+        w = state.plan[state.next_window]
+        return self._estimate(w.end - w.start, False, state.pause_s if w.last else 0.0)
+
+    def steady_estimate(self) -> StepEstimate:
+        return self._estimate(self.window_frames, False, 0.0)
+
+    def _ids_s(self, parsed: ParsedText, first_chunk: int) -> float:
+        ids = sum(len(c) for c in parsed.chunk_ids[first_chunk:])
+        return self._frames_s(ids * _FRAMES_PER_ID) + sum(parsed.pauses_s[first_chunk:])
+
+    def audio_estimate_s(self, parsed: Any) -> float:
+        return self._ids_s(parsed, 0) if isinstance(parsed, ParsedText) else super().audio_estimate_s(parsed)
+
+    def remaining_audio_s(self, state: PiperRow) -> float:
+        left = self._ids_s(state.parsed, state.next_chunk) / state.settings.speed
+        if state.z_CxT is not None and state.next_window < len(state.plan):
+            left += self._frames_s(state.z_CxT.shape[1] - state.plan[state.next_window].start) + state.pause_s
+        return left
+
+    def set_window_level(self, state: PiperRow, level: int) -> None:
+        """Windows after a chunk's first grow to 2x and 4x the usual for a listener who holds enough;
+        the rest of the current chunk is planned again from its next window (the decoder stream
+        gives the same audio whatever the windows: stream_decoder.py)."""
+        if level < 1:
+            return
+        frames = self.window_frames * 2 ** min(level - 1, _MAX_WINDOW_DOUBLINGS)
+        if frames == (state.window_frames or self.window_frames):
+            return
+        state.window_frames = frames
+        if state.z_CxT is None or not 1 <= state.next_window < len(state.plan):
+            return  # the chunk's first window comes first (or no chunk is open): planned with the next chunk
+        start = state.plan[state.next_window].start
+        rest = plan_windows(state.z_CxT.shape[1] - start, frames, frames)
+        state.plan = state.plan[: state.next_window] + [Window(start + w.start, start + w.end, w.last) for w in rest]
 
     def step(self, states: Sequence[PiperRow], emit: RowEmitter | None = None) -> list[StepOutput]:
         self._run_text_stage(states)

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from tts_app import align
-from tts_app.backends.base import Backend, RowEmitter, RowInput, StepOutput
+from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
 from tts_app.qwen3.codec import CodecDecoder
 from tts_app.qwen3.config import Qwen3TTSConfig
 from tts_app.qwen3.generator import BatchedGenerator, RowState
@@ -104,6 +104,15 @@ class Qwen3Backend(Backend):
         new = self.generator.decode(rows)
         audio = decode_new_audio(self.codec, [s.codes for s in rows], [n.shape[0] for n in new], self.codec_left_context)
         return [StepOutput(a, s.done, s.aligner.feed(a, s.done) if s.aligner is not None else ()) for a, s in zip(audio, rows)]
+
+    def estimate_step(self, state: Any) -> StepEstimate:
+        """Every step is ``frames_per_step`` codec frames (decoder steps, then one codec call) for any
+        row: one cost key; the prior is a CPU's, learnt away after the first measured step."""
+        return self.steady_estimate()
+
+    def steady_estimate(self) -> StepEstimate:
+        frames = self.generator.frames_per_step
+        return StepEstimate(f"frames{frames}", frames * self.codec.samples_per_frame / self.sample_rate, 0.05 * frames)
 
     def release(self, state: Any) -> None:
         self.generator.release(state)

@@ -57,7 +57,7 @@ def _submit(engine: Any, job: DocumentJob, index: int) -> Any:
         try:
             return engine.submit(
                 job.document.pieces[index].text, voice=s.voice, seed=s.seed + index, speed=s.speed,
-                voice_strength=s.voice_strength, normalize=s.normalize,
+                voice_strength=s.voice_strength, normalize=s.normalize, stream=False,
             )  # fmt: skip
         except EngineBusy:
             time.sleep(BUSY_RETRY_S)

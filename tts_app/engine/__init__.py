@@ -4,6 +4,7 @@ from .engine import Engine, EngineClosed, LineRejected
 from ..backends.base import WordTiming
 from .handle import AudioChunk, RequestCancelled, RequestHandle
 from .metrics import RequestMetrics
+from .qos_settings import QosSettings
 from .request import RequestStatus
 from .scheduler import EngineBusy, Scheduler
 
@@ -13,6 +14,7 @@ __all__ = [
     "EngineBusy",
     "EngineClosed",
     "LineRejected",
+    "QosSettings",
     "RequestCancelled",
     "RequestHandle",
     "RequestMetrics",

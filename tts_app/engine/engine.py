@@ -10,12 +10,15 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..backends.base import Backend, RowInput, StepOutput
+from ..backends.base import Backend, RowInput, StepEstimate, StepOutput
 from ..config import SynthesisSettings
+from . import deadlines
 from .handle import RequestHandle
 from .metrics import EngineCounters
+from .qos_settings import QosSettings
 from .request import Request, RequestStatus
 from .scheduler import EngineBusy, Scheduler
+from .step_costs import StepCosts, StreamLoad
 
 _LOGGER = logging.getLogger(__name__)
 _LOG_EVERY_S = 10.0
@@ -61,10 +64,17 @@ def _isolated(fn: Callable[[list], list], items: list) -> list:
 class Engine:
     """Queues requests from any thread and serves them in continuous batches.
 
-    Each step: schedule (drop cancelled, admit into free slots) -> run
-    (prepare the admitted rows, advance every running row by one decoder
-    window) -> postprocess (stream each row's audio to its handle, retire
-    finished rows at once).
+    Each step: schedule (drop cancelled, admit what fits, pick the rows to
+    step) -> run (prepare the admitted rows, advance the picked rows by one
+    decoder window) -> postprocess (stream each row's audio to its handle,
+    retire finished rows at once).
+
+    ``policy`` "deadline" (default) steps the rows whose listeners run out of
+    audio first, grows the windows of rows well ahead, and admits streams by
+    the machine's measured capacity (deadlines.py, scheduler.py); "fifo" steps
+    every running row every step and admits into any free slot.
+    ``max_batch_size`` caps the rows held at once (memory). ``clock`` (seconds,
+    monotonic) is time.perf_counter unless a test simulates time.
     """
 
     def __init__(
@@ -75,6 +85,9 @@ class Engine:
         max_queue: int = 256,
         first_audio_first: bool = True,
         precision: str = "exact",  # the embedded voice's: "exact" (float32) or "fast" (tts_app/model/precision.py)
+        policy: str = "deadline",
+        qos: QosSettings | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if backend is not None and precision != "exact":
             raise ValueError("precision applies to the embedded voice; pass it to that backend's model instead")
@@ -82,7 +95,11 @@ class Engine:
         self.sample_rate = self.backend.sample_rate
         self.max_wait_s = max_wait_ms / 1000.0
         self.first_audio_first = first_audio_first
-        self._scheduler = Scheduler(max_batch_size, max_queue)
+        self.policy = policy
+        self.qos = qos if qos is not None else QosSettings.from_env()
+        self._clock = clock if clock is not None else time.perf_counter
+        self._scheduler = Scheduler(max_batch_size, max_queue, policy, self.qos)
+        self._costs = StepCosts()
         self._counters = EngineCounters()
         self._lock = threading.Condition()
         self._handles: dict[int, RequestHandle] = {}
@@ -103,16 +120,21 @@ class Engine:
         voice_text: str | None = None,
         normalize: bool = True,
         lexicon: Any = None,
+        *,
+        stream: bool = True,
+        client: str | None = None,
     ) -> RequestHandle:
         """Queue one utterance and return at once. Raises ValueError for bad input, EngineBusy when full.
 
         ``voice_text``: what the voice's reference clip says, if known (the voice match aligns on it).
         ``normalize`` False reads the text as written (no number or abbreviation expansion); ``lexicon``
         is a tts_app.text.Lexicon. Both override what ``settings`` says only when they differ from the defaults.
+        ``stream`` False: nobody listens while it is made (a whole file); it uses the capacity streams
+        leave. ``client``: who asks (a page session, API key or address), for fair shares; None: the app.
         """
         try:
             (handle,) = self.submit_many(
-                [text], voice, seed, speed, voice_strength, settings, voice_text, normalize, lexicon
+                [text], voice, seed, speed, voice_strength, settings, voice_text, normalize, lexicon, stream=stream, client=client
             )
         except LineRejected as exc:
             raise exc.error from None  # one text: the caller wants the text's own error
@@ -129,11 +151,18 @@ class Engine:
         voice_text: str | None = None,
         normalize: bool = True,
         lexicon: Any = None,
+        *,
+        stream: bool = True,
+        client: str | None = None,
+        in_order: bool = True,
     ) -> list[RequestHandle]:
         """Queue several utterances with the same settings as one group: all or none are queued, and
         they enter the queue together, so the worker admits them in the same step (the lines of one
         click share their batches). Raises LineRejected (a ValueError naming the text's index) for a
-        bad text, ValueError for bad settings, EngineBusy when the queue cannot take them all.
+        bad text, ValueError for bad settings, EngineBusy when the queue (or the client's share of
+        it) cannot take them all, or, for a ``client``, when they would wait longer than
+        ``qos.max_queue_wait_s``. ``in_order`` (a page's lines): the texts are heard one after
+        another, so they hold one stream place and one client share; False: separate listeners.
         """
         if self._closed:
             raise EngineClosed("the engine is closed")
@@ -152,15 +181,24 @@ class Engine:
         requests = []
         for text, parsed in zip(texts, parsed_all):
             row = RowInput(0, text, settings.seed, settings.speed, profile, float(voice_strength), settings, parsed)
-            req = Request(row)
+            req = Request(row, stream=bool(stream), client=client, sample_rate=int(self.sample_rate))
+            req.audio_est_s = self.backend.audio_estimate_s(parsed)
             row.request_id = req.id
             requests.append(req)
+        for i, req in enumerate(requests):
+            req.group = requests[0].id if in_order else req.id
+            req.after = requests[i - 1] if in_order and i else None
         with self._lock:
-            if len(self._scheduler.waiting) + len(requests) > self._scheduler.max_queue:
+            now = self._clock()
+            for req in requests:
+                req.submitted_at = now
+            try:
+                self._scheduler.check_room(requests)
+                if client is not None:  # a visitor is told at once; the app's own work (client None) waits
+                    self._check_wait(requests, now)
+            except EngineBusy:
                 self._counters.rejected += len(requests)
-                raise EngineBusy(
-                    f"the engine is busy ({len(self._scheduler.waiting)} requests queued); try again shortly"
-                )
+                raise
             handles = []
             for req in requests:
                 self._scheduler.add(req)
@@ -170,6 +208,36 @@ class Engine:
             self._counters.submitted += len(requests)
             self._lock.notify_all()
         return handles
+
+    def _check_wait(self, requests: list[Request], now: float) -> None:
+        """Refuse requests predicted to wait past ``max_queue_wait_s``; say when a retry would fit."""
+        etas = self._scheduler.eta(requests, now, self._stream_load(), extra=requests)
+        # A group (a page's lines) is heard line after line: its wait is its first line's.
+        wait = min(etas.values(), default=0.0)
+        if wait > self.qos.max_queue_wait_s:
+            raise EngineBusy(
+                f"the engine is at capacity: this request would wait about {wait:.0f} s; try again later",
+                retry_after_s=wait - self.qos.max_queue_wait_s,
+            )
+
+    def _stream_load(self) -> StreamLoad:
+        """What a stream costs per second of its audio, from the learnt step costs."""
+        return self._costs.stream_load(self.backend.steady_estimate())
+
+    def _capacity(self, load: StreamLoad) -> float:
+        """Seconds of audio a second the machine makes with as many streams as it admits, stepping together."""
+        places = self._scheduler.stream_places(load)
+        busy = load.seconds_for(1.0, places) / places
+        return 1.0 / busy if busy > 0 else 0.0
+
+    def _eta(self, req: Request) -> float:
+        with self._lock:
+            if req.status is not RequestStatus.WAITING:
+                return 0.0
+            return self._scheduler.eta([req], self._clock(), self._stream_load()).get(req.id, 0.0)
+
+    def _buffered(self, req: Request) -> float:
+        return deadlines.buffered_s(req, self._clock())
 
     @staticmethod
     def _resolve_voice(voice: Any, voice_text: str | None = None) -> Any:
@@ -185,8 +253,29 @@ class Engine:
             snap["queued"] = len(self._scheduler.waiting)
             snap["active"] = len(self._scheduler.running)
             snap["max_batch_size"] = self._scheduler.max_batch_size
+            load = self._stream_load()
+            snap["policy"] = self.policy
+            snap["streams_active"] = sum(1 for r in self._scheduler.running if r.stream)
+            snap["stream_load"] = load.per_stream
+            snap["capacity_audio_s_per_s"] = self._capacity(load)
+            snap["stream_places"] = self._scheduler.stream_places(load)
+            snap["step_costs"] = self._costs.snapshot()
         snap["emits_rows"] = bool(self.backend.emits_rows)
         return snap
+
+    def qos_figures(self) -> dict:
+        """What a server operator scrapes (tts_app/api/metrics.py): the listeners' histograms and the
+        queue and capacity now. Histograms are copies, taken under the engine's lock."""
+        with self._lock:
+            c = self._counters
+            return {
+                "ttfa": replace(c.ttfa, counts=list(c.ttfa.counts)),
+                "stall": replace(c.stall, counts=list(c.stall.counts)),
+                "queued": len(self._scheduler.waiting),
+                "streams_admitted": sum(1 for r in self._scheduler.running if r.stream),
+                "capacity_audio_s_per_s": self._capacity(self._stream_load()),
+                "audio_produced_s": c.audio_produced_s,
+            }
 
     def close(self, timeout: float = 30.0) -> None:
         """Stop the worker; requests still queued or running end with EngineClosed."""
@@ -227,37 +316,49 @@ class Engine:
                 self._lock.wait()
             if self._closed:
                 return False
-            if not self._scheduler.running:
+            if not self._scheduler.running and self.max_wait_s > 0:
                 # Idle engine: give a burst of submissions a moment to arrive together.
-                deadline = time.perf_counter() + self.max_wait_s
+                until = time.perf_counter() + self.max_wait_s
                 while len(self._scheduler.waiting) < self._scheduler.max_batch_size and not self._closed:
-                    left = deadline - time.perf_counter()
+                    left = until - time.perf_counter()
                     if left <= 0:
                         break
                     self._lock.wait(left)
             cancelled = self._scheduler.drop_cancelled()
             running = list(self._scheduler.running)  # rows already decoding
-            admitted = self._scheduler.admit()
+            admitted = self._scheduler.admit(self._stream_load())
         for req in cancelled:
             self._retire(req, RequestStatus.CANCELLED)
         started = self._prepare(admitted)
-        if self.first_audio_first:
+        if self.first_audio_first and self._newcomers_fit(started, running):
             # Newcomers get their first window before the long-running rows step:
             # time to first audio is then text stage + one window, not a full batch step.
             if started:
                 self._advance(started)
         else:
             running += started
+        if running and self.policy == "deadline":
+            running = deadlines.pick(running, self._clock(), self._estimate, self._costs, self.qos)
         if running:
             self._advance(running)
         self._maybe_log()
         return True
 
+    def _newcomers_fit(self, started: list[Request], running: list[Request]) -> bool:
+        """Under deadlines, newcomers step on their own first only if that step ends before any
+        running listener runs dry; otherwise they join the deadline-ordered pick like everyone."""
+        if self.policy != "deadline" or not started or not running:
+            return True
+        now = self._clock()
+        earliest = min(deadlines.deadline(r, self.qos) for r in running) - now
+        margin = min(self.qos.margin_s, earliest / 2)  # a near deadline leaves a step of nothing but tiny costs
+        return self._costs.predict([self._estimate(r) for r in started]) <= earliest - margin
+
     def _prepare(self, admitted: list[Request]) -> list[Request]:
         """Run the text stage (or prefill) of newly admitted requests; return those that started."""
         if not admitted:
             return []
-        now = time.perf_counter()
+        now = self._clock()
         for req in admitted:
             req.admitted_at = now
         states = _isolated(lambda reqs: self.backend.prepare([r.row for r in reqs]), admitted)
@@ -276,7 +377,15 @@ class Engine:
         """One step for ``running``: each row's audio goes to its handle as soon as the backend emits
         it (the first line of a page's run need not wait for the others), the rest when the step ends.
         A failed step is retried row by row for the rows not yet emitted, so one bad row fails alone."""
-        t0 = time.perf_counter()
+        if self.policy == "deadline":
+            now = self._clock()
+            for req in running:
+                level = deadlines.window_level(req, now, self.qos)
+                if level != req.window_level:
+                    req.window_level = level
+                    self.backend.set_window_level(req.state, level)
+        estimates = [self._estimate(r) for r in running]
+        t0 = self._clock()
         emitted: dict[int, StepOutput] = {}  # request id -> its output, already delivered
 
         def run(reqs: list[Request]) -> list[StepOutput]:
@@ -285,30 +394,51 @@ class Engine:
 
             def emit(i: int, out: StepOutput) -> None:
                 emitted[reqs[i].id] = out
-                self._deliver(reqs[i], out, time.perf_counter())
+                self._deliver(reqs[i], out, self._clock())
 
             return self.backend.step([r.state for r in reqs], emit=emit)
 
         outputs: Sequence[StepOutput | Exception] = _isolated(run, running)
-        now = time.perf_counter()
+        now = self._clock()
         with self._lock:
             self._counters.record_step(len(running), now - t0)
+            if not any(isinstance(out, Exception) for out in outputs):  # a retried step's time says nothing
+                self._costs.learn(estimates, now - t0)
         for req, out in zip(running, outputs):
             if isinstance(out, Exception):
                 self._retire(req, RequestStatus.FAILED, out)
                 continue
             req.batch_sizes.append(len(running))
+            req.last_step_at = now
+            req.remaining_est_s = 0.0 if out.done else self.backend.remaining_audio_s(req.state)
             if req.id not in emitted:
                 self._deliver(req, out, now)
             if out.done:
                 self._retire(req, RequestStatus.FINISHED)
 
+    def _estimate(self, req: Request) -> StepEstimate:
+        return self.backend.estimate_step(req.state)
+
     def _deliver(self, req: Request, out: StepOutput, now: float) -> None:
-        """Hand one step's audio and words to the request's handle."""
+        """Hand one step's audio and words to the request's handle; move its listener's deadline."""
         if out.audio.size or out.words:
             if req.first_audio_at is None and out.audio.size:
                 req.first_audio_at = now
+                if req.stream:
+                    with self._lock:
+                        self._counters.ttfa.observe(now - req.submitted_at)
+            if out.audio.size:
+                # A 1x player started at the first chunk: it waits (a stall) when audio comes after it ran dry.
+                if req.play_deadline is None:  # a group's later line plays once the listener reaches it
+                    heard = deadlines.heard_from(req)
+                    req.stall_s += max(0.0, now - heard) if heard is not None else 0.0
+                    req.play_deadline = max(now, heard if heard is not None else now)
+                elif now > req.play_deadline:
+                    req.stall_s += now - req.play_deadline
+                    req.play_deadline = now
+                req.play_deadline += out.audio.size / self.sample_rate / self.qos.playback_rate
             req.samples += out.audio.size
+            self._counters.audio_produced_s += out.audio.size / self.sample_rate  # worker thread only: no lock
             self._handles[req.id]._push(np.asarray(out.audio, np.float32), out.words)
 
     def _retire(self, req: Request, status: RequestStatus, error: BaseException | None = None) -> None:
@@ -320,7 +450,7 @@ class Engine:
                 _LOGGER.exception("release failed for request %d", req.id)
             req.state = None
         req.status, req.error = status, error
-        req.finished_at = time.perf_counter()
+        req.finished_at = self._clock()
         if status is RequestStatus.FAILED and not isinstance(error, EngineClosed):
             _LOGGER.warning("request %d failed: %s", req.id, error)
         with self._lock:
@@ -330,6 +460,8 @@ class Engine:
             if status is RequestStatus.FINISHED:
                 c.finished += 1
                 c.audio_s += req.samples / self.sample_rate
+                if req.stream:
+                    c.stall.observe(req.stall_s)
             elif status is RequestStatus.CANCELLED:
                 c.cancelled += 1
             else:

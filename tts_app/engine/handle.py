@@ -84,6 +84,26 @@ class RequestHandle:
         """Requests ahead of this one in the engine's queue; 0 once it runs."""
         return self._engine._queue_position(self._req)
 
+    def eta_s(self) -> float:
+        """Predicted seconds until this request starts (0 once it runs): the queue's honest answer."""
+        return self._engine._eta(self._req)
+
+    @property
+    def buffered_s(self) -> float:
+        """Audio a 1x player started at the first chunk would hold now (its margin against a stall)."""
+        return self._engine._buffered(self._req)
+
+    @property
+    def safe(self) -> bool:
+        """True once a player starting now will not run dry: the engine has finished the audio, or the
+        listener holds ``qos.low_s`` or more (rows below that are stepped first)."""
+        return self._done or self.buffered_s >= self._engine.qos.low_s
+
+    @property
+    def stall_s(self) -> float:
+        """How long a 1x player started at the first chunk has waited for audio so far."""
+        return self._req.stall_s
+
     def cancel(self) -> None:
         """Stop this request; its slot is freed within one engine step."""
         if not self._done:

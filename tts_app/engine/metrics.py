@@ -20,6 +20,7 @@ class RequestMetrics:
     rtf: float | None  # total time / audio time
     batch_sizes: list[int] = field(default_factory=list)
     status: str = "waiting"
+    stall_s: float = 0.0  # how long a 1x player started at the first audio has waited for more
 
     @classmethod
     def of(cls, req: Request, sample_rate: int) -> "RequestMetrics":
@@ -36,10 +37,36 @@ class RequestMetrics:
             rtf=(total / audio_s) if total is not None and audio_s > 0 else None,
             batch_sizes=list(req.batch_sizes),
             status=req.status.value,
+            stall_s=req.stall_s,
         )
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+TTFA_BUCKETS_S = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 60.0)
+STALL_BUCKETS_S = (0.0, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+
+
+@dataclass
+class Histogram:
+    """Counts per upper bound (cumulative, as Prometheus has them), their sum and count."""
+
+    bounds: tuple[float, ...]
+    counts: list[int] = field(default_factory=list)
+    total: float = 0.0
+    count: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.counts:
+            self.counts = [0] * len(self.bounds)
+
+    def observe(self, value: float) -> None:
+        self.count += 1
+        self.total += value
+        for i, bound in enumerate(self.bounds):
+            if value <= bound:
+                self.counts[i] += 1
 
 
 @dataclass
@@ -55,7 +82,10 @@ class EngineCounters:
     step_time_s: float = 0.0
     rows_stepped: int = 0
     max_batch_seen: int = 0
-    audio_s: float = 0.0
+    audio_s: float = 0.0  # of finished requests
+    audio_produced_s: float = 0.0  # as it is made, cancelled requests' included
+    ttfa: Histogram = field(default_factory=lambda: Histogram(TTFA_BUCKETS_S))  # streams: submit to first audio
+    stall: Histogram = field(default_factory=lambda: Histogram(STALL_BUCKETS_S))  # finished streams: a 1x player's waits
     # Seconds per row of the last RECENT_STEPS steps: a player sizes its start from a high quantile
     # (a full decoder window costs several times a first window, so the mean under-predicts).
     recent_row_step_s: list[float] = field(default_factory=list)
@@ -74,6 +104,9 @@ class EngineCounters:
     def snapshot(self) -> dict:
         d = asdict(self)
         recent = d.pop("recent_row_step_s")
+        for name in ("ttfa", "stall"):
+            h = d.pop(name)
+            d[f"{name}_count"], d[f"{name}_sum_s"] = h["count"], h["total"]
         d["row_step_p90_s"] = float(np.quantile(recent, 0.9)) if recent else 0.0
         d["mean_step_s"] = self.step_time_s / self.steps if self.steps else 0.0
         d["mean_batch"] = self.rows_stepped / self.steps if self.steps else 0.0

@@ -2,29 +2,74 @@
 
 from __future__ import annotations
 
-from collections import deque
+import heapq
+import math
+from collections import Counter, deque
+from typing import Iterable
 
+from .qos_settings import QosSettings
 from .request import Request, RequestStatus
+from .step_costs import StreamLoad
+
+_FREE = StreamLoad(0.0, 0.0)  # nothing measured costs anything (a fake model)
 
 
 class EngineBusy(RuntimeError):
-    """The engine's queue is full; try again later."""
+    """The engine cannot take the request now; ``retry_after_s`` says when trying again makes sense."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class Scheduler:
-    """FIFO admission into at most ``max_batch_size`` running slots."""
+    """Admission into at most ``max_batch_size`` slots (a memory cap), fair between clients.
 
-    def __init__(self, max_batch_size: int, max_queue: int) -> None:
+    ``policy`` "fifo": the head of the queue takes any free slot. "deadline": a stream is admitted
+    while the real-time load of the admitted streams (each needs ``stream_load`` seconds of compute
+    per second of audio) still fits ``load_margin`` of the machine; files (non-streamed requests) take
+    the slots streams leave, up to ``batch_slot_share``. Either way a client (a page session, API key
+    or address; None for the app's own work) holds at most ``client_share`` of the slots and of the queue.
+    """
+
+    def __init__(
+        self, max_batch_size: int, max_queue: int, policy: str = "deadline", qos: QosSettings | None = None
+    ) -> None:
         if max_batch_size < 1 or max_queue < 1:
             raise ValueError("max_batch_size and max_queue must be at least 1")
+        if policy not in ("fifo", "deadline"):
+            raise ValueError(f"policy must be 'fifo' or 'deadline', got {policy!r}")
         self.max_batch_size = max_batch_size
         self.max_queue = max_queue
+        self.policy = policy
+        self.qos = qos if qos is not None else QosSettings()
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
 
-    def add(self, req: Request) -> None:
-        if len(self.waiting) >= self.max_queue:
+    # -- shares ---------------------------------------------------------------
+    def client_slots(self, load: StreamLoad) -> int:
+        """Rows one client may hold: its share of the slots, or of the stream places when fewer."""
+        return max(1, math.floor(self.qos.client_share * min(self.max_batch_size, self.stream_places(load))))
+
+    def client_queue_places(self) -> int:
+        return max(1, math.floor(self.qos.client_share * self.max_queue))
+
+    def check_room(self, reqs: list[Request]) -> None:
+        """Raise EngineBusy unless the queue, and each client's share of it, can take all of ``reqs``."""
+        if len(self.waiting) + len(reqs) > self.max_queue:
             raise EngineBusy(f"the engine is busy ({len(self.waiting)} requests queued); try again shortly")
+        asking = Counter(r.client for r in reqs if r.client is not None)
+        if asking:
+            queued = Counter(r.client for r in self.waiting)
+            for client, n in asking.items():
+                if queued[client] + n > self.client_queue_places():
+                    raise EngineBusy(
+                        f"too many requests queued from this client ({queued[client]} waiting, "
+                        f"at most {self.client_queue_places()}); try again shortly"
+                    )
+
+    def add(self, req: Request) -> None:
+        self.check_room([req])
         self.waiting.append(req)
 
     def has_work(self) -> bool:
@@ -47,12 +92,100 @@ class Scheduler:
             self.running = [r for r in self.running if not r.cancel_requested]
         return gone
 
-    def admit(self) -> list[Request]:
-        """Fill free slots from the head of the queue (slot refill); FIFO, so none starves."""
-        admitted = []
-        while self.waiting and len(self.running) + len(admitted) < self.max_batch_size:
-            admitted.append(self.waiting.popleft())
+    # -- admission ------------------------------------------------------------
+    def stream_places(self, load: StreamLoad) -> int:
+        """How many streams the machine feeds in real time with its margin (at least one; the slots at most)."""
+        if self.policy == "fifo":
+            return self.max_batch_size
+        places = load.places(self.qos.load_margin)
+        if not math.isfinite(places):
+            return self.max_batch_size if places > 0 else 1
+        return min(self.max_batch_size, max(1, math.floor(places)))
+
+    def admit(self, load: StreamLoad = _FREE) -> list[Request]:
+        """Take what fits from the queue, oldest first, skipping a request whose client is at its
+        share of slots (it waits for its own client's rows, not for everyone else's)."""
+        slots = self.max_batch_size - len(self.running)
+        if slots <= 0 or not self.waiting:
+            return []
+        # Places and shares are counted in groups (a page's lines are heard one after another).
+        groups = {r.group for r in self.running}
+        holding = Counter(r.client for r in {r.group: r for r in self.running if r.client is not None}.values())
+        streams = len({r.group for r in self.running if r.stream})
+        files = len({r.group for r in self.running if not r.stream})
+        stream_cap = self.stream_places(load)
+        client_cap = self.client_slots(load)
+        file_cap = self.max_batch_size if self.policy == "fifo" else max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
+        admitted: list[Request] = []
+        for req in self.waiting:
+            if len(admitted) >= slots:
+                break
+            joins = req.group in groups  # a later line of a group already in: no new place or share
+            if not joins and req.client is not None and holding[req.client] >= client_cap:
+                continue
+            if self.policy == "fifo" or joins or (streams < stream_cap if req.stream else files < file_cap):
+                admitted.append(req)
+                if not joins:
+                    groups.add(req.group)
+                    holding[req.client] += 1
+                    streams += req.stream
+                    files += not req.stream
+        if admitted:
+            taken = {id(r) for r in admitted}
+            self.waiting = deque(r for r in self.waiting if id(r) not in taken)
         return admitted
+
+    def eta(self, targets: Iterable[Request], now: float, load: StreamLoad, extra: Iterable[Request] = ()) -> dict[int, float]:
+        """Predicted seconds until each of ``targets`` (queued, or ``extra``: about to be) starts.
+
+        An event simulation of admission as ``admit`` does it: a place (a stream place, a file slot,
+        or any slot under fifo) frees when its row's remaining audio is made, every held row sharing
+        the compute (``load``); the oldest queued request that fits
+        (its class has a place, its client is under its share) then takes it for its own audio's
+        estimate. So a flooder's queue delays the flooder, not the visitor behind it.
+        """
+        if not (math.isfinite(load.per_stream) and math.isfinite(load.per_step)):
+            load = _FREE  # nothing to go on yet
+        sharing = max(1, len(self.running))
+        shared = self.policy == "fifo"  # fifo: one pool of slots for every class
+        places = {True: self.stream_places(load)}  # pool True: streams, or every slot under fifo
+        if not shared:
+            places[False] = max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
+        client_cap = self.client_slots(load)
+        held: Counter = Counter()
+        events: list[tuple[float, int, bool, str | None]] = []  # (frees at, tie-break, pool, client)
+        for r in self.running:
+            pool = shared or r.stream
+            held[pool] += 1
+            held[r.client] += r.client is not None
+            events.append((now + load.seconds_for(r.remaining_s(), sharing), r.id, pool, r.client))
+        heapq.heapify(events)
+        pending = [*self.waiting, *extra]
+        wanted = {r.id for r in targets}
+        result: dict[int, float] = {}
+        t = now
+        while pending and len(result) < len(wanted):
+            left = []
+            for i, r in enumerate(pending):
+                if all(held[p] >= places[p] for p in places):  # nothing free: the rest waits as it is
+                    left.extend(pending[i:])
+                    break
+                pool = shared or r.stream
+                if held[pool] < places[pool] and (r.client is None or held[r.client] < client_cap):
+                    held[pool] += 1
+                    held[r.client] += r.client is not None
+                    heapq.heappush(events, (t + load.seconds_for(r.remaining_s(), sharing), r.id, pool, r.client))
+                    if r.id in wanted:
+                        result[r.id] = t - now
+                else:
+                    left.append(r)
+            pending = left
+            if not events:
+                break
+            t, _, pool, client = heapq.heappop(events)
+            held[pool] -= 1
+            held[client] -= client is not None
+        return result
 
     def start(self, reqs: list[Request]) -> None:
         for r in reqs:

@@ -24,7 +24,6 @@ from tts_app.ui.live_channel import LIVE_CHANNELS, LiveChannel, LiveChannelsFull
 from tts_app.ui.live_player import LIVE_IDLE, expected_gap_s, live_html
 from tts_app.ui.model_picker import check_model, model_label
 from tts_app.ui.owner import owner_of
-from tts_app.ui.run_figures import estimate_wait_s
 from tts_app.ui.run_files import RunFiles
 from tts_app.ui.run_model import Event, LineFailed, RunStep, SpeakRun, next_batch, pump
 from tts_app.ui.stream_pacer import prebuffer_for
@@ -48,7 +47,6 @@ from tts_app.wav_io import pcm16_array, wav_bytes
 logger = logging.getLogger(__name__)
 
 STATUS_EVERY_S = 0.3  # how often the waiting status refreshes
-_service_times: list[float] = []  # recent per-request running times, for the wait estimate
 
 
 @dataclass
@@ -87,26 +85,13 @@ class SpeakForm:
     live_player: bool = False  # the page plays the stream itself from /live/{token} (API callers: HLS)
 
 
-def _mean_service_s() -> float | None:
-    recent = _service_times[-50:]
-    return sum(recent) / len(recent) if recent else None
-
-
-def _record_service(metrics: dict[str, Any]) -> None:
-    total = metrics.get("total_s")
-    wait = metrics.get("queue_wait_s") or 0.0
-    if total:
-        _service_times.append(max(float(total) - float(wait), 0.0))
-        del _service_times[:-200]
-
-
 def _queue_note(handles: Sequence[Any]) -> tuple[int, str]:
     """How many of ``handles`` still wait in the engine queue, and a note on their place and wait."""
     waiting = [h for h in handles if h.status.value == "waiting"]
     if not waiting:
         return 0, ""
     ahead = min(h.queue_position() for h in waiting)
-    estimate = estimate_wait_s(ahead, waiting[0].engine.stats(), _mean_service_s())
+    estimate = min(h.eta_s() for h in waiting)  # the engine's own prediction (its learnt capacity)
     wait = f", about {estimate:.1f} s to wait" if estimate is not None else ""
     return len(waiting), f"{ahead} request{'s' if ahead != 1 else ''} ahead in the engine queue{wait}"
 
@@ -138,7 +123,7 @@ def resolve_profile(voice: Any, text: str | None = None) -> Any:
 
 def _submit_all(
     engine: Any, lines: Sequence[str], profile: Any, seed: int, speed: float, strength: float, normalize: bool,
-    owner: str | None = None,
+    owner: str | None = None, client: str | None = None,
 ) -> list[Any]:
     """Submit every line as one group: they enter the engine together (so they batch), or none does."""
     from tts_app.engine import EngineBusy, LineRejected
@@ -146,10 +131,11 @@ def _submit_all(
     lexicon = lexicon_for(owner)  # the server's words and this visitor's own, read in every run
     try:
         return engine.submit_many(
-            lines, voice=profile, seed=seed, speed=speed, voice_strength=strength, lexicon=lexicon, normalize=normalize
+            lines, voice=profile, seed=seed, speed=speed, voice_strength=strength, lexicon=lexicon, normalize=normalize,
+            client=client,
         )
     except EngineBusy as exc:
-        raise UserError("The server is busy (the engine queue is full). Try again in a moment.") from exc
+        raise UserError(f"The server is busy: {exc}.") from exc
     except LineRejected as exc:
         prefix = f"Line {exc.index + 1}: " if len(lines) > 1 else ""
         raise UserError(f"{prefix}{exc}") from exc
@@ -250,7 +236,8 @@ async def _generate(
         yield {outputs.status: "**Analysing the reference…**"}
     profile = await asyncio.to_thread(resolve_profile, voice, voice_text)
     handles = await asyncio.to_thread(
-        _submit_all, engine, lines, profile, seed_value, speed_value, strength_value, form.normalize is not False, session
+        _submit_all, engine, lines, profile, seed_value, speed_value, strength_value, form.normalize is not False,
+        session, f"page:{session}",
     )
     ACTIVE_RUNS.add(session, handles)
     stats = engine.stats()
@@ -266,9 +253,7 @@ async def _generate(
     run_id = uuid.uuid4().hex[:12]  # the page's caption script restarts its clock for a new run
 
     def metrics_of(index: int) -> dict[str, Any]:
-        metrics = handles[index].metrics.as_dict()
-        _record_service(metrics)
-        return metrics
+        return handles[index].metrics.as_dict()
 
     try:
         start = _start_updates(outputs, _waiting_status(handles, started))

@@ -16,8 +16,9 @@ FIGURE_HEADERS = [
     "audio (s)",
     "RTF",
     "batch sizes",
+    "stall (s)",  # how long a 1x player started at the first audio waited for more
 ]
-FIGURE_TYPES = ["str", "str", "number", "number", "number", "number", "number", "str"]
+FIGURE_TYPES = ["str", "str", "number", "number", "number", "number", "number", "str", "number"]
 
 
 def _round(value: Any, digits: int = 3) -> float | None:
@@ -50,6 +51,7 @@ class RunFigures:
     max_queue_wait_s: float = 0.0
     batch_sizes: list[int] = field(default_factory=list)
     model: str = ""  # the model's name when it is not the embedded voice (shown in the run row)
+    stall_s: float = 0.0
 
     def add_line(self, number: int, text: str, metrics: Mapping[str, Any]) -> None:
         """Add one line's row from its handle's ``metrics.as_dict()``."""
@@ -58,6 +60,8 @@ class RunFigures:
         wait = _round(metrics.get("queue_wait_s")) or 0.0
         self.max_queue_wait_s = max(self.max_queue_wait_s, wait)
         self.audio_s += _round(metrics.get("audio_s")) or 0.0
+        stall = _round(metrics.get("stall_s")) or 0.0
+        self.stall_s += stall
         short = text if len(text) <= 28 else text[:27] + "…"  # one line in the table, even on a laptop
         self.rows.append(
             [
@@ -69,6 +73,7 @@ class RunFigures:
                 _round(metrics.get("audio_s")),
                 _round(metrics.get("rtf")),
                 describe_batches(sizes),
+                stall,
             ]
         )
 
@@ -95,6 +100,7 @@ class RunFigures:
             round(self.audio_s, 3),
             self.rtf,
             describe_batches(self.batch_sizes),
+            round(self.stall_s, 3),
         ]
         return [*rows, summary] if rows else []
 
@@ -108,6 +114,7 @@ class RunFigures:
             "max_batch": self.max_batch,
             "queue_wait_s": round(self.max_queue_wait_s, 3),
             "batch_sizes": list(self.batch_sizes),
+            "stall_s": round(self.stall_s, 3),
             **({"model": self.model} if self.model else {}),
         }
 

@@ -1,0 +1,28 @@
+"""The listener-first policy on the embedded voice: windows that grow stay exact."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tts_app.engine import Engine
+from tts_app.engine.qos_settings import QosSettings
+
+LONG = ("The old lighthouse keeper walked slowly along the narrow path that led from the village "
+        "down to the rocks where the waves broke against the stones every single evening of the year. "
+        "Then he rested.")
+
+
+def test_grown_windows_give_the_whole_decode(piper_backend):
+    # Growth at once after the first window: the rest of each chunk goes in windows of 320 and 640 frames.
+    with Engine(piper_backend, max_wait_ms=0, qos=QosSettings(grow_at_s=(0.0, 0.0))) as grown:
+        handle = grown.submit(LONG, seed=4)
+        chunks = list(handle)
+        keys = set(grown.stats()["step_costs"])
+    with Engine(piper_backend, max_wait_ms=0, policy="fifo") as fifo:
+        whole = fifo.submit(LONG, seed=4).result(timeout=120)
+    streamed = np.concatenate(chunks)
+    assert streamed.shape == whole.shape
+    assert np.abs(streamed - whole).max() <= 1e-4
+    assert any(int(k.split("w")[-1]) > 200 for k in keys if "w" in k), keys  # a window past the usual 160 frames ran
+    est = piper_backend.audio_estimate_s(piper_backend.check_text(LONG))
+    assert 0.6 < est / (whole.size / piper_backend.sample_rate) < 1.6  # the queue's ETAs start from this

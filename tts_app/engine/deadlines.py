@@ -1,0 +1,91 @@
+"""Which running rows step next: the ones whose listeners run out of audio first.
+
+Pure bookkeeping on requests and step estimates, no tensors and no clock of its own (the engine
+passes ``now``), so a simulated clock drives it in tests exactly as the wall clock does in service.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..backends.base import StepEstimate
+from .qos_settings import QosSettings
+from .request import Request
+from .step_costs import StepCosts
+
+
+def deadline(req: Request, q: QosSettings) -> float:
+    """When ``req`` must have stepped: its listener's playback runs dry (a stream with audio), its
+    first audio is due (a new stream), or it has waited ``batch_gap_s`` since its last step (a file)."""
+    if not req.stream:
+        since = req.last_step_at if req.last_step_at is not None else (req.admitted_at or req.submitted_at)
+        return since + q.batch_gap_s
+    if req.play_deadline is not None:
+        return req.play_deadline
+    heard = heard_from(req)
+    if heard is not None:  # a later line of a group: due when the listener reaches it
+        return heard
+    # Soon after admission (a queued request's wait is the queue's, not a stall); a later line whose
+    # group has not sounded yet, that much later.
+    start = req.admitted_at if req.admitted_at is not None else req.submitted_at
+    ahead, queued_audio = req.after, 0.0
+    while ahead is not None:
+        queued_audio += ahead.remaining_s()
+        ahead = ahead.after
+    return start + q.first_audio_target_s + queued_audio
+
+
+def heard_from(req: Request) -> float | None:
+    """When a 1x listener reaches this line of a group: the lines before it played out (None when
+    it is not a later line, or none of its group has sounded yet)."""
+    ahead, queued_audio = req.after, 0.0
+    while ahead is not None and ahead.play_deadline is None:
+        queued_audio += ahead.remaining_s()
+        ahead = ahead.after
+    if ahead is None:
+        return None
+    return ahead.play_deadline + ahead.remaining_s() + queued_audio
+
+
+def buffered_s(req: Request, now: float) -> float:
+    """Audio a 1x player started at the first chunk holds now (0 before the first chunk)."""
+    return 0.0 if req.play_deadline is None else max(0.0, req.play_deadline - now)
+
+
+def window_level(req: Request, now: float, q: QosSettings) -> int:
+    """0 before the first audio (the small first window), 1 the usual window, +1 per ``grow_at_s`` passed."""
+    if not req.stream:
+        return 1 + len(q.grow_at_s)  # nobody listens yet: the most efficient steps
+    if req.play_deadline is None:
+        return 0
+    held = buffered_s(req, now)
+    return 1 + sum(1 for g in q.grow_at_s if held >= g)
+
+
+def pick(
+    rows: Sequence[Request], now: float, estimate: Callable[[Request], StepEstimate], costs: StepCosts, q: QosSettings
+) -> list[Request]:
+    """The rows to step now, most urgent first.
+
+    Rows are taken in deadline order while the step's predicted time still ends ``margin_s`` before
+    the earliest deadline (never less than ``min_step_s`` of work, never fewer than one row). While
+    some listener is in need (holds under ``low_s``), rows whose listeners hold ``plenty_s`` or more
+    skip, and files step only once overdue: that compute goes to newcomers and rows near starvation.
+    A row left out only grows more urgent, so every row is reached (no starvation).
+    """
+    if not rows:
+        return []
+    slack = {r.id: deadline(r, q) - now for r in rows}
+    order = sorted(rows, key=lambda r: (slack[r.id], r.id))
+    if any(r.stream and slack[r.id] < q.low_s for r in order):
+        order = [r for r in order if (r.stream and slack[r.id] < q.plenty_s) or slack[r.id] <= 0] or order[:1]
+    budget = max(q.min_step_s, slack[order[0].id] - q.margin_s)
+    picked: list[Request] = []
+    total = costs.fixed_s
+    for r in order:
+        cost = costs.row_cost(estimate(r))
+        if picked and total + cost > budget:
+            continue  # a cheaper row further on may still fit
+        picked.append(r)
+        total += cost
+    return picked

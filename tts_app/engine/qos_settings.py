@@ -1,0 +1,45 @@
+"""The listener-first policy's knobs; the limits a server operator sets come from TTS_APP_* variables."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+    if value < 0:
+        raise ValueError(f"{name} must not be negative, got {raw!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class QosSettings:
+    """Seconds unless named otherwise. Defaults: a 1x player that must never run dry."""
+
+    margin_s: float = 0.15  # a step must end this long before the earliest listener runs out
+    first_audio_target_s: float = 0.3  # a new stream's first audio is due this long after it was sent
+    low_s: float = 1.0  # a listener holding less than this is in need: rows holding plenty then skip steps
+    plenty_s: float = 3.0
+    min_step_s: float = 0.05  # a step is never planned shorter (a stalled row still shares a step with others)
+    batch_gap_s: float = 2.0  # a non-streamed row is stepped at least this often, whatever the streams need
+    grow_at_s: tuple[float, ...] = (2.0, 4.0, 8.0)  # a listener's buffer at which its windows double, and double again
+    load_margin: float = 0.85  # admitted streams may use this fraction of the machine; the rest is the margin
+    batch_slot_share: float = 0.5  # non-streamed rows hold at most this share of the slots
+    client_share: float = 0.25  # one client holds at most this share of the slots and of the queue places
+    max_queue_wait_s: float = 60.0  # longer predicted waits are refused (503 + Retry-After)
+    playback_rate: float = 1.0
+
+    @classmethod
+    def from_env(cls) -> "QosSettings":
+        """Defaults, with TTS_APP_MAX_QUEUE_WAIT_S and TTS_APP_CLIENT_SHARE read now (not at import)."""
+        share = _env_float("TTS_APP_CLIENT_SHARE", cls.client_share)
+        if not 0 < share <= 1:
+            raise ValueError(f"TTS_APP_CLIENT_SHARE must be in (0, 1], got {share}")
+        return cls(max_queue_wait_s=_env_float("TTS_APP_MAX_QUEUE_WAIT_S", cls.max_queue_wait_s), client_share=share)
