@@ -63,6 +63,6 @@ def test_v1_routes_hold_under_fuzzing(case: schemathesis.Case, fuzz_server: str)
 
 def test_the_server_is_healthy_after_the_fuzzing(fuzz_server: str) -> None:
     assert httpx.get(f"{fuzz_server}/healthz", timeout=10).status_code == 200
-    reply = httpx.post(f"{fuzz_server}/v1/audio/speech", json={"input": "Still here.", "response_format": "wav", "stream": False},
+    reply = httpx.post(f"{fuzz_server}/v1/audio/speech", json={"model": "tts-1", "input": "Still here.", "response_format": "wav", "stream": False},
                        timeout=120)
     assert reply.status_code == 200 and reply.content[:4] == b"RIFF"

@@ -30,7 +30,7 @@ def server(artifacts_dir: Path) -> Iterator[str]:
 
 async def _open(client: httpx.AsyncClient, base: str, text: str) -> httpx.Response:
     """Send a speech request and return once its status and headers are in (the body stays open)."""
-    request = client.build_request("POST", f"{base}/v1/audio/speech", json={"input": text, "response_format": "pcm"})
+    request = client.build_request("POST", f"{base}/v1/audio/speech", json={"model": "tts-1", "input": text, "response_format": "pcm"})
     return await client.send(request, stream=True)
 
 
@@ -73,7 +73,7 @@ def test_a_flooder_gets_the_503_and_another_client_is_served(server: str) -> Non
 
 def test_metrics_are_prometheus_text(server: str) -> None:
     with httpx.Client(timeout=120, transport=httpx.HTTPTransport(local_address="127.0.0.3")) as client:
-        made = client.post(f"{server}/v1/audio/speech", json={"input": "Counting what is made.", "response_format": "pcm"})
+        made = client.post(f"{server}/v1/audio/speech", json={"model": "tts-1", "input": "Counting what is made.", "response_format": "pcm"})
     assert made.status_code == 200 and made.content
     answer = httpx.get(f"{server}/metrics", timeout=30)
     assert answer.status_code == 200

@@ -130,7 +130,7 @@ def test_concurrent_hostile_analyses_stay_within_the_budget(tmp_path: Path, arti
         warm = _report(base, _upload(base, SOURCE))  # the analysis's libraries loaded once
         assert "event: complete" in warm
         # The engine's start-up work (warm-up lines) ends before we measure: wait for one speech request.
-        assert httpx.post(f"{base}/v1/audio/speech", json={"input": "Hi.", "response_format": "wav", "stream": False}, timeout=TIMEOUT).status_code == 200
+        assert httpx.post(f"{base}/v1/audio/speech", json={"model": "tts-1", "input": "Hi.", "response_format": "wav", "stream": False}, timeout=TIMEOUT).status_code == 200
         paths = [_upload(base, clip) for _ in range(9)]
         replies: list[str] = []
         one = _peak_growth_mb(process.pid, lambda: replies.append(_report(base, paths[0])))

@@ -53,7 +53,7 @@ def _idle_rss_mb(base: str, pid: int) -> float:
     while httpx.get(f"{base}/readyz", timeout=10).status_code != 200:
         assert time.monotonic() < deadline, "the model did not load"
         time.sleep(0.5)
-    reply = httpx.post(f"{base}/v1/audio/speech", json={"input": "Ready now.", "response_format": "wav", "stream": False}, timeout=TIMEOUT)
+    reply = httpx.post(f"{base}/v1/audio/speech", json={"model": "tts-1", "input": "Ready now.", "response_format": "wav", "stream": False}, timeout=TIMEOUT)
     assert reply.status_code == 200
     readings = [_rss_mb(pid)]
     while len(readings) < 7 or min(readings[-6:]) < min(readings[:-6]) - 1:  # 3 s without a new low
@@ -69,7 +69,7 @@ def _hostile_lengths(base: str) -> None:
     with httpx.Client(timeout=TIMEOUT) as client:
         for words in range(2, 24):
             for speed in (0.25, 0.35, 0.5):
-                body = {"input": "banana " * words, "speed": speed, "response_format": "pcm"}
+                body = {"model": "tts-1", "input": "banana " * words, "speed": speed, "response_format": "pcm"}
                 with client.stream("POST", f"{base}/v1/audio/speech", json=body) as reply:
                     assert reply.status_code == 200
                     next(reply.iter_bytes())
