@@ -67,19 +67,23 @@ def assert_linear(
 
     The tail is what makes a backtracking regex fail late ("A.A.A...A.x").
     """
-    k = max(1, start_chars // len(unit))
-    base = _cpu_cost(work, unit * k + tail)
-    while base < MIN_BASE_S and len(unit) * k * 4 <= max_chars:
+    assert_doubling(work, lambda k: unit * k + tail, max(1, start_chars // len(unit)), max_chars // len(unit))
+
+
+def assert_doubling(work: Callable[[str], object], make: Callable[[int], str], k: int, max_k: int) -> None:
+    """``work(make(2k))`` costs at most MAX_RATIO times ``work(make(k))``, k doubled until a run is measurable."""
+    base = _cpu_cost(work, make(k))
+    while base < MIN_BASE_S and k * 4 <= max_k:
         k *= 2
-        base = _cpu_cost(work, unit * k + tail)
-    double = _cpu_cost(work, unit * 2 * k + tail)
+        base = _cpu_cost(work, make(k))
+    double = _cpu_cost(work, make(2 * k))
     for _ in range(2):  # more looks before calling it super-linear: a busy machine slows some runs
         if double <= MAX_RATIO * base:
             break
-        base = min(base, _cpu_cost(work, unit * k + tail))
-        double = min(double, _cpu_cost(work, unit * 2 * k + tail))
-    what = f"{unit[:40]!r} x{k} + {tail!r}"
-    # Below MIN_BASE_S at max_chars the work is cheap at any allowed size: doubling must then stay under the ratio of that.
+        base = min(base, _cpu_cost(work, make(k)))
+        double = min(double, _cpu_cost(work, make(2 * k)))
+    # Below MIN_BASE_S at max_k the work is cheap at any allowed size: doubling must then stay under the ratio of that.
+    what = f"{make(1)[:40]!r}, k={k}"
     assert double <= MAX_RATIO * max(base, MIN_BASE_S), f"{what}: {base * 1e3:.1f} ms, doubled {double * 1e3:.1f} ms"
 
 
@@ -161,12 +165,7 @@ def test_deep_ssml_walks_without_recursion_in_linear_time(tag: str, monkeypatch:
 
     parsed = parse_ssml(nested(20_000))
     assert "a a a" in " ".join(s.text for s in parsed.segments)
-    depth = 2000
-    base = _cpu_cost(parse_ssml, nested(depth))
-    while base < MIN_BASE_S and depth < 80_000:
-        depth *= 2
-        base = _cpu_cost(parse_ssml, nested(depth))
-    assert _cpu_cost(parse_ssml, nested(2 * depth)) <= MAX_RATIO * base
+    assert_doubling(parse_ssml, nested, 2000, 80_000)
 
 
 def test_ssml_depth_and_element_limits_are_one_line_errors(monkeypatch: pytest.MonkeyPatch) -> None:

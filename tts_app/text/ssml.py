@@ -127,6 +127,7 @@ class _Builder:
         self.rates = [1.0]
         self.slots = PhonemeSlots()
         self.warnings: list[str] = []
+        self._warned: set[str] = set()
 
     def add(self, text: str | None) -> None:
         if text:
@@ -148,6 +149,9 @@ class _Builder:
             self.warn("a <break> before any text is ignored")
 
     def warn(self, message: str) -> None:
+        if message in self._warned:  # once per request: 2,000 unknown elements are one line in the log, not 2,000
+            return
+        self._warned.add(message)
         self.warnings.append(message)
         _LOGGER.warning("SSML: %s", message)
 
