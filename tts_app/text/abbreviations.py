@@ -63,7 +63,7 @@ _DOMAIN = re.compile(
     r"(?<![\w.-])[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){0,8}\.(?:com|org|net|edu|gov|io|ai|dev|co\.uk|uk|de)\b(?:/[^\s<>\"']*)?"
 )
 _FILE = re.compile(
-    r"(?<![\w.])[\w-]{1,100}(?:\.[\w-]{1,100}){0,8}\.(" + "|".join(sorted(_EXTENSIONS, key=len, reverse=True)) + r")\b(?![.\w]\w)"
+    r"(?<![\w.-])[\w-]{1,100}(?:\.[\w-]{1,100}){0,8}\.(" + "|".join(sorted(_EXTENSIONS, key=len, reverse=True)) + r")\b(?![.\w]\w)"
 )
 _URL_TRAILING = ".,;:!?)]}'\""
 
@@ -76,13 +76,15 @@ _NUMBER_ABBR = re.compile(r"\b(No|no|Nos|nos)\.\s?(?=\d)")
 _BEFORE_NUMBER = {"p": "page", "pp": "pages", "Eq": "equation", "eq": "equation", "Eqs": "equations",
                   "Vol": "volume", "vol": "volume", "Ch": "chapter", "ch": "chapter", "Sec": "section"}  # fmt: skip
 _BEFORE_NUMBER_RE = re.compile(r"(?<![\w.])(" + "|".join(sorted(_BEFORE_NUMBER, key=len, reverse=True)) + r")\.\s?(?=\(?\d)")
-_DOTTED_ACRONYM = re.compile(r"\b((?:[A-Z]\.){2,})(?=[\s,;:!?)]|$)")
+# A start only where a run of "A." begins, and no giving back (possessive): linear on "A.A.A.A...x".
+_DOTTED_ACRONYM = re.compile(r"(?<![\w.])((?:[A-Z]\.){2,}+)(?=[\s,;:!?)]|$)")
 _INITIAL = re.compile(r"(?<![\w.])([A-Z])\.(?=\s+[A-Z])")
 _ALLCAPS = re.compile(r"\b([A-Z]{2,6})\b")
 _TWO_CAPS = re.compile(r"[A-Z]{2}")
 _DOTTED_WORD = re.compile(r"(?<![A-Za-z])([A-Za-z]{1,8})\.")  # one scan tells which dotted rules can apply
 _DOT_LETTER = re.compile(r"\w\.[A-Za-z]")
-_SHOUTED = re.compile(r"(?:\b[A-Z']{2,}\b[\s,!.?]+){3,}[A-Z']{2,}")
+# Four all-caps words in a row; starts only at a word's start and never gives back, so it is linear.
+_SHOUTED = re.compile(r"(?<![\w'])(?:[A-Z']{2,}+[\s,!.?]++){3}[A-Z']{2}")
 _SYMBOLS = (("&", re.compile(r"\s&\s"), " and "), ("&", re.compile(r"(?<=\w)&(?=\w)"), " and "),
             ("#", re.compile(r"#(?=\d)"), "number "), ("=", re.compile(r"(?<=\s)[=](?=\s)"), "equals"),
             ("+", re.compile(r"(?<=\s)\+(?=\s)"), "plus"))  # fmt: skip

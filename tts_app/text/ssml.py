@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from xml.etree.ElementTree import Element, ParseError
 
 from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import fromstring
+from defusedxml.ElementTree import DefusedXMLParser
 
 from .abbreviations import spell
 from .errors import TextError
@@ -21,6 +21,7 @@ from .normalize import clean_chars
 from .normalize_numbers import month_day, telephone
 from .number_words import cardinal, ordinal, year
 from .slots import PhonemeSlots
+from .ssml_limits import LimitedTreeBuilder, ssml_max_depth, ssml_max_elements
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -31,6 +32,8 @@ _STRENGTHS = {"none": 0.0, "x-weak": 0.1, "weak": 0.2, "medium": 0.4, "strong": 
 _RATES = {"x-slow": 0.5, "slow": 0.75, "medium": 1.0, "default": 1.0, "fast": 1.25, "x-fast": 1.6}
 _TIME_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$")
 _RATE_RE = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*(%?)\s*$")
+_NONE = object()  # a container that cuts no segment (<speak>, unknown elements)
+_BOUNDARIES: dict[str, float | None] = {"p": PARAGRAPH_PAUSE_S, "s": None, "prosody": JOIN}  # the pause each container ends with
 
 
 def is_ssml(text: str) -> bool:
@@ -124,6 +127,7 @@ class _Builder:
         self.rates = [1.0]
         self.slots = PhonemeSlots()
         self.warnings: list[str] = []
+        self._warned: set[str] = set()
 
     def add(self, text: str | None) -> None:
         if text:
@@ -145,12 +149,28 @@ class _Builder:
             self.warn("a <break> before any text is ignored")
 
     def warn(self, message: str) -> None:
+        if message in self._warned:  # once per request: 2,000 unknown elements are one line in the log, not 2,000
+            return
+        self._warned.add(message)
         self.warnings.append(message)
         _LOGGER.warning("SSML: %s", message)
 
-    def walk(self, el: Element) -> None:
-        tag = el.tag.rpartition("}")[2]  # drop the SSML namespace
-        inner = "".join(el.itertext())
+    def walk(self, root: Element) -> None:
+        """Depth first with an explicit stack (no recursion on the document's nesting)."""
+        stack: list[tuple[Element, bool]] = [(root, False)]  # (element, its closing tag reached)
+        while stack:
+            el, closing = stack.pop()
+            tag = el.tag.rpartition("}")[2]  # drop the SSML namespace
+            if closing:
+                self.close_container(tag)
+            elif self.open(el, tag):  # a container: its children, then its closing tag
+                stack.append((el, True))
+                stack.extend((child, False) for child in reversed(el))
+                continue
+            self.add(el.tail)
+
+    def open(self, el: Element, tag: str) -> bool:
+        """Read a leaf element whole, or open a container (True) whose children come next."""
         if tag == "break":
             self.cut(_break_seconds(el), add=True)
         elif tag == "phoneme":
@@ -159,33 +179,33 @@ class _Builder:
             ph = el.get("ph")
             if not ph:
                 raise TextError("SSML <phoneme> needs a ph attribute")
-            self.buf.append(f" {self.slots.add(ph, f'SSML <phoneme ph={ph[:30]!r}>', inner)} ")
+            self.buf.append(f" {self.slots.add(ph, f'SSML <phoneme ph={ph[:30]!r}>', ''.join(el.itertext()))} ")
         elif tag == "say-as":
-            self.add(f" {_say_as(el, inner)} ")
+            self.add(f" {_say_as(el, ''.join(el.itertext()))} ")
         elif tag == "sub":
             alias = el.get("alias")
             if alias is None:
                 raise TextError("SSML <sub> needs an alias attribute")
             self.add(f" {alias} ")
-        elif tag in ("speak", "p", "s", "prosody"):
-            self.walk_children(el, tag)
         else:
-            self.warn(f"unknown element <{tag[:30]}> read as text")
-            self.walk_children(el, tag)
-        self.add(el.tail)
+            if tag not in ("speak", "p", "s", "prosody"):
+                self.warn(f"unknown element <{tag[:30]}> read as text")
+            self.open_container(el, tag)
+            return True
+        return False
 
-    def walk_children(self, el: Element, tag: str) -> None:
-        boundary = {"p": PARAGRAPH_PAUSE_S, "s": None, "prosody": JOIN}.get(tag, "none")
-        if boundary != "none":
+    def open_container(self, el: Element, tag: str) -> None:
+        if _BOUNDARIES.get(tag, _NONE) is not _NONE:
             self.cut(JOIN)
         if tag == "prosody":
             self.rates.append(self.rates[-1] * _rate(el.get("rate", "medium")))
             if set(el.keys()) - {"rate"}:
                 self.warn(f"<prosody> attributes other than rate are ignored: {', '.join(sorted(el.keys()))[:60]}")
         self.add(el.text)
-        for child in el:
-            self.walk(child)
-        if boundary != "none":
+
+    def close_container(self, tag: str) -> None:
+        boundary = _BOUNDARIES.get(tag, _NONE)
+        if boundary is not _NONE:
             self.cut(boundary)
         if tag == "prosody":
             self.rates.pop()
@@ -193,8 +213,10 @@ class _Builder:
 
 def parse_ssml(text: str) -> ParsedSsml:
     """Parse ``<speak>...</speak>``; TextError (one line, with the position) when it is not well-formed."""
+    parser = DefusedXMLParser(target=LimitedTreeBuilder(ssml_max_depth(), ssml_max_elements()), forbid_dtd=True)
     try:
-        root = fromstring(text.strip(), forbid_dtd=True)
+        parser.feed(text.strip())
+        root = parser.close()
     except ParseError as e:
         line, col = e.position
         reason = str(e).split(":")[0]

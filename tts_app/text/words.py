@@ -20,7 +20,8 @@ NO_WORD = -1  # label of a space, a punctuation mark, or a phoneme no written wo
 _MARKS = frozenset(" .,;:!?")
 _STRESS = frozenset("ˈˌ")  # espeak drops stress on joined function words: not counted in lengths
 _WORD_CHARS = re.compile(r"\w|[\ue000-\uf8ff]")
-_CLAUSE_END = re.compile(r"[.,;:!?][^\w\ue000-\uf8ff]*$")
+_CLAUSE_MARKS = frozenset(".,;:!?")
+_FIRST_SLOT, _LAST_SLOT = "\ue000", "\uf8ff"  # phoneme slots (slots.py) count as word characters
 # (written words, phoneme words) per alignment step, and what each costs beyond the length gap.
 _STEPS: tuple[tuple[int, int, float], ...] = (
     (1, 1, 0.0), (2, 1, 0.5), (3, 1, 1.0), (4, 1, 1.5), (1, 2, 0.5), (1, 3, 1.0), (1, 0, 1.0), (0, 1, 1.0),
@@ -34,7 +35,23 @@ def written_words(text: str) -> list[str]:
 
 def clause_ends(text: str) -> list[bool]:
     """For each of ``written_words(text)``: does a clause mark (``,.;:!?``) follow it?"""
-    return [bool(_CLAUSE_END.search(tok)) for tok in written_words(text)]
+    return [_ends_clause(tok) for tok in written_words(text)]
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_" or _FIRST_SLOT <= ch <= _LAST_SLOT
+
+
+def _ends_clause(token: str) -> bool:
+    """A clause mark among the token's trailing non-word characters ("planks.", "end?!)").
+
+    A loop from the end, not a regex search: a search for "[.,;:!?][^\\w]*$" restarts at every
+    mark of a long run ("....x") and is quadratic.
+    """
+    at = len(token)
+    while at > 0 and not _is_word_char(token[at - 1]):
+        at -= 1
+    return any(ch in _CLAUSE_MARKS for ch in token[at:])
 
 
 def phoneme_word_spans(phonemes: Sequence[str]) -> list[tuple[int, int]]:
