@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tts_app.file_sizes import dated_files
+
 logger = logging.getLogger(__name__)
 
 MAX_AGE_ENV = "TTS_APP_OUTPUT_MAX_AGE_S"
@@ -56,19 +58,6 @@ def store_root() -> Path:
     return upload_root() / "tts_app_outputs"
 
 
-def _files(root: Path) -> list[tuple[float, int, Path]]:
-    """(mtime, size, path) of every regular file under ``root``."""
-    found = []
-    for folder, _dirs, names in os.walk(root):
-        for name in names:
-            path = Path(folder) / name
-            try:
-                info = path.lstat()
-            except OSError:
-                continue  # removed meanwhile
-            found.append((info.st_mtime, info.st_size, path))
-    return found
-
 
 def _remove_empty_dirs(root: Path, now: float) -> None:
     """Remove empty folders bottom-up; a fresh one may be about to get its file, so it stays a while."""
@@ -86,7 +75,7 @@ def sweep(root: Path, limits: StoreLimits, now: float | None = None) -> SweepRes
     now = time.time() if now is None else now
     result = SweepResult()
     kept = []
-    for mtime, size, path in sorted(_files(root)):
+    for mtime, size, path in sorted(dated_files(root)):
         if now - mtime > limits.max_age_s:
             result.removed_files, result.removed_bytes = result.removed_files + 1, result.removed_bytes + size
             path.unlink(missing_ok=True)

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tts_app.file_sizes import dated_files
+
 logger = logging.getLogger(__name__)
 
 QUOTA_ENV = "TTS_APP_UPLOAD_QUOTA_BYTES"
@@ -27,21 +29,6 @@ DEFAULT_MIN_AGE_S = 600.0
 RESCAN_EVERY_S = 2.0  # a burst of uploads reuses one walk of the folder
 SKIPPED_DIRS = frozenset({"tts_app_outputs"})  # output_store.store_root(): capped by its own sweeper
 
-
-def _walk(root: Path) -> list[tuple[float, int, Path]]:
-    """(mtime, size, path) of every regular file under ``root``, the skipped folders left out."""
-    found = []
-    for folder, dirs, names in os.walk(root):
-        if Path(folder) == root:
-            dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
-        for name in names:
-            path = Path(folder) / name
-            try:
-                info = path.lstat()
-            except OSError:
-                continue  # removed meanwhile
-            found.append((info.st_mtime, info.st_size, path))
-    return found
 
 
 class UploadQuota:
@@ -87,7 +74,7 @@ class UploadQuota:
             self._scanned_at = -RESCAN_EVERY_S
 
     async def _scan(self) -> None:
-        files = await asyncio.to_thread(_walk, self._root())
+        files = await asyncio.to_thread(dated_files, self._root(), SKIPPED_DIRS)
         self._on_disk = sum(size for _mtime, size, _path in files)
         self._scanned_at = time.monotonic()
 
@@ -95,7 +82,7 @@ class UploadQuota:
         """Remove the oldest uploads older than ``min_age_s`` until ``to_free`` bytes are gone."""
         cutoff = time.time() - self.min_age_s
         freed = removed = 0
-        for mtime, size, path in sorted(_walk(self._root())):
+        for mtime, size, path in sorted(dated_files(self._root(), SKIPPED_DIRS)):
             if freed >= to_free or mtime > cutoff:
                 break
             try:
