@@ -120,11 +120,12 @@ def _peak_growth_mb(pid: int, run) -> float:
 
 
 def test_concurrent_hostile_analyses_stay_within_the_budget(tmp_path: Path, artifacts_dir: Path) -> None:
-    """Eight 192 kHz 8-channel clips analysed at once peak at a small multiple of one analysis
-    (a budget of two at a time here), not eight times it; each gets its one-line report."""
+    """Eight 192 kHz 8-channel clips analysed at once peak within the memory budget (about two at a
+    time here), not at eight times one analysis; each gets its one-line report."""
     clip = hostile_clip(tmp_path / "hostile.wav", 8.0)
     too_long = hostile_clip(tmp_path / "long.wav", 60.0, channels=1)  # 23 MB, but 11.5 M samples at 192 kHz
-    env = {"TTS_APP_VOICE_ANALYSIS_MB": "250"}
+    budget_mb = 250
+    env = {"TTS_APP_VOICE_ANALYSIS_MB": str(budget_mb)}
     with serve_app(artifacts_dir / "voice_memory_server.log", env) as (base, process):
         assert httpx.get(f"{base}/readyz", timeout=5).status_code in (200, 503)
         warm = _report(base, _upload(base, SOURCE))  # the analysis's libraries loaded once
@@ -145,7 +146,9 @@ def test_concurrent_hostile_analyses_stay_within_the_budget(tmp_path: Path, arti
         many = _peak_growth_mb(process.pid, eight)
         (artifacts_dir / "voice_memory.txt").write_text(f"one analysis +{one:.0f} MB, eight at once +{many:.0f} MB\n")
         assert len(replies) == 9 and all("event: complete" in r and "Traceback" not in r for r in replies), replies[-1][-500:]
-        assert many <= 3.5 * one + 30, (one, many)
+        # The budget bounds what the analyses hold at once; the allocator's slack and one analysis come on top
+        # (old main: +2,291 MB for eight against +293 MB for one).
+        assert many <= 1.25 * budget_mb + one, (one, many)
         refused = _report(base, _upload(base, too_long))
         assert "needs about" in refused and "the server's limit is 250 MB" in refused and "Traceback" not in refused, refused[-500:]
         assert httpx.get(f"{base}/healthz", timeout=10).status_code == 200

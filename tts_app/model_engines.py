@@ -43,9 +43,9 @@ class ModelUnavailable(ValueError):
 
 def _create_fast() -> "Engine":
     """The embedded voice in the fast precision: a second model in memory, with its own batches."""
-    from tts_app.engine import Engine
+    from tts_app.engine import Engine, app_policy
 
-    return create_lowered(lambda: Engine(precision="fast"), "fast-engine-create")
+    return create_lowered(lambda: Engine(precision="fast", policy=app_policy()), "fast-engine-create")
 
 
 def _max_seconds() -> float:
@@ -59,24 +59,24 @@ def _max_seconds() -> float:
 
 def _create(path: Path) -> "Engine":
     from tts_app.backends.qwen3 import Qwen3Backend  # torch: imported only when a Qwen3 model is requested
-    from tts_app.engine import Engine
+    from tts_app.engine import Engine, app_policy
     from tts_app.qwen3.sampling import SamplingParams
 
     sampling = SamplingParams(max_new_tokens=max(2, math.ceil(_max_seconds() * FRAMES_PER_SECOND)))
     # Same priority rule as the embedded engine (see shared_engine): created on a lowered thread.
-    return create_lowered(lambda: Engine(backend=Qwen3Backend.from_pretrained(str(path), sampling=sampling)), "qwen3-engine-create")
+    return create_lowered(lambda: Engine(backend=Qwen3Backend.from_pretrained(str(path), sampling=sampling), policy=app_policy()), "qwen3-engine-create")
 
 
 def _create_chatterbox(path: Path) -> "Engine":
     from tts_app.backends.chatterbox import ChatterboxBackend  # torch + the official modules: only when asked for
     from tts_app.chatterbox.config import ChatterboxSampling
-    from tts_app.engine import Engine
+    from tts_app.engine import Engine, app_policy
 
     sampling = ChatterboxSampling(max_new_tokens=max(2, math.ceil(_max_seconds() * CHATTERBOX_TOKENS_PER_SECOND)))
 
     def make() -> "Engine":
         backend = ChatterboxBackend.from_pretrained(str(path), sampling=sampling)
-        return Engine(backend=backend, max_batch_size=backend.max_batch_size)
+        return Engine(backend=backend, max_batch_size=backend.max_batch_size, policy=app_policy())
 
     return create_lowered(make, "chatterbox-engine-create")
 

@@ -38,11 +38,11 @@ def create_lowered(factory: Callable[[], "Engine"], name: str) -> "Engine":
 
 
 def _create_engine() -> "Engine":
-    from tts_app.engine import Engine  # heavy (model runtime and graphs): imported on first use
+    from tts_app.engine import Engine, app_policy  # heavy (model runtime and graphs): imported on first use
     from tts_app.model.precision import precision_from_env
 
     precision = precision_from_env()  # $TTS_APP_PRECISION, set by `python app.py --precision fast`
-    return create_lowered(lambda: Engine(precision=precision), "engine-create")
+    return create_lowered(lambda: Engine(precision=precision, policy=app_policy()), "engine-create")
 
 
 def get_engine() -> "Engine":

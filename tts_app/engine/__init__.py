@@ -4,7 +4,7 @@ from .engine import Engine, EngineClosed, LineRejected
 from ..backends.base import WordTiming
 from .handle import AudioChunk, RequestCancelled, RequestHandle
 from .metrics import RequestMetrics
-from .qos_settings import QosSettings
+from .qos_settings import QosSettings, app_policy
 from .request import RequestStatus
 from .scheduler import EngineBusy, Scheduler
 
@@ -21,4 +21,5 @@ __all__ = [
     "RequestStatus",
     "Scheduler",
     "WordTiming",
+    "app_policy",
 ]

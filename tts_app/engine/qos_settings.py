@@ -19,6 +19,23 @@ def _env_float(name: str, default: float) -> float:
     return value
 
 
+POLICY_ENV = "TTS_APP_ENGINE_POLICY"
+POLICIES = ("fifo", "deadline")
+
+
+def app_policy() -> str:
+    """The scheduling policy of the app's engines: $TTS_APP_ENGINE_POLICY, "fifo" by default.
+
+    The listener-first "deadline" policy (the Engine class's default) is opt-in for the server until
+    its goals are measured on a quiet machine: under a 300-call soak its capacity-based admission
+    queued page runs long enough for the output store's size sweep to remove their first files.
+    """
+    policy = os.environ.get(POLICY_ENV, "fifo").strip() or "fifo"
+    if policy not in POLICIES:
+        raise ValueError(f"{POLICY_ENV} must be one of {', '.join(POLICIES)}, got {policy!r}")
+    return policy
+
+
 @dataclass(frozen=True)
 class QosSettings:
     """Seconds unless named otherwise. Defaults: a 1x player that must never run dry."""
