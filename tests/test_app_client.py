@@ -74,10 +74,9 @@ def test_reference_clip_three_lines_streaming(client: Client) -> None:
     final = _check_final(job.outputs()[-1], 3)
     run = final["rows"][-1]
     assert run[3] is not None and run[4] is not None and run[3] < run[4]  # first audio before the end
-    # The lines shared the engine's steps. Under the listener-first policy a run's later lines are due
-    # only once the earlier ones are heard, so all three share a step only when nothing more urgent
-    # runs (e.g. the server's warm-up when this is the session's first run).
-    assert int(re.search(r"max (\d+)", run[7]).group(1)) >= 2, run[7]
+    # The three lines ran in one batch (a step may also hold a row of another request, e.g. the
+    # server's warm-up when this is the session's first run).
+    assert int(re.search(r"max (\d+)", run[7]).group(1)) >= 3, run[7]
 
 
 def test_builtin_voice_three_lines_not_streaming(client: Client) -> None:
