@@ -259,3 +259,15 @@ def test_a_page_s_lines_are_one_listener_they_start_together_and_are_due_in_turn
     # Line 2 is due when line 1 (3 s of audio) has been heard, line 3 after line 2 as well.
     assert due[second] > due[first] + 2.5 and due[third] > due[second] + 2.5
     assert max(h.stall_s for h in handles[1:]) < 1e-9
+
+
+def test_the_servers_policy_comes_from_its_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tts_app.engine import app_policy
+
+    monkeypatch.delenv("TTS_APP_ENGINE_POLICY", raising=False)
+    assert app_policy() == "fifo"
+    monkeypatch.setenv("TTS_APP_ENGINE_POLICY", "deadline")
+    assert app_policy() == "deadline"
+    monkeypatch.setenv("TTS_APP_ENGINE_POLICY", "lottery")
+    with pytest.raises(ValueError, match="TTS_APP_ENGINE_POLICY must be one of fifo, deadline"):
+        app_policy()
