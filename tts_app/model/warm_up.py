@@ -32,7 +32,9 @@ _LOGGER = logging.getLogger(__name__)
 # Chunk lengths (latent frames) whose streamed decoder shapes are warmed: from just over one
 # first window to 4 windows; longer chunks repeat the steady-state window's shapes.
 WARM_CHUNK_FRAMES = range(65, 64 + 4 * 160)
-LOGGED_SHAPES = int(os.environ.get("TTS_APP_WARM_LOGGED_SHAPES", "4"))
+# Off by default: replaying four long logged shapes after a hostile session grew idle RSS by 73 MB over a
+# first start (issue 24 bounds it at 50 MB); kernels are cached on disk, so a shape met later compiles fast.
+LOGGED_SHAPES = int(os.environ.get("TTS_APP_WARM_LOGGED_SHAPES", "0"))
 MIN_HITS = 3  # a shape met once or twice is not traffic's shape
 LOGGED_BUDGET_S = 1.5  # wall time for logged shapes, after the decoder's streamed ones
 # What the shape log keeps: the text stage at the batch sizes the engine uses, for lengths an
