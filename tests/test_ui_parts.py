@@ -15,7 +15,7 @@ import soundfile as sf
 
 from tts_app.ui.active_runs import ActiveRuns
 from tts_app.ui.history import Take, add_take, history_table, history_zip
-from tts_app.ui.run_figures import RunFigures, describe_batches, estimate_wait_s
+from tts_app.ui.run_figures import RunFigures, describe_batches
 from tts_app.ui.stream_pacer import StreamPacer
 from tts_app.ui.text_lines import TextLimitError, parse_lines
 from tts_app.wav_io import join_with_pauses, streaming_wav_header, to_pcm16, wav_bytes, write_wav
@@ -105,13 +105,6 @@ def test_figures_table_and_summary() -> None:
     summary = figures.summary()
     assert summary["max_batch"] == 2 and summary["audio_s"] == 3.0 and summary["rtf"] == 0.4
     assert describe_batches([3, 3, 1]) == "3×2, 1×1 (max 3)"
-
-
-def test_wait_estimate_grows_with_the_queue() -> None:
-    stats = {"max_batch_size": 4, "mean_step_s": 0.1}
-    assert estimate_wait_s(0, stats, 2.0) == 2.0
-    assert estimate_wait_s(8, stats, 2.0) == 6.0
-    assert estimate_wait_s(3, {"mean_step_s": 0.0}, None) is None
 
 
 def test_wav_bytes_and_streaming_header() -> None:

@@ -118,19 +118,3 @@ class RunFigures:
             **({"model": self.model} if self.model else {}),
         }
 
-
-def estimate_wait_s(position: int, stats: Mapping[str, Any], mean_service_s: float | None) -> float | None:
-    """Seconds until a request ``position`` places back starts, or None before anything is known.
-
-    The engine runs up to ``max_batch_size`` requests at once, so the requests ahead leave
-    in waves of that size; each wave takes about the mean time a request has spent running
-    so far (``mean_service_s``), or failing that a few dozen of the engine's mean steps.
-    """
-    batch = max(int(stats.get("max_batch_size") or stats.get("max_batch_seen") or 1), 1)
-    per_batch = mean_service_s
-    if per_batch is None:
-        step = stats.get("mean_step_s")
-        if not step:
-            return None
-        per_batch = float(step) * 30
-    return round((position // batch + 1) * per_batch, 1)
