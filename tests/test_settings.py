@@ -107,8 +107,8 @@ def test_the_checker_sees_the_old_ways_of_reading(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("s", settings.SETTINGS, ids=lambda s: s.name)
 def test_the_default_is_what_an_unset_or_empty_variable_gives(s: settings.Setting) -> None:
-    assert settings.value(s.name, {}) == s.default
-    assert settings.value(s.name, {s.name: "  "}) == s.default
+    assert settings.value(s.name, {}) == settings.default(s.name) == (s.default.expanduser() if s.kind == "path" and s.default else s.default)
+    assert settings.value(s.name, {s.name: "  "}) == settings.default(s.name)
     if s.kind in ("int", "float", "choice") and s.default is not None:
         assert settings.value(s.name, {s.name: str(s.default)}) == s.default  # in its own range
 
@@ -148,6 +148,7 @@ def test_kinds_and_the_old_name_of_max_seconds() -> None:
     assert settings.value("TTS_APP_ALIGN_WORDS", {"TTS_APP_ALIGN_WORDS": "yes please"}) is True
     assert settings.value("TTS_APP_CORS_ORIGINS", {"TTS_APP_CORS_ORIGINS": " https://a.example, ,*"}) == ("https://a.example", "*")
     assert settings.value("TTS_APP_VOICES_DIR", {"TTS_APP_VOICES_DIR": "~/v"}) == Path.home() / "v"
+    assert settings.value("TTS_APP_VOICES_DIR", {}) == Path.home() / ".cache" / "tts_app" / "voices"  # as before
     assert settings.value("TTS_APP_DECODER_RUNTIME", {"TTS_APP_DECODER_RUNTIME": "OpenVINO"}) == "openvino"
     assert settings.value("TTS_APP_MAX_SECONDS", {"TTS_APP_QWEN3_MAX_SECONDS": "2"}) == 2.0
     assert settings.value("TTS_APP_MAX_SECONDS", {"TTS_APP_QWEN3_MAX_SECONDS": "2", "TTS_APP_MAX_SECONDS": "3"}) == 3.0

@@ -159,7 +159,9 @@ def setting(name: str) -> Setting:
 
 
 def default(name: str) -> Any:
-    return BY_NAME[name].default
+    """What ``name`` gives when unset (a path default with its ``~`` expanded)."""
+    s = BY_NAME[name]
+    return s.default.expanduser() if isinstance(s.default, Path) else s.default
 
 
 def accepts(s: Setting) -> str:
@@ -207,7 +209,7 @@ def value(name: str, env: Mapping[str, str] | None = None) -> Any:
     s = BY_NAME[name]
     raw = _raw(s, os.environ if env is None else env)
     if not raw:
-        return s.default
+        return default(name)
     try:
         return _parse(s, raw)
     except ValueError:
@@ -215,7 +217,7 @@ def value(name: str, env: Mapping[str, str] | None = None) -> Any:
         if not s.fallback:
             raise SettingError(message) from None
         _LOGGER.warning("%s; using %s", message, shown_default(s))
-        return s.default
+        return default(name)
 
 
 def problems(env: Mapping[str, str] | None = None) -> list[str]:

@@ -7,14 +7,11 @@ recursion on the document's nesting, and the parse stops at the first element pa
 
 from __future__ import annotations
 
-import logging
 from xml.etree.ElementTree import Element, TreeBuilder
 
 from tts_app import settings
 
 from .errors import TextError
-
-_LOGGER = logging.getLogger(__name__)
 
 MAX_DEPTH_ENV = "TTS_APP_SSML_MAX_DEPTH"
 MAX_ELEMENTS_ENV = "TTS_APP_SSML_MAX_ELEMENTS"
