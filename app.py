@@ -13,17 +13,23 @@ import argparse
 import os
 from pathlib import Path
 
-from tts_app.models_available import CHATTERBOX_ENV
-from tts_app.models_available import ENV_VAR as QWEN3_PATH_ENV
-from tts_app.models_available import is_chatterbox_checkpoint, is_checkpoint
-from tts_app.server import launch
-from tts_app.ui.layout import build_demo
+from tts_app import settings
+
+# Before the imports below: some of their modules read a setting when imported, and a bad value
+# should stop the start with one line naming the variable, not a traceback.
+settings.exit_on_bad_values()
+
+from tts_app.models_available import CHATTERBOX_ENV  # noqa: E402
+from tts_app.models_available import ENV_VAR as QWEN3_PATH_ENV  # noqa: E402
+from tts_app.models_available import is_chatterbox_checkpoint, is_checkpoint  # noqa: E402
+from tts_app.server import launch  # noqa: E402
+from tts_app.ui.layout import build_demo  # noqa: E402
 
 demo = build_demo()
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Serve the TTS app.")
-    parser.add_argument("--precision", default=os.environ.get("TTS_APP_PRECISION", "exact"), help="exact (float32, default) or fast")
+    parser.add_argument("--precision", default=settings.value("TTS_APP_PRECISION"), help="exact (float32, default) or fast")
     parser.add_argument(
         "--model-path", default=None, metavar="DIR",
         help="a Qwen3-TTS or Chatterbox checkpoint folder to offer in the model selector "

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-import os
 import resource
 from collections import Counter
 from dataclasses import dataclass
@@ -22,15 +21,14 @@ from dataclasses import dataclass
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from tts_app import settings
+
 logger = logging.getLogger(__name__)
 
 HEADER_TIMEOUT_ENV = "TTS_APP_HEADER_TIMEOUT_S"
 PER_ADDRESS_ENV = "TTS_APP_MAX_CONNECTIONS_PER_ADDRESS"
-# A browser sends its headers in one packet; 10 s leaves room for a slow mobile link.
-DEFAULT_HEADER_TIMEOUT_S = 10.0
-# A page holds a few connections (its event stream, a live stream, files); 256 lets a household
-# or an office behind one NAT in, while one address can no longer take the server's descriptors.
-DEFAULT_PER_ADDRESS = 256
+DEFAULT_HEADER_TIMEOUT_S = settings.default(HEADER_TIMEOUT_ENV)
+DEFAULT_PER_ADDRESS = settings.default(PER_ADDRESS_ENV)
 
 
 @dataclass(frozen=True)
@@ -40,8 +38,7 @@ class ConnectionLimits:
 
     @classmethod
     def from_env(cls) -> "ConnectionLimits":
-        env = os.environ
-        return cls(float(env.get(HEADER_TIMEOUT_ENV, DEFAULT_HEADER_TIMEOUT_S)), int(env.get(PER_ADDRESS_ENV, DEFAULT_PER_ADDRESS)))
+        return cls(settings.value(HEADER_TIMEOUT_ENV), settings.value(PER_ADDRESS_ENV))
 
 
 def address_key(host: str) -> str:

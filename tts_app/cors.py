@@ -6,17 +6,18 @@ only) cannot send it a request without a preflight that this server does not gra
 
 from __future__ import annotations
 
-import os
 
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tts_app import settings
 
 CORS_ENV = "TTS_APP_CORS_ORIGINS"
 
 
 def cors_origins() -> list[str]:
     """The origins allowed to call ``/v1`` from a browser (comma-separated in TTS_APP_CORS_ORIGINS; "*" for any)."""
-    return [origin.strip() for origin in os.environ.get(CORS_ENV, "").split(",") if origin.strip()]
+    return list(settings.value(CORS_ENV))
 
 
 class ApiCors:

@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterator
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tts_app import settings
 from tts_app.request_guard import UPLOAD_PATHS
 from tts_app.upload_paths import REFUSED_MESSAGE, UploadPathError, check_upload_path
 
 logger = logging.getLogger(__name__)
 
 GRADIO_PREFIX = "/gradio_api/"
-# Gradio's JSON event bodies are small (the text box allows 50 lines x 2,000 characters).
-MAX_EVENT_BODY_BYTES = int(os.environ.get("TTS_APP_MAX_EVENT_BODY_BYTES", str(1024 * 1024)))
+MAX_EVENT_BODY_BYTES = settings.value("TTS_APP_MAX_EVENT_BODY_BYTES")
 
 
 def file_paths(value: Any) -> Iterator[str]:

@@ -7,15 +7,16 @@ disk with one line repeated; the next message let through says how many were lef
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass
 
+from tts_app import settings
+
 LIMIT_ENV = "TTS_APP_LOG_REPEAT_LIMIT"
 WINDOW_ENV = "TTS_APP_LOG_REPEAT_WINDOW_S"
-DEFAULT_LIMIT = 5
-DEFAULT_WINDOW_S = 60.0
+DEFAULT_LIMIT = settings.default(LIMIT_ENV)
+DEFAULT_WINDOW_S = settings.default(WINDOW_ENV)
 MAX_KEYS = 1024  # distinct messages remembered; a flood of different ones cannot grow this
 
 
@@ -38,7 +39,7 @@ class RepeatFilter(logging.Filter):
 
     @classmethod
     def from_env(cls) -> "RepeatFilter":
-        return cls(int(os.environ.get(LIMIT_ENV, DEFAULT_LIMIT)), float(os.environ.get(WINDOW_ENV, DEFAULT_WINDOW_S)))
+        return cls(settings.value(LIMIT_ENV), settings.value(WINDOW_ENV))
 
     def filter(self, record: logging.LogRecord) -> bool:
         if self.limit <= 0:

@@ -16,10 +16,11 @@ import os
 import threading
 from collections.abc import Callable
 
+from tts_app import settings
+
 logger = logging.getLogger(__name__)
 
 ARENAS_ENV = "TTS_APP_MALLOC_ARENAS"
-DEFAULT_ARENAS = 4
 IDLE_S = 3.0  # no engine step for this long counts as idle
 _M_ARENA_MAX = -8  # glibc's mallopt parameter number
 
@@ -38,7 +39,7 @@ def limit_arenas() -> None:
     libc = _libc()
     if libc is None or "MALLOC_ARENA_MAX" in os.environ:
         return
-    arenas = int(os.environ.get(ARENAS_ENV, DEFAULT_ARENAS))
+    arenas = settings.value(ARENAS_ENV)
     if arenas > 0 and libc.mallopt(_M_ARENA_MAX, arenas) != 1:
         logger.warning("mallopt(M_ARENA_MAX, %d) failed", arenas)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tts_app import settings
 from tts_app.models_available import (
     CHATTERBOX_ID,
     EMBEDDED_FAST_ID,
@@ -28,8 +28,6 @@ logger = logging.getLogger(__name__)
 
 # Longest audio one request may produce (a public server must bound a generation that never says EOS).
 MAX_SECONDS_ENV = "TTS_APP_MAX_SECONDS"
-LEGACY_MAX_SECONDS_ENV = "TTS_APP_QWEN3_MAX_SECONDS"  # its first name, still read
-DEFAULT_MAX_SECONDS = 60.0
 FRAMES_PER_SECOND = 12.5  # the 12 Hz codec: 24 kHz / 1,920 samples per frame
 CHATTERBOX_TOKENS_PER_SECOND = 25.0  # S3 speech tokens
 
@@ -49,12 +47,7 @@ def _create_fast() -> "Engine":
 
 
 def _max_seconds() -> float:
-    raw = os.environ.get(MAX_SECONDS_ENV, os.environ.get(LEGACY_MAX_SECONDS_ENV, str(DEFAULT_MAX_SECONDS)))
-    try:
-        return float(raw)
-    except ValueError:
-        logger.warning("%s is not a number; using %g s", MAX_SECONDS_ENV, DEFAULT_MAX_SECONDS)
-        return DEFAULT_MAX_SECONDS
+    return settings.value(MAX_SECONDS_ENV)
 
 
 def _create(path: Path) -> "Engine":

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
+from tts_app import settings
+
 logger = logging.getLogger(__name__)
 
 EMBEDDED_ID = "piper-joe-medium"
@@ -120,7 +122,8 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
     """The embedded voice first, then every Qwen3-TTS size and Chatterbox (with ``path`` None where none was found)."""
     env = os.environ if env is None else env
     found: dict[str, Path] = {}
-    for given, kinds in ((model_path, "qwen3 chatterbox"), (env.get(ENV_VAR), "qwen3"), (env.get(CHATTERBOX_ENV), "chatterbox")):
+    for given, kinds in ((model_path, "qwen3 chatterbox"), (settings.value(ENV_VAR, env), "qwen3"),
+                         (settings.value(CHATTERBOX_ENV, env), "chatterbox")):
         if not given:
             continue
         path = Path(given).expanduser()
@@ -151,7 +154,7 @@ def fast_variant_offered(env: Optional[Mapping[str, str]] = None) -> bool:
     from tts_app.model.precision import PRECISION_ENV, decoder_kind  # reads /proc/cpuinfo only
 
     env = os.environ if env is None else env
-    return env.get(PRECISION_ENV, "exact").strip().lower() != "fast" and decoder_kind("fast") == "bf16"
+    return settings.value(PRECISION_ENV, env) != "fast" and decoder_kind("fast") == "bf16"
 
 
 FETCHABLE = (*QWEN3_MODELS, CHATTERBOX_ID)

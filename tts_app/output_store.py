@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tts_app import settings
 from tts_app.file_sizes import dated_files
 
 logger = logging.getLogger(__name__)
@@ -29,18 +30,13 @@ WAKE_EVERY_FILES = 8  # a burst of runs gets swept without waiting for the timer
 class StoreLimits:
     """Caps of the output store; defaults 1 h and 1 GB, swept every 60 s and after every 8 new files."""
 
-    max_age_s: float = 3600.0
-    max_bytes: int = 1 << 30
-    sweep_every_s: float = 60.0
+    max_age_s: float = settings.default(MAX_AGE_ENV)
+    max_bytes: int = settings.default(MAX_BYTES_ENV)
+    sweep_every_s: float = settings.default(SWEEP_ENV)
 
     @classmethod
     def from_env(cls) -> "StoreLimits":
-        env = os.environ
-        return cls(
-            max_age_s=float(env.get(MAX_AGE_ENV, cls.max_age_s)),
-            max_bytes=int(env.get(MAX_BYTES_ENV, cls.max_bytes)),
-            sweep_every_s=float(env.get(SWEEP_ENV, cls.sweep_every_s)),
-        )
+        return cls(settings.value(MAX_AGE_ENV), settings.value(MAX_BYTES_ENV), settings.value(SWEEP_ENV))
 
 
 @dataclass

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tts_app import settings
 from tts_app.multipart_parts import PartCounter, multipart_boundary
 from tts_app.upload_quota import UploadQuota
 
@@ -28,13 +28,9 @@ logger = logging.getLogger(__name__)
 BODY_ENV = "TTS_APP_MAX_BODY_BYTES"
 UPLOAD_REQUEST_ENV = "TTS_APP_MAX_UPLOAD_REQUEST_BYTES"
 UPLOAD_FILES_ENV = "TTS_APP_MAX_UPLOAD_FILES"
-# Gradio's JSON events and the API's bodies are small (the largest, a 4,096-character input, fits in 64 KB).
-DEFAULT_BODY_BYTES = 1 << 20
-# One file at Gradio's 50 MB per-file cap, plus the multipart framing. A voice clip is a few MB
-# (30 s of 48 kHz stereo WAV is 5.8 MB); the cap keeps the largest file the page allows working.
-DEFAULT_UPLOAD_REQUEST_BYTES = 50 * 1024 * 1024 + 256 * 1024
-# The page uploads one file per component; a few at once covers a batch from the JS client.
-DEFAULT_UPLOAD_FILES = 4
+DEFAULT_BODY_BYTES = settings.default(BODY_ENV)
+DEFAULT_UPLOAD_REQUEST_BYTES = settings.default(UPLOAD_REQUEST_ENV)
+DEFAULT_UPLOAD_FILES = settings.default(UPLOAD_FILES_ENV)
 UPLOAD_PATHS = frozenset({"/gradio_api/upload", "/gradio_api/process_recording"})
 SINGLE_HEADERS = (b"content-type", b"content-length", b"transfer-encoding")
 JSON_TYPE = b"application/json"
@@ -51,13 +47,8 @@ class RequestLimits:
 
     @classmethod
     def from_env(cls, route_bytes: dict[str, int] | None = None) -> "RequestLimits":
-        env = os.environ
-        return cls(
-            default_bytes=int(env.get(BODY_ENV, DEFAULT_BODY_BYTES)),
-            upload_request_bytes=int(env.get(UPLOAD_REQUEST_ENV, DEFAULT_UPLOAD_REQUEST_BYTES)),
-            upload_files=int(env.get(UPLOAD_FILES_ENV, DEFAULT_UPLOAD_FILES)),
-            route_bytes=dict(route_bytes or {}),
-        )
+        return cls(settings.value(BODY_ENV), settings.value(UPLOAD_REQUEST_ENV), settings.value(UPLOAD_FILES_ENV),
+                   dict(route_bytes or {}))
 
     def body_cap(self, path: str) -> int:
         if path in UPLOAD_PATHS:

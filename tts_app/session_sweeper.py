@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-import os
 import threading
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from tts_app import settings
 from tts_app.memory_trim import trim
 
 logger = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ def sweep_sessions(blocks: Any, idle_s: float) -> int:
 def start_session_sweeper(blocks: Any, every_s: float = 5.0) -> threading.Thread:
     """Every ``every_s`` seconds, sweep ``blocks``' sessions on the server's event loop (where Gradio
     changes them, so no lock is needed) from a daemon thread that only schedules the sweep."""
-    idle_s = float(os.environ.get(IDLE_SESSION_ENV, "300"))
+    idle_s = settings.value(IDLE_SESSION_ENV)
 
     def sweep_and_log() -> None:
         dropped = sweep_sessions(blocks, idle_s)

@@ -9,23 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tts_app import settings
 from tts_app.file_sizes import dated_files
 
 logger = logging.getLogger(__name__)
 
 QUOTA_ENV = "TTS_APP_UPLOAD_QUOTA_BYTES"
 MIN_AGE_ENV = "TTS_APP_UPLOAD_SWEEP_MIN_AGE_S"
-# 1 GiB: hundreds of voice clips (a few MB each) or twenty uploads at the 50 MB per-file cap at once,
-# small beside a Space's disk, and beside the generated-files store's own 1 GB.
-DEFAULT_QUOTA_BYTES = 1 << 30
-# A clip is used within minutes of its upload (the page keeps its path for re-runs); older ones may go
-# when the folder is full (Gradio's own cache clean-up removes them after an hour anyway).
-DEFAULT_MIN_AGE_S = 600.0
+DEFAULT_MIN_AGE_S = settings.default(MIN_AGE_ENV)
 RESCAN_EVERY_S = 2.0  # a burst of uploads reuses one walk of the folder
 SKIPPED_DIRS = frozenset({"tts_app_outputs"})  # output_store.store_root(): capped by its own sweeper
 
@@ -46,8 +41,7 @@ class UploadQuota:
 
     @classmethod
     def from_env(cls, root: Callable[[], Path]) -> "UploadQuota":
-        return cls(root, int(os.environ.get(QUOTA_ENV, DEFAULT_QUOTA_BYTES)),
-                   float(os.environ.get(MIN_AGE_ENV, DEFAULT_MIN_AGE_S)))
+        return cls(root, settings.value(QUOTA_ENV), settings.value(MIN_AGE_ENV))
 
     def _used(self) -> int:
         return self._on_disk + sum(self._in_flight.values())

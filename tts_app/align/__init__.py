@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+from tts_app import settings
 
 from .stream import WordAligner
 
@@ -11,4 +11,4 @@ __all__ = ["WordAligner", "enabled"]
 
 def enabled() -> bool:
     """$TTS_APP_ALIGN_WORDS (default 1): 0 turns alignment off, and such models give no words."""
-    return os.environ.get("TTS_APP_ALIGN_WORDS", "1").strip().lower() not in ("0", "false", "no", "off")
+    return settings.value("TTS_APP_ALIGN_WORDS")

@@ -6,13 +6,14 @@ acoustic model (a second of start-up), so it is made on first use, never at impo
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from tts_app import settings
 
 from .pronounce import phones_for
 
@@ -37,10 +38,7 @@ _STATE = _State()
 
 def _max_added_words() -> int:
     """$TTS_APP_ALIGN_MAX_ADDED_WORDS (20000): words added for out-of-dictionary text before the decoder is remade."""
-    try:
-        return max(1, int(os.environ.get("TTS_APP_ALIGN_MAX_ADDED_WORDS", "20000")))
-    except ValueError:
-        return 20000
+    return settings.value("TTS_APP_ALIGN_MAX_ADDED_WORDS")
 
 
 def _decoder():

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
 
-# 4,096 characters of input, even all escaped as \\uXXXX, plus the other fields fit in 64 KB.
-MAX_BODY_BYTES = int(os.environ.get("TTS_APP_MAX_API_BODY_BYTES", str(64 * 1024)))
+from tts_app import settings
+
+MAX_BODY_BYTES = settings.value("TTS_APP_MAX_API_BODY_BYTES")
 
 
 @dataclass

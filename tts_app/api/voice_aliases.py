@@ -9,10 +9,10 @@ A real voice (built-in or saved) of the same name wins over an alias.
 from __future__ import annotations
 
 import json
-import os
 from functools import lru_cache
 from pathlib import Path
 
+from tts_app import settings
 from tts_app.voice_names import DEFAULT_VOICE, voice_names
 
 ALIASES_ENV = "TTS_APP_VOICE_ALIASES"
@@ -27,7 +27,7 @@ class VoiceAliasError(ValueError):
 
 def aliases_file() -> Path:
     """$TTS_APP_VOICE_ALIASES, else the file shipped with the package."""
-    return Path(os.environ.get(ALIASES_ENV) or DEFAULT_ALIASES_FILE).expanduser()
+    return settings.value(ALIASES_ENV) or DEFAULT_ALIASES_FILE
 
 
 def voice_aliases() -> dict[str, str]:

@@ -18,6 +18,8 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
+from tts_app import settings
+
 from ..models_available import CHATTERBOX_ENV as ENV_VAR
 from ..models_available import CHATTERBOX_FILES as FILES
 from ..models_available import CHATTERBOX_REPO as REPO_ID
@@ -54,7 +56,7 @@ class LoadedChatterbox:
 
 def find_checkpoint(model_path: Optional[str] = None) -> Path:
     """``model_path``, else $TTS_APP_CHATTERBOX_PATH, else the newest complete HF-cache snapshot; raises WeightsMissing."""
-    for given in (model_path, os.environ.get(ENV_VAR)):
+    for given in (model_path, settings.value(ENV_VAR)):
         if given:
             path = Path(given).expanduser()
             if not is_checkpoint(path):

@@ -8,7 +8,6 @@ unguessable, checked against a strict pattern before any lookup.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shutil
 import threading
@@ -18,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Callable
 
+from tts_app import settings
 from tts_app.file_sizes import folder_bytes
 from tts_app.text.document import ParsedDocument
 
@@ -26,16 +26,14 @@ from .runner import run_job
 
 logger = logging.getLogger(__name__)
 
-MAX_RUNNING = int(os.environ.get("TTS_APP_DOCUMENTS_RUNNING", "2"))
-MAX_WAITING = int(os.environ.get("TTS_APP_DOCUMENTS_WAITING", "4"))
-KEEP_FINISHED_S = float(os.environ.get("TTS_APP_DOCUMENTS_KEEP_S", "3600"))
-# Finished jobs' files go, oldest first, while all jobs' files pass this (a 200,000-character
-# document is about 0.9 GB of WAV, M4B and MP3).
-MAX_BYTES = int(os.environ.get("TTS_APP_DOCUMENTS_MAX_BYTES", str(4 << 30)))
-# Jobs kept (running, waiting and finished, until forgotten) per client and in all: a
-# create-then-stop loop otherwise piles up jobs (1,220 in 70 s, +266 MB, each kept an hour).
-PER_CLIENT = int(os.environ.get("TTS_APP_DOCUMENTS_PER_CLIENT", "10"))
-MAX_KEPT = int(os.environ.get("TTS_APP_DOCUMENTS_MAX_KEPT", "100"))
+MAX_RUNNING = settings.value("TTS_APP_DOCUMENTS_RUNNING")
+MAX_WAITING = settings.value("TTS_APP_DOCUMENTS_WAITING")
+KEEP_FINISHED_S = settings.value("TTS_APP_DOCUMENTS_KEEP_S")
+# Finished jobs' files go, oldest first, while all jobs' files pass this.
+MAX_BYTES = settings.value("TTS_APP_DOCUMENTS_MAX_BYTES")
+# Jobs kept (running, waiting and finished, until forgotten) per client and in all.
+PER_CLIENT = settings.value("TTS_APP_DOCUMENTS_PER_CLIENT")
+MAX_KEPT = settings.value("TTS_APP_DOCUMENTS_MAX_KEPT")
 # A page's jobs count against its session and its address: Gradio's API gives every call a
 # new session, and several visitors may share an address (one NAT), hence the larger cap.
 PAGE_ADDRESS_SHARE = 4

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
-    if value < 0:
-        raise ValueError(f"{name} must not be negative, got {raw!r}")
-    return value
-
+from tts_app import settings
 
 POLICY_ENV = "TTS_APP_ENGINE_POLICY"
-POLICIES = ("fifo", "deadline")
+POLICIES = settings.setting(POLICY_ENV).choices
 
 
 def app_policy() -> str:
@@ -30,10 +17,7 @@ def app_policy() -> str:
     its goals are measured on a quiet machine: under a 300-call soak its capacity-based admission
     queued page runs long enough for the output store's size sweep to remove their first files.
     """
-    policy = os.environ.get(POLICY_ENV, "fifo").strip() or "fifo"
-    if policy not in POLICIES:
-        raise ValueError(f"{POLICY_ENV} must be one of {', '.join(POLICIES)}, got {policy!r}")
-    return policy
+    return settings.value(POLICY_ENV)
 
 
 @dataclass(frozen=True)
@@ -49,14 +33,11 @@ class QosSettings:
     grow_at_s: tuple[float, ...] = (2.0, 4.0, 8.0)  # a listener's buffer at which its windows double, and double again
     load_margin: float = 0.85  # admitted streams may use this fraction of the machine; the rest is the margin
     batch_slot_share: float = 0.5  # non-streamed rows hold at most this share of the slots
-    client_share: float = 0.25  # one client holds at most this share of the slots and of the queue places
-    max_queue_wait_s: float = 60.0  # longer predicted waits are refused (503 + Retry-After)
+    client_share: float = settings.default("TTS_APP_CLIENT_SHARE")  # one client holds at most this share of the slots and of the queue places
+    max_queue_wait_s: float = settings.default("TTS_APP_MAX_QUEUE_WAIT_S")  # longer predicted waits are refused (503 + Retry-After)
     playback_rate: float = 1.0
 
     @classmethod
     def from_env(cls) -> "QosSettings":
         """Defaults, with TTS_APP_MAX_QUEUE_WAIT_S and TTS_APP_CLIENT_SHARE read now (not at import)."""
-        share = _env_float("TTS_APP_CLIENT_SHARE", cls.client_share)
-        if not 0 < share <= 1:
-            raise ValueError(f"TTS_APP_CLIENT_SHARE must be in (0, 1], got {share}")
-        return cls(max_queue_wait_s=_env_float("TTS_APP_MAX_QUEUE_WAIT_S", cls.max_queue_wait_s), client_share=share)
+        return cls(max_queue_wait_s=settings.value("TTS_APP_MAX_QUEUE_WAIT_S"), client_share=settings.value("TTS_APP_CLIENT_SHARE"))

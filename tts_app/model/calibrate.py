@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+from tts_app import settings
 
 from .cpu import cpu_model, usable_flags
 from .runtime import StageSession
@@ -42,8 +43,8 @@ def choice_key(threads: int) -> str:
 
 
 def cached_choice(cache_dir: Path | None, key: str, n_stages: int) -> list[str] | None:
-    forced = os.environ.get(RUNTIME_ENV, "").strip().lower()
-    if forced in CANDIDATES:
+    forced = settings.value(RUNTIME_ENV)
+    if forced is not None:
         return [forced] * n_stages
     if cache_dir is None or not (cache_dir / CHOICE_FILE).exists():
         return None

@@ -16,18 +16,20 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
+from tts_app import settings
+
 _LOGGER = logging.getLogger(__name__)
 # The shape log keeps this many entries, the most hit (hostile lengths grew an unbounded log to
 # 177 entries, and replaying them all took idle memory after a restart from 711 to 1,610 MB).
-MAX_ENTRIES = int(os.environ.get("TTS_APP_SHAPE_LOG_MAX", "64"))
+MAX_ENTRIES = settings.value("TTS_APP_SHAPE_LOG_MAX")
 MAX_READ_LINES = 10_000
 _lock = threading.Lock()
 
 
 def cache_root() -> Path:
-    env = os.environ.get("TTS_APP_CACHE_DIR")
-    if env:
-        return Path(env)
+    configured = settings.value("TTS_APP_CACHE_DIR")
+    if configured is not None:
+        return configured
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tts_app"
 
 

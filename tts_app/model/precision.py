@@ -8,7 +8,7 @@ durations (rounded up from floats) are those of the exact mode.
 
 from __future__ import annotations
 
-import os
+from tts_app import settings
 
 from .cpu import usable_flags
 
@@ -30,6 +30,6 @@ def decoder_kind(precision: str, flags: frozenset[str] | None = None) -> str:
     return "bf16" if BF16_FLAGS & usable_flags(flags) else "int8"
 
 
-def precision_from_env(default: str = "exact") -> str:
-    """``$TTS_APP_PRECISION`` ("exact" or "fast"), else ``default``."""
-    return check_precision(os.environ.get(PRECISION_ENV, default).strip().lower() or default)
+def precision_from_env() -> str:
+    """``$TTS_APP_PRECISION`` ("exact" or "fast"), else "exact"."""
+    return check_precision(settings.value(PRECISION_ENV))

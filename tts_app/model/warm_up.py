@@ -15,12 +15,13 @@ Warmed here, one call each with stand-in inputs (kernels depend on shapes, not v
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from tts_app import settings
 
 from .stream_decoder import stream_input_lengths
 from .windows import plan_windows
@@ -34,7 +35,7 @@ _LOGGER = logging.getLogger(__name__)
 WARM_CHUNK_FRAMES = range(65, 64 + 4 * 160)
 # Off by default: replaying four long logged shapes after a hostile session grew idle RSS by 73 MB over a
 # first start (issue 24 bounds it at 50 MB); kernels are cached on disk, so a shape met later compiles fast.
-LOGGED_SHAPES = int(os.environ.get("TTS_APP_WARM_LOGGED_SHAPES", "0"))
+LOGGED_SHAPES = settings.value("TTS_APP_WARM_LOGGED_SHAPES")
 MIN_HITS = 3  # a shape met once or twice is not traffic's shape
 LOGGED_BUDGET_S = 1.5  # wall time for logged shapes, after the decoder's streamed ones
 # What the shape log keeps: the text stage at the batch sizes the engine uses, for lengths an

@@ -15,6 +15,8 @@ from typing import Optional
 import torch
 from torch import nn
 
+from tts_app import settings
+
 from .codec import CodecDecoder
 from .config import CodecConfig, Qwen3TTSConfig
 from .speaker_encoder import SpeakerEncoder
@@ -69,7 +71,7 @@ def _hf_cache_snapshots() -> list[Path]:
 
 def find_checkpoint(model_path: Optional[str] = None) -> Path:
     """The first complete checkpoint among: ``model_path``, $TTS_APP_QWEN3_PATH, the HF cache."""
-    candidates = [Path(p).expanduser() for p in (model_path, os.environ.get(ENV_VAR)) if p]
+    candidates = [Path(p).expanduser() for p in (model_path, settings.value(ENV_VAR)) if p]
     for path in candidates + _hf_cache_snapshots():
         if _is_checkpoint(path):
             return path

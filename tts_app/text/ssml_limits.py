@@ -7,42 +7,24 @@ recursion on the document's nesting, and the parse stops at the first element pa
 
 from __future__ import annotations
 
-import logging
-import os
 from xml.etree.ElementTree import Element, TreeBuilder
+
+from tts_app import settings
 
 from .errors import TextError
 
-_LOGGER = logging.getLogger(__name__)
-
 MAX_DEPTH_ENV = "TTS_APP_SSML_MAX_DEPTH"
 MAX_ELEMENTS_ENV = "TTS_APP_SSML_MAX_ELEMENTS"
-DEFAULT_MAX_DEPTH = 32
-DEFAULT_MAX_ELEMENTS = 2000
-
-
-def _env_limit(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        _LOGGER.warning("$%s=%r is not a positive integer; using %d", name, raw[:20], default)
-        return default
-    return value
 
 
 def ssml_max_depth() -> int:
     """Deepest element nesting a request's SSML may have ($TTS_APP_SSML_MAX_DEPTH, read per parse)."""
-    return _env_limit(MAX_DEPTH_ENV, DEFAULT_MAX_DEPTH)
+    return settings.value(MAX_DEPTH_ENV)
 
 
 def ssml_max_elements() -> int:
     """Most elements a request's SSML may have ($TTS_APP_SSML_MAX_ELEMENTS, read per parse)."""
-    return _env_limit(MAX_ELEMENTS_ENV, DEFAULT_MAX_ELEMENTS)
+    return settings.value(MAX_ELEMENTS_ENV)
 
 
 class LimitedTreeBuilder:

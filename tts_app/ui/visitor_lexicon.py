@@ -7,18 +7,17 @@ visitor's entries are laid over it for that visitor's page runs.
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
+from tts_app import settings
+
 ENTRIES_ENV = "TTS_APP_VISITOR_LEXICON_ENTRIES"
-DEFAULT_ENTRIES = 200
 TOTAL_ENV = "TTS_APP_VISITOR_LEXICONS"
-DEFAULT_TOTAL = 1000  # visitors holding entries at once (200 short entries each: a few MB in all)
 
 
 def max_entries() -> int:
-    return int(os.environ.get(ENTRIES_ENV) or DEFAULT_ENTRIES)
+    return settings.value(ENTRIES_ENV)
 
 
 class VisitorLexicons:
@@ -42,7 +41,7 @@ class VisitorLexicons:
             if not len(lexicon):
                 self._by_owner.pop(owner, None)
                 return
-            if owner not in self._by_owner and len(self._by_owner) >= int(os.environ.get(TOTAL_ENV) or DEFAULT_TOTAL):
+            if owner not in self._by_owner and len(self._by_owner) >= settings.value(TOTAL_ENV):
                 raise ValueError("the server holds as many visitors' lexicons as it can; try again later")
             self._by_owner[owner] = lexicon
 

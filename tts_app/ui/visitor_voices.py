@@ -9,18 +9,13 @@ voice or an OpenAI voice (``alloy``, ...).
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
+from tts_app import settings
+
 PER_VISITOR_ENV = "TTS_APP_VISITOR_VOICES"
 TOTAL_ENV = "TTS_APP_VISITOR_VOICES_TOTAL"
-DEFAULT_PER_VISITOR = 5
-DEFAULT_TOTAL = 100  # a profile keeps up to 30 s of audio (~3 MB): ~300 MB at most for all visitors
-
-
-def _limit(env: str, default: int) -> int:
-    return int(os.environ.get(env) or default)
 
 
 def taken_names() -> set[str]:
@@ -61,7 +56,7 @@ class VisitorVoices:
             raise ValueError("saved voices belong to a page session; open the page to save one")
         if name.lower() in taken_names():
             raise ValueError(f"{name!r} is the name of a server voice or an OpenAI voice; choose another name")
-        per_visitor, total = _limit(PER_VISITOR_ENV, DEFAULT_PER_VISITOR), _limit(TOTAL_ENV, DEFAULT_TOTAL)
+        per_visitor, total = settings.value(PER_VISITOR_ENV), settings.value(TOTAL_ENV)
         with self._lock:
             mine = self._by_owner.get(owner, {})
             if name in mine:

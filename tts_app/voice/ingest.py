@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from math import gcd
@@ -19,6 +18,7 @@ import numpy as np
 import soundfile as sf
 from scipy.signal import resample_poly
 
+from tts_app import settings
 from tts_app.voice.errors import VoiceError
 from tts_app.voice.ltas import content_cutoff_hz
 from tts_app.voice.memory_budget import analysis_bytes, analysis_budget
@@ -40,7 +40,7 @@ MAX_KEPT_S = 30.0
 # silence), and it is decoded in blocks, downmixed to mono as it goes and resampled to at
 # most 48 kHz: an 8-channel 192 kHz clip never lives whole, and every clip's memory is
 # bounded by its analysed samples, not its file size.
-MAX_ANALYSED_S = float(os.environ.get("TTS_APP_VOICE_MAX_ANALYSED_S", "60"))
+MAX_ANALYSED_S = settings.value("TTS_APP_VOICE_MAX_ANALYSED_S")
 MAX_WORK_RATE = 48_000
 BLOCK_FRAMES = 1 << 16
 MIN_SPEECH_S = 1.0

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import logging
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tts_app import settings
 from tts_app.voice.errors import VoiceError
 from tts_app.voice.profile import PROFILE_SUFFIX, VoiceProfile, load_profile, make_profile
 
 logger = logging.getLogger(__name__)
 
 VOICES_DIR_ENV = "TTS_APP_VOICES_DIR"
-DEFAULT_VOICES_DIR = Path("~/.cache/tts_app/voices")
 BUILTIN_VOICES_DIR = Path(__file__).resolve().parents[2] / "assets" / "voices"
 RESERVED_NAMES = frozenset({"default", "none"})
 _AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".aiff", ".aif")
@@ -30,7 +29,7 @@ class VoiceEntry:
 
 def voices_dir() -> Path:
     """Where saved voices live: $TTS_APP_VOICES_DIR, else ~/.cache/tts_app/voices."""
-    return Path(os.environ.get(VOICES_DIR_ENV) or DEFAULT_VOICES_DIR).expanduser()
+    return settings.value(VOICES_DIR_ENV)
 
 
 def check_name(name: str) -> str:

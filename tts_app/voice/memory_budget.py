@@ -8,14 +8,14 @@ whole budget is refused at once with a one-line VoiceError.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tts_app import settings
 from tts_app.voice.errors import VoiceError
 
-BUDGET_MB = int(os.environ.get("TTS_APP_VOICE_ANALYSIS_MB", "512"))
+BUDGET_MB = settings.value("TTS_APP_VOICE_ANALYSIS_MB")
 # Peak bytes of one analysis (ingest, statistics, class map), fitted with tracemalloc on clips
 # from 8 s at 16 kHz to 60 s at 96 kHz stereo and rounded up: a fixed part, bytes per sample
 # decoded at the working rate, bytes per sample kept (<= 30 s), and the input-rate buffer of a
