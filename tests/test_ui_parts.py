@@ -8,6 +8,7 @@ import os
 import struct
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -150,6 +151,24 @@ def test_active_runs_cancel_only_that_session() -> None:
     assert all(h.cancelled for h in mine) and not theirs[0].cancelled
     runs.remove("them", theirs)
     assert runs.cancel("them") == 0
+
+
+def test_stop_cancels_in_the_page_registry_it_is_given() -> None:
+    """Stop reads the registry its page owns (build_demo makes one per page), not a module-level one."""
+    from tts_app.ui.speak.handlers import stop  # here: it loads gradio, which the rest of this file does not need
+
+    class Handle:
+        cancelled = False
+
+        def cancel(self) -> None:
+            self.cancelled = True
+
+    page_a, page_b = ActiveRuns(), ActiveRuns()
+    run = Handle()
+    page_a.add("visitor", [run])
+    request = SimpleNamespace(session_hash="visitor")
+    assert stop(request, page_b) == "■ Nothing was running." and not run.cancelled  # another page's registry
+    assert stop(request, page_a).startswith("■ **Stopped:** cancelled 1 engine request") and run.cancelled
 
 
 def test_run_model_streams_lines_in_order_and_collects_figures() -> None:
