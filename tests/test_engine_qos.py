@@ -223,7 +223,7 @@ def test_one_client_cannot_take_every_slot_or_queue_place():
 
 
 def test_the_page_figures_show_each_line_s_stall():
-    from tts_app.ui.run_figures import FIGURE_HEADERS, RunFigures
+    from tts_app.ui.common.run_figures import FIGURE_HEADERS, RunFigures
 
     engine, _backend, _clock = sim_engine("fifo")
     texts = [words(WORDS) for _ in range(8)]

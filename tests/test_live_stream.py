@@ -7,9 +7,9 @@ import httpx
 import numpy as np
 import pytest
 
-from tts_app.ui import live_channel
-from tts_app.ui.live_channel import LiveChannels, LiveChannelsFull
-from tts_app.ui.live_player import UNKNOWN_GAP_S, expected_gap_s, live_html
+from tts_app.ui.speak import live_channel
+from tts_app.ui.speak.live_channel import LiveChannels, LiveChannelsFull
+from tts_app.ui.speak.live_player import UNKNOWN_GAP_S, expected_gap_s, live_html
 
 TIMEOUT = httpx.Timeout(120.0)
 
@@ -146,7 +146,7 @@ def test_unknown_or_hostile_live_paths_are_404(app_server: str, path: str) -> No
 
 
 def test_only_a_page_streaming_run_gets_a_channel_and_none_when_all_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tts_app.ui import handlers
+    from tts_app.ui.speak import handlers
 
     channels = LiveChannels()
     monkeypatch.setattr(handlers, "LIVE_CHANNELS", channels)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tts_app.ui.stream_encoder import ENCODER_START_WAIT_S, tune_stream_encoder
+from tts_app.ui.speak.stream_encoder import ENCODER_START_WAIT_S, tune_stream_encoder
 
 
 def test_first_segment_may_wait_for_the_encoder() -> None:

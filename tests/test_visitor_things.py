@@ -9,8 +9,10 @@ from types import SimpleNamespace
 import pytest
 
 from tts_app import session_sweeper
-from tts_app.ui import owner, session_files
-from tts_app.ui.visitor_voices import PER_VISITOR_ENV, TOTAL_ENV, VisitorVoices
+from tts_app.ui.session import files as session_files
+from tts_app.ui.session import owner
+from tts_app.ui.session.active_runs import ActiveRuns
+from tts_app.ui.session.visitor_voices import PER_VISITOR_ENV, TOTAL_ENV, VisitorVoices
 
 PROFILE = SimpleNamespace(name="x")  # the store keeps profiles as given; no analysis needed here
 
@@ -43,17 +45,31 @@ def test_a_session_ends_only_its_own_files() -> None:
     assert not theirs.exists()
 
 
+class _Request:
+    """An engine request handle as far as the page's run registry sees it."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
 def test_a_page_that_still_holds_its_heartbeat_is_not_cleaned_up() -> None:
     path = session_files.new_file("held-page", "take", ".wav")
     path.write_bytes(b"a")
+    runs, mine, other = ActiveRuns(), _Request(), _Request()
+    runs.add("held-page", [mine])
+    runs.add("other-page", [other])
     session_sweeper._open_heartbeats["held-page"] += 1
     try:
-        assert owner.page_closed("held-page") is False
-        assert path.exists()
+        assert owner.page_closed("held-page", runs) is False
+        assert path.exists() and not mine.cancelled
     finally:
         del session_sweeper._open_heartbeats["held-page"]
-    assert owner.page_closed("held-page") is True
+    assert owner.page_closed("held-page", runs) is True
     assert not path.exists()
+    assert mine.cancelled and not other.cancelled  # the closed page's run only
 
 
 @pytest.mark.parametrize("name", ["alloy", "ALLOY", "shimmer", "lj_female_us", "default", "None"])

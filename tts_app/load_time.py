@@ -1,6 +1,6 @@
 """How long the model takes to load here: measured at each start, remembered for the next one.
 
-The page says "Model loading… ready in ~N s" while /readyz is 503 (ui/loading_status.py);
+The page says "Model loading… ready in ~N s" while /readyz is 503 (ui/speak/loading_status.py);
 N is the last start's load time less the time spent loading so far.
 """
 

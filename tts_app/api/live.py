@@ -13,7 +13,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response, StreamingResponse
 
 from tts_app.api.openai_speech import error_response
-from tts_app.ui.live_channel import LIVE_CHANNELS, LiveChannel
+from tts_app.ui.speak.live_channel import LIVE_CHANNELS, LiveChannel
 
 router = APIRouter()
 

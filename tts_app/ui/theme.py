@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import gradio as gr
 
-from tts_app.ui.captions_view import CAPTION_SCRIPT
-from tts_app.ui.document_tab import JOB_URL_SCRIPT
-from tts_app.ui.live_player import LIVE_PLAYER_SCRIPT
+from tts_app.ui.documents.tab import JOB_URL_SCRIPT
+from tts_app.ui.speak.captions_view import CAPTION_SCRIPT
+from tts_app.ui.speak.live_player import LIVE_PLAYER_SCRIPT
 
 # Local font stacks only: a Space or a laptop offline must not wait on a font CDN.
 _SANS = ["Inter", "ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "Roboto", "sans-serif"]

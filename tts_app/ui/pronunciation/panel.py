@@ -1,7 +1,7 @@
 """The pronunciation lexicon panel: edit this visitor's own entries as a table, hear one before saving.
 
 A visitor's entries apply to their own runs only and are forgotten with their session
-(tts_app/ui/visitor_lexicon.py); the server's lexicon is the operator's (``python -m tts_app
+(tts_app/ui/session/visitor_lexicon.py); the server's lexicon is the operator's (``python -m tts_app
 lexicon ...``). Handlers only translate table rows into tts_app.text calls and raise gr.Error
 with the one-line reason; the lexicon format and validation live in tts_app/text/lexicon.py.
 """
@@ -15,9 +15,9 @@ import gradio as gr
 import numpy as np
 
 from tts_app.text import parse_lexicon
-from tts_app.ui.owner import owner_of
-from tts_app.ui.user_error import UserError
-from tts_app.ui.visitor_lexicon import VISITOR_LEXICONS
+from tts_app.ui.common.user_error import UserError
+from tts_app.ui.session.owner import owner_of
+from tts_app.ui.session.visitor_lexicon import VISITOR_LEXICONS
 
 logger = logging.getLogger(__name__)
 

@@ -16,21 +16,21 @@ from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.model_engines import ModelUnavailable, engine_for, model_loaded
 from tts_app.models_available import EMBEDDED_ID
 from tts_app.shared_engine import engine_loaded, get_engine
-from tts_app.ui.active_runs import ACTIVE_RUNS
-from tts_app.ui.captions_view import EMPTY as EMPTY_CAPTIONS
-from tts_app.ui.captions_view import captions_html
-from tts_app.ui.history import Take, add_take
-from tts_app.ui.live_channel import LIVE_CHANNELS, LiveChannel, LiveChannelsFull
-from tts_app.ui.live_player import LIVE_IDLE, expected_gap_s, live_html
-from tts_app.ui.model_picker import check_model, model_label
-from tts_app.ui.owner import owner_of
-from tts_app.ui.run_files import RunFiles
-from tts_app.ui.run_model import Event, LineFailed, RunStep, SpeakRun, next_batch, pump
-from tts_app.ui.stream_pacer import prebuffer_for
-from tts_app.ui.text_lines import TextLimitError, parse_lines
-from tts_app.ui.user_error import UserError
-from tts_app.ui.visitor_lexicon import lexicon_for
-from tts_app.ui.voice_input import (
+from tts_app.ui.common.model_picker import check_model, model_label
+from tts_app.ui.common.text_lines import TextLimitError, parse_lines
+from tts_app.ui.common.user_error import UserError
+from tts_app.ui.history.takes import Take, add_take
+from tts_app.ui.session.active_runs import ActiveRuns
+from tts_app.ui.session.owner import owner_of
+from tts_app.ui.session.visitor_lexicon import lexicon_for
+from tts_app.ui.speak.captions_view import EMPTY as EMPTY_CAPTIONS
+from tts_app.ui.speak.captions_view import captions_html
+from tts_app.ui.speak.live_channel import LIVE_CHANNELS, LiveChannel, LiveChannelsFull
+from tts_app.ui.speak.live_player import LIVE_IDLE, expected_gap_s, live_html
+from tts_app.ui.speak.run_files import RunFiles
+from tts_app.ui.speak.run_model import Event, LineFailed, RunStep, SpeakRun, next_batch, pump
+from tts_app.ui.speak.stream_pacer import prebuffer_for
+from tts_app.ui.voices.voice_input import (
     MODE_BUILTIN,
     MODE_UPLOAD,
     VoiceChoiceError,
@@ -196,16 +196,17 @@ def _done_status(summary: dict[str, Any], count: int) -> str:
 
 
 async def generate(
-    form: SpeakForm, history: list[dict[str, Any]] | None, request: gr.Request, outputs: SpeakOutputs
+    form: SpeakForm, history: list[dict[str, Any]] | None, request: gr.Request, outputs: SpeakOutputs, runs: ActiveRuns
 ) -> AsyncIterator[dict[Any, Any]]:
     """Speak every line of ``form.text`` in one engine batch; stream line by line when ``form.streaming``.
 
     A refused or failed run puts its one-line reason in the status box and raises gr.Error (the
     toast, and the API client's exception); the last run's players, files, captions and figures
-    are cleared, so nothing under the error looks like this run's result.
+    are cleared, so nothing under the error looks like this run's result. The run's engine requests
+    are in ``runs`` while it lasts, so Stop can cancel them.
     """
     try:
-        async for update in _generate(form, history, request, outputs):
+        async for update in _generate(form, history, request, outputs, runs):
             yield update
     except gr.Error as exc:
         yield _start_updates(outputs, f"⚠ **Not spoken:** {exc.message}") | {outputs.live: LIVE_IDLE}
@@ -213,7 +214,7 @@ async def generate(
 
 
 async def _generate(
-    form: SpeakForm, history: list[dict[str, Any]] | None, request: gr.Request, outputs: SpeakOutputs
+    form: SpeakForm, history: list[dict[str, Any]] | None, request: gr.Request, outputs: SpeakOutputs, runs: ActiveRuns
 ) -> AsyncIterator[dict[Any, Any]]:
     session = owner_of(request) or "anonymous"
     try:
@@ -239,7 +240,7 @@ async def _generate(
         _submit_all, engine, lines, profile, seed_value, speed_value, strength_value, form.normalize is not False,
         session, f"page:{session}",
     )
-    ACTIVE_RUNS.add(session, handles)
+    runs.add(session, handles)
     stats = engine.stats()
     prebuffer_s = prebuffer_for(float(stats.get("step_time_s") or 0.0), int(stats.get("rows_stepped") or 0), len(lines))
     live_gap_s = expected_gap_s(float(stats.get("row_step_p90_s") or 0.0), len(lines), bool(stats.get("emits_rows")))
@@ -310,7 +311,7 @@ async def _generate(
             task.cancel()
         if getter is not None:
             getter.cancel()
-        ACTIVE_RUNS.remove(session, handles)
+        runs.remove(session, handles)
 
 
 def _step_updates(
@@ -340,9 +341,9 @@ def _step_updates(
     return updates + ([last] if last else [])
 
 
-def stop(request: gr.Request) -> str:
+def stop(request: gr.Request, runs: ActiveRuns) -> str:
     """Cancel the engine requests of this session's run (no other session's)."""
-    count = ACTIVE_RUNS.cancel(owner_of(request) or "anonymous")
+    count = runs.cancel(owner_of(request) or "anonymous")
     if count:
         return f"■ **Stopped:** cancelled {count} engine request{'s' if count != 1 else ''}."
     return "■ Nothing was running."

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 
-from tts_app.ui.stream_pacer import MAX_PREBUFFER_S
+from tts_app.ui.speak.stream_pacer import MAX_PREBUFFER_S
 
 LIVE_IDLE = '<div class="live-idle muted">The live stream plays here.</div>'
 GAP_MARGIN = 1.5  # the next step may run this much slower than predicted before the player runs dry

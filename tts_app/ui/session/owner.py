@@ -6,10 +6,10 @@ import logging
 from typing import Any
 
 from tts_app.session_sweeper import add_session_end_hook, heartbeat_open
-from tts_app.ui.active_runs import ACTIVE_RUNS
-from tts_app.ui.session_files import forget_session, remove_session
-from tts_app.ui.visitor_lexicon import VISITOR_LEXICONS
-from tts_app.ui.visitor_voices import VISITOR_VOICES
+from tts_app.ui.session.active_runs import ActiveRuns
+from tts_app.ui.session.files import forget_session, remove_session
+from tts_app.ui.session.visitor_lexicon import VISITOR_LEXICONS
+from tts_app.ui.session.visitor_voices import VISITOR_VOICES
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +30,8 @@ def forget_visitor(session: str) -> None:
     forget_session(session)
 
 
-def page_closed(session: str | None) -> bool:
-    """The page of ``session`` went away: its runs are cancelled, its files and things removed.
+def page_closed(session: str | None, runs: ActiveRuns) -> bool:
+    """The page of ``session`` went away: its runs in ``runs`` are cancelled, its files and things removed.
 
     Gradio runs unload when any heartbeat of the hash closes; one opened by someone else who
     learnt the hash must end nothing while the page's own heartbeat is still open. Returns
@@ -40,7 +40,7 @@ def page_closed(session: str | None) -> bool:
     if not session or heartbeat_open(session):
         logger.debug("unload of a session whose page is still connected: nothing removed")
         return False
-    ACTIVE_RUNS.cancel(session)
+    runs.cancel(session)
     remove_session(session)
     forget_visitor(session)
     return True

@@ -1,6 +1,8 @@
-"""The API tab's text: how to call this server from code."""
+"""The API tab: how to call this server from code (the OpenAI-compatible route and the named Gradio endpoints)."""
 
 from __future__ import annotations
+
+import gradio as gr
 
 from tts_app.api.openai_speech import MODEL_ID
 from tts_app.config import SPEED_MAX, SPEED_MIN
@@ -64,3 +66,8 @@ stream, full, files, status, figures, captions = client.predict(
 `/generate` (text, voice mode, built-in voice, reference clip, strength, speed, seed, streaming, what the clip says, normalise text, model),
 `/stop`, `/reference_report`, `/ab_render`, `/ab_reveal`, `/engine_stats`, `/read_document`, `/stop_document`.
 """
+
+
+def build_api_tab() -> None:
+    """Lay out the API tab inside the current tab."""
+    gr.Markdown(api_help_markdown(), elem_id="api-help")

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tts_app.ui.session_files import new_file
+from tts_app.ui.session.files import new_file
 
 HISTORY_HEADERS = [
     "take",

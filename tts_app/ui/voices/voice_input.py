@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from tts_app.ui.visitor_voices import VISITOR_VOICES
+from tts_app.ui.session.visitor_voices import VISITOR_VOICES
 from tts_app.voice_names import builtin_voice_path, builtin_voices, voice_names
 
 logger = logging.getLogger(__name__)

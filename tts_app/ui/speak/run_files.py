@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tts_app.captions import to_srt, to_vtt
-from tts_app.ui.run_model import SpeakRun
-from tts_app.ui.session_files import new_file
+from tts_app.ui.session.files import new_file
+from tts_app.ui.speak.run_model import SpeakRun
 from tts_app.wav_io import write_wav
 
 

@@ -1,4 +1,7 @@
-"""The engine requests each session has in flight, so Stop can cancel exactly that session's run."""
+"""The engine requests each session has in flight, so Stop can cancel exactly that session's run.
+
+One ActiveRuns belongs to one page (build_demo makes it): nothing here is shared at module level.
+"""
 
 from __future__ import annotations
 
@@ -37,5 +40,3 @@ class ActiveRuns:
             handle.cancel()
         return len(handles)
 
-
-ACTIVE_RUNS = ActiveRuns()

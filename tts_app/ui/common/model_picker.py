@@ -13,7 +13,7 @@ from typing import Any
 import gradio as gr
 
 from tts_app.models_available import CHATTERBOX_ID, EMBEDDED_FAST_ID, EMBEDDED_ID, EMBEDDED_IDS, find_models
-from tts_app.ui.user_error import UserError
+from tts_app.ui.common.user_error import UserError
 
 # What a CPU user should expect from Qwen3-TTS (BENCHMARKS.md, "CPU speed of the 0.6B model"): the
 # 0.6B model with full-size random weights ran at RTF 9.2 (17.8 CPU s per s of speech) on an idle

@@ -14,16 +14,16 @@ import numpy as np
 from tts_app.api.openai_speech import MODEL_ID
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.model_engines import ModelUnavailable, engine_for
-from tts_app.ui.handlers import resolve_profile
-from tts_app.ui.history import Take, add_take
-from tts_app.ui.model_picker import check_model, model_dropdown
-from tts_app.ui.owner import owner_of
-from tts_app.ui.run_figures import RunFigures
-from tts_app.ui.session_files import new_file
-from tts_app.ui.text_lines import MAX_LINE_CHARS
-from tts_app.ui.user_error import UserError
-from tts_app.ui.visitor_voices import VISITOR_VOICES
-from tts_app.ui.voice_input import voice_choices
+from tts_app.ui.common.model_picker import check_model, model_dropdown
+from tts_app.ui.common.run_figures import RunFigures
+from tts_app.ui.common.text_lines import MAX_LINE_CHARS
+from tts_app.ui.common.user_error import UserError
+from tts_app.ui.history.takes import Take, add_take
+from tts_app.ui.session.files import new_file
+from tts_app.ui.session.owner import owner_of
+from tts_app.ui.session.visitor_voices import VISITOR_VOICES
+from tts_app.ui.speak.handlers import resolve_profile
+from tts_app.ui.voices.voice_input import voice_choices
 from tts_app.voice_names import DEFAULT_VOICE, builtin_voices
 from tts_app.wav_io import write_wav
 

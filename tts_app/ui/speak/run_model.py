@@ -15,8 +15,8 @@ import numpy as np
 
 from tts_app.backends.base import WordTiming
 from tts_app.captions import shift
-from tts_app.ui.run_figures import RunFigures
-from tts_app.ui.stream_pacer import PREBUFFER_S, StreamPacer, pass_through
+from tts_app.ui.common.run_figures import RunFigures
+from tts_app.ui.speak.stream_pacer import PREBUFFER_S, StreamPacer, pass_through
 from tts_app.wav_io import join_with_pauses
 
 LINE_PAUSE_S = 0.3  # silence between lines, in the stream and in the joined file

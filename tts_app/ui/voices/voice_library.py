@@ -1,6 +1,6 @@
 """The page's side of the voice library: save the current reference clip under a name, delete, list.
 
-A voice saved here is the visitor's own (tts_app/ui/visitor_voices.py): listed and usable in
+A voice saved here is the visitor's own (tts_app/ui/session/visitor_voices.py): listed and usable in
 their session only. The server-wide library is the operator's, managed from the command line.
 """
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import gradio as gr
 
-from tts_app.ui.owner import owner_of
-from tts_app.ui.visitor_voices import VISITOR_VOICES
-from tts_app.ui.voice_input import voice_choices
+from tts_app.ui.session.owner import owner_of
+from tts_app.ui.session.visitor_voices import VISITOR_VOICES
+from tts_app.ui.voices.voice_input import voice_choices
 from tts_app.voice_names import DEFAULT_VOICE
 
 logger = logging.getLogger(__name__)
@@ -28,8 +28,8 @@ def save_voice(
     name: str | None, reference_clip: str | None, voice_text: str | None = None, request: gr.Request = None  # type: ignore[assignment]
 ) -> tuple[str, Any, Any]:
     """Analyse the uploaded clip and keep its profile as this visitor's voice ``name``; returns status, mode and voice-list updates."""
+    from tts_app.ui.voices.voice_input import MODE_BUILTIN
     from tts_app.voice import resolve_voice  # heavy: imported on first use
-    from tts_app.ui.voice_input import MODE_BUILTIN
 
     owner = owner_of(request)
     name = (name or "").strip()
@@ -52,7 +52,7 @@ def save_voice(
 def delete_voice(name: str | None, save_as: str | None = None, request: gr.Request = None) -> tuple[str, Any, Any]:  # type: ignore[assignment]
     """Delete this visitor's saved voice ``name`` (no other voice); returns status, voice-list and
     "Save this voice as…" box updates (the box is emptied when it holds the deleted name)."""
-    from tts_app.ui.voice_input import default_builtin
+    from tts_app.ui.voices.voice_input import default_builtin
 
     owner = owner_of(request)
     try:

@@ -14,7 +14,7 @@ from typing import Any
 
 import gradio as gr
 
-from tts_app.ui.user_error import UserError
+from tts_app.ui.common.user_error import UserError
 
 MAX_UPLOAD_BYTES = 1_500_000  # 200,000 characters of UTF-8, and then some
 POLL_S = 1.0
@@ -100,8 +100,8 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
     from tts_app.documents import ClientJobsFull, DocumentSettings, JobsBusy, document_jobs, page_client
     from tts_app.text import TextError
     from tts_app.text.document import parse_document
-    from tts_app.ui.handlers import _settings_values, resolve_profile
-    from tts_app.ui.voice_input import MODE_UPLOAD, VoiceChoiceError, resolve_voice
+    from tts_app.ui.speak.handlers import _settings_values, resolve_profile
+    from tts_app.ui.voices.voice_input import MODE_UPLOAD, VoiceChoiceError, resolve_voice
 
     if not (text or "").strip():
         raise UserError("The document is empty: paste some text or upload a file.")

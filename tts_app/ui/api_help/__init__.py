@@ -1,0 +1,1 @@
+"""The API tab: how to call the server from code."""

@@ -1,0 +1,1 @@
+"""The History tab: every take of the session, and its zip."""

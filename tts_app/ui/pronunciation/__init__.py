@@ -1,0 +1,1 @@
+"""The Pronunciation tab: the visitor's own lexicon entries."""
