@@ -23,6 +23,7 @@ from route_server import serve_routes
 
 OWN_VOICE = "Model's own voice"  # the Speak tab's voice mode
 WAIT_S = 300.0  # deadlines for a hang on a loaded machine, not timings
+LOAD_S = 900.0  # the model's load and warm-up took 3 min with seven sessions sharing 2 cores
 # A document long enough to be still running while the test looks (minutes of audio).
 LONG_DOC = "The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background. " * 120
 # Stands in for the voice wheel in the server: the model loads only once the test opens the gate.
@@ -80,7 +81,7 @@ def test_readyz_is_503_until_the_model_has_loaded(tmp_path: Path, artifacts_dir:
         assert ready.status_code == 503 and ready.json() == {"status": "loading"}
         assert httpx.get(f"{base}/v1/models", timeout=10).status_code == 200  # the rest of the server answers
         gate.touch()  # the model may load now
-        _until(lambda: httpx.get(f"{base}/readyz", timeout=10).status_code == 200, "/readyz to turn 200")
+        _until(lambda: httpx.get(f"{base}/readyz", timeout=10).status_code == 200, "/readyz to turn 200", LOAD_S)
         assert httpx.get(f"{base}/readyz", timeout=10).json() == {"status": "ready"}
 
 
@@ -92,7 +93,7 @@ def server(artifacts_dir: Path) -> Iterator[str]:
     """One document read at a time and none waiting; a client may queue one line at a time."""
     env = {"TTS_APP_DOCUMENTS_RUNNING": "1", "TTS_APP_DOCUMENTS_WAITING": "0", "TTS_APP_CLIENT_SHARE": "0.0001"}
     with serve_app(artifacts_dir / "http_edges_server.log", env) as (base, _process):
-        _until(lambda: httpx.get(f"{base}/readyz", timeout=10).status_code == 200, "the model to load")
+        _until(lambda: httpx.get(f"{base}/readyz", timeout=10).status_code == 200, "the model to load", LOAD_S)
         yield base
 
 
