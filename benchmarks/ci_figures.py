@@ -35,9 +35,10 @@ def main() -> None:
         d = json.loads(gaps.read_text())
         print(
             "browser stream: time to first sound {} ms, engine first audio {} ms, player started {} ms; "
-            "inserted {} ms, stalls after start {}".format(
+            "inserted {} ms, sent audio aligned {}, stalls after start {}".format(
                 d.get("time_to_first_sound_ms"), d.get("engine_first_audio_ms"), d.get("time_to_play_ms"),
-                d.get("gaps", {}).get("inserted_total_ms"), d.get("stalls_after_start"),
+                d.get("gaps", {}).get("inserted_total_ms"), d.get("gaps", {}).get("aligned_fraction"),
+                d.get("stalls_after_start"),
             )
         )
     soak = ARTIFACTS / "soak_rss.json"

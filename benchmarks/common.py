@@ -68,10 +68,12 @@ def median(values: Sequence[float]) -> float:
 # -- stock piper --------------------------------------------------------------
 @dataclass(frozen=True)
 class Timed:
-    """One synthesis: seconds of audio it produced and the wall-clock seconds it took."""
+    """One synthesis: seconds of audio it produced, the wall-clock seconds it took, and (where the
+    system yields audio in pieces) the seconds to its first piece."""
 
     audio_s: float
     wall_s: float
+    first_s: float = float("nan")
 
     @property
     def rtf(self) -> float:
@@ -97,14 +99,18 @@ def load_stock_piper(intra_op_threads: int | None = None) -> Any:
 
 
 def stock_synthesize(voice: Any, text: str) -> Timed:
-    """One utterance through ``PiperVoice.synthesize``, timed from call to last sample."""
+    """One utterance through ``PiperVoice.synthesize``, timed from call to last sample, and to its
+    first chunk (piper yields one a sentence: its time to first audio)."""
     t0 = time.perf_counter()
     n_samples = 0
     sample_rate = 22050
+    first_s = float("nan")
     for chunk in voice.synthesize(text):
+        if not n_samples:
+            first_s = time.perf_counter() - t0
         n_samples += chunk.audio_float_array.shape[0]
         sample_rate = chunk.sample_rate
-    return Timed(n_samples / sample_rate, time.perf_counter() - t0)
+    return Timed(n_samples / sample_rate, time.perf_counter() - t0, first_s)
 
 
 def time_each(fn: Callable[[str], Timed], texts: Sequence[str]) -> list[Timed]:

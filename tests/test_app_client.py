@@ -14,6 +14,7 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
 from conftest import REPO
+from tts_app.server import WARM_UP_LINES
 
 VOICES = REPO / "assets" / "voices"
 THREE_LINES = (
@@ -160,10 +161,26 @@ def test_ab_blind_pair_and_reveal(client: Client) -> None:
     assert "Sample 1" in revealed and "seed 1" in revealed and "seed 2" in revealed
 
 
+def _warmed_and_idle(stats: dict) -> bool:
+    return stats["finished"] >= len(WARM_UP_LINES) and stats["queued"] == 0 and stats["active"] == 0
+
+
 def test_engine_stats_endpoint(client: Client) -> None:
-    stats = client.predict(api_name="/engine_stats")
-    for key in ("max_batch_seen", "mean_step_s", "queued", "active"):
-        assert key in stats
+    """The counters move with the work done: two lines finished, their audio counted, steps timed."""
+    deadline = time.monotonic() + 300  # the server's own warm-up lines run first, in the background
+    while not _warmed_and_idle(before := client.predict(api_name="/engine_stats")):
+        assert time.monotonic() < deadline, before
+        time.sleep(0.5)
+    job = _generate(client, "The birch canoe slid on the smooth planks.\nGlue the sheet to the dark blue background.")
+    job.result()
+    _stream, _full, files, *_ = job.outputs()[-1]
+    line_s = sum(sf.info(path).duration for path in files[:2])
+    after = client.predict(api_name="/engine_stats")
+    assert after["submitted"] - before["submitted"] == 2 and after["finished"] - before["finished"] == 2, (before, after)
+    assert after["audio_s"] - before["audio_s"] == pytest.approx(line_s, abs=0.01), (before, after, line_s)
+    assert after["steps"] > before["steps"] and after["mean_step_s"] > 0 and after["row_step_p90_s"] > 0
+    assert 1 <= after["max_batch_seen"] <= after["max_batch_size"]
+    assert after["queued"] == 0 and after["active"] == 0  # nothing else runs: the two lines are done
 
 
 def test_generate_reads_well_in_gradio_client(client: Client) -> None:

@@ -5,7 +5,8 @@ The server runs with a PATH that has no ffmpeg, so streaming works only through 
 wheel's binary (tts_app/ffmpeg_path.py). While the page plays the live stream, a Web Audio tap records
 exactly what the page's live player (Web Audio fed from /live/{token}) renders, and the test aligns that
 against the joined file the server wrote, to measure any silence the streaming path inserted at chunk
-boundaries, and the time from the click to the player's first sound (tests/artifacts/stream_gaps.json; figures go to BENCHMARKS.md, not asserts).
+boundaries, and the time from the click to the player's first sound (tests/artifacts/stream_gaps.json; figures go to BENCHMARKS.md).
+Stalls, late pieces and inserted silence are asserted; timings are not.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pytest
 import soundfile as sf
 
 from conftest import REPO, serve_app
-from stream_gaps import caption_sync, measure_gaps
+from stream_gaps import caption_sync, measure_gaps, stall_problems
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -343,10 +344,13 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
     assert report.windows > 50, result
     listened_s = min(len(sent) / sent_rate, len(played) / played_rate)
     assert report.compared_s > 0.8 * listened_s, result
-    # No gaps at chunk boundaries: the played timeline drifts by under 50 ms over the whole stream.
-    assert report.inserted_total_ms < 50, result
-    assert report.largest_jump_ms < 25, result
-    assert report.largest_drop_ms < 25, result
+    # No gaps at chunk boundaries: the played timeline drifts by under 50 ms over the whole stream, no
+    # step over 25 ms, and the sent audio is found in what was played (a stall past the search fails too).
+    assert stall_problems(report) == [], result
+    # What the player itself saw: no piece came after its predecessor had finished playing, and the
+    # player never waited for data once it had started.
+    assert result["late_pieces_ms"] == [], result
+    assert stalls == [], result
     # Captions: the highlighted word is the one being played (within 100 ms, 9 samples in 10),
     # and the highlight moves through the words.
     assert sync["words_highlighted"] >= 10, sync

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import wave
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -89,6 +90,14 @@ def engine():
     e.close()
 
 
+def _until(done: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
+    """Poll ``done`` until it holds; fail saying ``what`` was awaited when it has not in ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, f"waited {timeout_s:.0f} s for {what}"
+        time.sleep(0.01)
+
+
 def _wait(job, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not job.status.over:
@@ -129,8 +138,7 @@ def test_cancel_stops_a_job_and_keeps_what_was_read(engine, tmp_path: Path) -> N
     jobs = DocumentJobs(tmp_path, lambda: engine)
     doc = parse_document("SLOW words here. " * 400, piece_chars=40)
     job = jobs.start(doc, DocumentSettings(), "Long")
-    while job.pieces_done < 2:
-        time.sleep(0.01)
+    _until(lambda: job.pieces_done >= 2, "two pieces read")
     assert jobs.cancel(job.id)
     _wait(job)
     assert job.status is JobStatus.CANCELLED and 2 <= job.pieces_done < len(doc.pieces)
@@ -163,23 +171,26 @@ def test_jobs_beyond_the_limits_wait_then_are_refused(engine, tmp_path: Path) ->
 def test_documents_do_not_starve_one_line_requests(tmp_path: Path) -> None:
     """Two long documents run; one-line requests still start within a step or two.
 
-    Each document piece takes about a second here (55 steps of 20 ms): were the documents to fill
-    the engine's 8 slots, a one-line request would wait for a piece to end.
+    Each document piece takes 55 steps here: were the documents to fill the engine's 8 slots, a
+    one-line request would wait for a piece to end. Counted in engine steps, not seconds, so a loaded
+    machine does not move it (the time to first audio on the real model: benchmarks/document_job.py).
     """
-    engine = Engine(FakeBackend(step_sleep_s=0.02), max_batch_size=8, max_wait_ms=1)
+    backend = FakeBackend(step_sleep_s=0.02)
+    engine = Engine(backend, max_batch_size=8, max_wait_ms=1)
     jobs = DocumentJobs(tmp_path, lambda: engine)
     doc = parse_document("SLOW " + "many words in a sentence. " * 2000, piece_chars=300)
     running = [jobs.start(doc, DocumentSettings(), str(k)) for k in range(2)]
-    while not all(j.pieces_done for j in running):
-        time.sleep(0.01)
+    _until(lambda: all(j.pieces_done for j in running), "a piece of each document")
     waits = []
     for n in range(20):
-        handle = engine.submit(f"one line {n}", seed=n)
+        line = f"one line {n}"
+        steps_before = len(backend.stepped)  # steps begun before the line was submitted
+        handle = engine.submit(line, seed=n)
         handle.result(timeout=30)
-        waits.append(handle.metrics.time_to_first_audio_s)
-        time.sleep(0.01)
+        first_step = next(i for i, texts in enumerate(backend.stepped) if line in texts)
+        waits.append(first_step - steps_before)  # steps begun before the line's own first one
     assert all(j.status is JobStatus.RUNNING for j in running)
-    assert float(np.percentile(waits, 95)) <= 1.0, waits
+    assert float(np.percentile(waits, 95)) <= 2, waits  # the step running at submit, and at most one more
     for j in running:
         jobs.cancel(j.id)
         _wait(j)
@@ -199,8 +210,7 @@ def test_finished_jobs_make_room_and_a_full_store_refuses(engine, tmp_path: Path
     assert jobs.get(first.id) is None and not first.folder.exists()
     _wait(second)
     slow = jobs.start(parse_document("SLOW words here. " * 400, piece_chars=40), DocumentSettings(), "3")
-    while slow.pieces_done < 1:
-        time.sleep(0.01)
+    _until(lambda: slow.pieces_done >= 1, "a piece read")
     jobs.max_bytes = 1  # only a running job's files left, over the cap: refused, not deleted
     with pytest.raises(JobsBusy, match="space for documents is full"):
         jobs.start(doc, DocumentSettings(), "4")

@@ -83,9 +83,10 @@ def test_fifo_admission_under_load():
 
 
 def test_queue_limit_raises_engine_busy():
-    with Engine(FakeBackend(step_sleep_s=0.05), max_batch_size=1, max_wait_ms=0, max_queue=3) as e:
+    stepped = threading.Event()
+    with Engine(FakeBackend(step_sleep_s=0.05, on_step=stepped.set), max_batch_size=1, max_wait_ms=0, max_queue=3) as e:
         first = e.submit("a b c d", seed=0)
-        time.sleep(0.05)  # the first one is running now
+        assert stepped.wait(10)  # the worker took the first one: it runs, the queue is empty
         queued = [e.submit("a", seed=i) for i in range(3)]
         with pytest.raises(EngineBusy, match="busy"):
             e.submit("a", seed=9)
@@ -103,18 +104,22 @@ def test_text_over_the_limit_is_refused(engine):
 
 
 def test_cancel_mid_stream_frees_the_slot_within_a_step():
-    backend = FakeBackend(step_sleep_s=0.01)
+    cancelled = threading.Event()
+    backend = FakeBackend(on_step=lambda: cancelled.wait(10))  # each step ends only once the test has cancelled
     with Engine(backend, max_batch_size=1, max_wait_ms=0) as e:
-        h = e.submit(" ".join(["w"] * 500), seed=0)
+        long_text = " ".join(["w"] * 500)
+        h = e.submit(long_text, seed=0)
         waiting = e.submit("a b", seed=1)
         it = iter(h)
         next(it)
         h.cancel()
+        cancelled.set()
         np.testing.assert_array_equal(waiting.result(timeout=5), expected("a b", 1))
         assert h.status is RequestStatus.CANCELLED
         with pytest.raises(RequestCancelled):
             h.result(timeout=1)
-        assert len(h._chunks) < 100
+        # Steps, not seconds: the step running at the cancel, and none after it, of the 500 it asked for.
+        assert len(h._chunks) <= 2 and backend.stepped.count([long_text]) <= 2, len(h._chunks)
 
 
 def test_a_caller_that_goes_away_cancels(engine):
@@ -188,14 +193,15 @@ def test_submit_many_enters_the_queue_together():
 
 
 def test_submit_many_queues_all_or_none():
-    with Engine(FakeBackend(step_sleep_s=0.05), max_batch_size=1, max_wait_ms=0, max_queue=3) as e:
+    stepped = threading.Event()
+    with Engine(FakeBackend(step_sleep_s=0.05, on_step=stepped.set), max_batch_size=1, max_wait_ms=0, max_queue=3) as e:
         from tts_app.engine import LineRejected
 
         with pytest.raises(LineRejected, match="empty") as caught:
             e.submit_many(["fine", "   ", "also fine"])
         assert caught.value.index == 1
         first = e.submit("a b c d", seed=0)
-        time.sleep(0.05)  # running: the queue is empty again
+        assert stepped.wait(10)  # running: the queue is empty again
         with pytest.raises(EngineBusy, match="busy"):
             e.submit_many(["a", "b", "c", "d"])  # four do not fit in a queue of three
         assert e.stats()["queued"] == 0 and e.stats()["submitted"] == 1

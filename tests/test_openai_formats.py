@@ -121,6 +121,8 @@ def test_every_openai_voice_name_is_served_as_its_alias(http: httpx.Client) -> N
         aliased = speech(http, voice=name, input="Hi there.", response_format="pcm").content
         assert aliased == own[target], f"{name} should sound exactly like {target}"
     assert len(own) >= 4, "the aliases should spread over several voices"
+    # ...that really sound different: a server ignoring `voice` would give every alias the same audio.
+    assert len(set(own.values())) == len(own), "two different voices gave the same audio"
 
 
 def test_alias_file_from_the_environment(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import io
 import struct
+import threading
 import time
+from collections.abc import Iterator
 
 import httpx
 import numpy as np
 import pytest
 import soundfile as sf
+
+from fake_backend import FakeBackend, expected
+from route_server import serve_routes
 
 LONG_TEXT = (
     "The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background. "
@@ -47,8 +52,7 @@ def test_streamed_body_arrives_in_pieces_before_the_end(http: httpx.Client) -> N
             arrivals.append((time.perf_counter() - started, len(piece)))
             data += piece
     assert len(arrivals) >= 3, "the body should stream in several pieces"
-    first_s, last_s = arrivals[0][0], arrivals[-1][0]
-    assert first_s < last_s, "the first audio should arrive before the body ends"
+    # That the first piece leaves before the last is synthesised: test_the_first_audio_leaves_before_the_rest_is_made.
     assert len(data) % 2 == 0
     seconds = len(data) / 2 / rate
     assert seconds > 8, f"expected the whole text spoken, got {seconds:.1f} s"
@@ -160,3 +164,57 @@ def test_the_fast_embedded_voice_through_http(artifacts_dir) -> None:
         assert fast.status_code == exact.status_code == 200
         assert abs(len(fast.content) - len(exact.content)) <= 0.02 * len(exact.content)  # same durations: the text stage stays float32
         assert http.get("/v1/models").json()["data"][1] == {"id": EMBEDDED_FAST_ID, "object": "model", "owned_by": "tts_app", "loaded": True}
+
+
+# --- streaming, proved with a backend that holds its work ----------------------------------
+
+
+HOLD_S = 60.0  # a deadline for a hang, not a timing: the test releases the backend on an event
+
+
+class _HeldBackend(FakeBackend):
+    """Decodes the first words, then holds every later step until the test sets ``release``."""
+
+    FREE_STEPS = 2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def step(self, states, emit=None):
+        if len(self.batches) >= self.FREE_STEPS and not self.release.wait(HOLD_S):
+            raise RuntimeError("the test never released the backend")
+        return super().step(states, emit)
+
+
+@pytest.fixture
+def held_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, _HeldBackend]]:
+    """The speech route in a real HTTP server over an engine whose backend holds its work: what the
+    client receives before ``release`` was sent while synthesis was unfinished."""
+    from tts_app.engine import Engine
+
+    backend = _HeldBackend()
+    engine = Engine(backend, max_batch_size=4, max_wait_ms=0)
+    try:
+        with serve_routes(engine, monkeypatch) as base:
+            yield base, backend
+            backend.release.set()
+    finally:
+        backend.release.set()
+        engine.close()
+
+
+def test_the_first_audio_leaves_before_the_rest_is_made(held_server: tuple[str, _HeldBackend]) -> None:
+    base, backend = held_server
+    text = "one two three four five six seven eight"  # a word a step: eight steps, six of them held
+    body = {"model": "tts-1", "input": text, "voice": "default", "response_format": "pcm"}
+    with httpx.stream("POST", f"{base}/v1/audio/speech", json=body, timeout=HOLD_S) as response:
+        assert response.status_code == 200
+        pieces = response.iter_bytes()
+        first = next(pieces)  # a server that buffers the body never sends this while the backend holds
+        assert first and not backend.release.is_set()
+        assert len(backend.batches) == _HeldBackend.FREE_STEPS  # the rest is still to be made
+        backend.release.set()
+        rest = b"".join(pieces)
+    samples = np.frombuffer(first + rest, "<i2").astype(np.float32) / 32767
+    assert len(samples) == len(expected(text, 0))  # every word, a step each, the held ones included

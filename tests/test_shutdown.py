@@ -1,10 +1,9 @@
-"""A stop signal while a stream is open: the stream ends cleanly within 5 s and the server exits without tracebacks."""
+"""A stop signal while a stream is open: the stream ends cleanly at once and the server exits without tracebacks."""
 
 from __future__ import annotations
 
 import signal
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -12,6 +11,8 @@ import httpx
 from conftest import serve_app
 
 LONG_TEXT = " ".join(["This sentence is long so the stream lasts well past the stop signal."] * 15)
+# The whole text spoken is over a minute; at 0.2 s a word (a brisk reader) it is still 39 s of 16-bit 22,050 Hz.
+WHOLE_TEXT_BYTES_AT_LEAST = int(0.2 * len(LONG_TEXT.split()) * 22050 * 2)
 
 
 def test_sigterm_ends_open_streams_cleanly(artifacts_dir: Path) -> None:
@@ -26,12 +27,12 @@ def test_sigterm_ends_open_streams_cleanly(artifacts_dir: Path) -> None:
                 chunks = reply.iter_bytes()
                 received = len(next(chunks))  # audio is flowing
                 process.send_signal(signal.SIGTERM)
-                signalled = time.monotonic()
                 for chunk in chunks:  # a cut connection would raise here (incomplete chunked body)
                     received += len(chunk)
-                ended_after_s = time.monotonic() - signalled
-        assert ended_after_s < 5.0, ended_after_s
-        assert received % 2 == 0 and received > 0  # whole 16-bit samples
+        # Ended at the signal, not at the text's end: well under the audio the whole text makes. (Bytes,
+        # not seconds: a loaded machine slows both; uvicorn's grace running out is caught in the log below.)
+        assert 0 < received < WHOLE_TEXT_BYTES_AT_LEAST / 2, received
+        assert received % 2 == 0  # whole 16-bit samples
         assert process.wait(timeout=15) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once shut down
         page.join(timeout=10)
         assert not page.is_alive(), "the heartbeat stream stayed open"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -163,12 +162,17 @@ def test_threads_share_profiles_safely(speech_22k, female):
     assert all(np.abs(r - expected).max() <= STREAM_TOLERANCE for r in results)
 
 
-def test_faster_than_real_time(speech_22k, female):
+def test_the_plan_is_built_once_per_voice(speech_22k, female):
+    """What keeps the adapter fast: a voice's filter plan is made once and reused, whatever the audio.
+    Its speed (x real time, CPU time) is measured by benchmarks/voice_similarity.py, not asserted here."""
+    from tts_app.voice.plan import _PLANS  # the plan cache's counters, read to see it is reused
+
     adapt(speech_22k[:SR], female)  # plan built and cached
-    start = time.perf_counter()
+    before = _PLANS.info()
     adapt(speech_22k, female)
-    rtf = (time.perf_counter() - start) / (len(speech_22k) / SR)
-    assert rtf < 0.2  # measured ~0.012 on one core; loose for busy CI machines
+    adapt(speech_22k[: 2 * SR], female)
+    after = _PLANS.info()
+    assert after.misses == before.misses and after.hits >= before.hits + 2, (before, after)
 
 
 @pytest.mark.parametrize("strength", [-0.1, 1.5, float("nan"), "x"])
