@@ -13,6 +13,8 @@ import soundfile as sf
 
 from tts_app.ffmpeg_path import ffmpeg_exe
 
+pytestmark = pytest.mark.slow
+
 DOC = """# First chapter
 
 The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background.

@@ -25,6 +25,8 @@ from tts_app.api.voice_aliases import ALIASES_ENV, OPENAI_VOICES, resolve_voice,
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.ffmpeg_path import ffmpeg_exe
 
+pytestmark = pytest.mark.slow
+
 TEXT = "Formats for every client. The same words, every time."
 # Two sentences: one sentence pause, which must shrink with speed like the speech does.
 SPEED_TEXT = "The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background."

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+pytestmark = pytest.mark.slow
+
 LONG_TEXT = (
     "The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background. "
     "It's easy to tell the depth of a well. These days a chicken leg is a rare dish. "

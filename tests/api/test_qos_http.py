@@ -14,6 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.app_server import serve_app
 
+pytestmark = pytest.mark.slow
+
 FLOOD = 40
 LONG = ("The quick brown fox jumps over the lazy dog, and then it runs far away into the woods. " * 45)[:4000]
 

@@ -9,6 +9,8 @@ import soundfile as sf
 
 from tests.e2e.test_cli import _synth
 
+pytestmark = pytest.mark.slow
+
 
 def test_cli_no_normalize_and_lexicon(tmp_path):
     lines = tmp_path / "l.txt"

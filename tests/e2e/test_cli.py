@@ -5,9 +5,12 @@ import subprocess
 import sys
 
 import soundfile as sf
+import pytest
 
 from tts_app.assets import BUILTIN_VOICES_DIR
 from tests.support.paths import REPO
+
+pytestmark = pytest.mark.slow
 
 
 def _synth(*args, stdin=None):

@@ -17,8 +17,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
+import pytest
 
 from tts_app.assets import BUILTIN_VOICES_DIR
+
+pytestmark = pytest.mark.slow
 
 TIMEOUT = httpx.Timeout(180.0)
 CLIP = BUILTIN_VOICES_DIR / "f5_ref_en.wav"

@@ -25,6 +25,8 @@ from tests.support.app_server import serve_app
 from tests.support.paths import REPO
 from tests.e2e.test_security import REFUSED, _raw_request, _vm_kb
 
+pytestmark = pytest.mark.slow
+
 FD_LIMIT = 300
 PER_ADDRESS = 50
 QUOTA_BYTES = 16 * 2**20

@@ -8,8 +8,11 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.app_server import serve_app
+
+pytestmark = pytest.mark.slow
 
 LONG_TEXT = " ".join(["This sentence is long so the stream lasts well past the stop signal."] * 15)
 

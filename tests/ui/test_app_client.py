@@ -15,6 +15,8 @@ from gradio_client.exceptions import AppError
 
 from tts_app.assets import BUILTIN_VOICES_DIR
 
+pytestmark = pytest.mark.slow
+
 VOICES = BUILTIN_VOICES_DIR
 THREE_LINES = (
     "The birch canoe slid on the smooth planks.\n"

@@ -8,6 +8,9 @@ import threading
 from pathlib import Path
 
 from gradio_client import Client
+import pytest
+
+pytestmark = pytest.mark.slow
 
 SESSIONS = 8
 TEXT = (

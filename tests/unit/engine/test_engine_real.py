@@ -11,6 +11,8 @@ import pytest
 from tests.support.paths import REPO
 from tts_app.engine import Engine
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def engine(piper_backend):
@@ -52,7 +54,7 @@ def test_32_concurrent_submitters_get_their_solo_audio(engine, solo_engine, sent
 def test_no_growth_of_threads_or_memory_over_500_requests():
     """Memory settles to a plateau (allocator pools sized by the batch) and then stays flat.
 
-    Measured in a fresh process (tests/rss_probe.py) so other tests' leftovers don't count.
+    Measured in a fresh process (tests/support/rss_probe.py) so other tests' leftovers don't count.
     """
     done = subprocess.run([sys.executable, str(REPO / "tests" / "support" / "rss_probe.py")], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

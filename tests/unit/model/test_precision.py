@@ -9,6 +9,8 @@ from tts_app.model.model_cache import ShapeLog, model_cache_dir
 from tts_app.model.precision import check_precision, decoder_kind
 from tests.support.backend_driver import run_rows
 
+pytestmark = pytest.mark.slow
+
 
 def test_fast_precision_follows_the_cpu_flags():
     assert decoder_kind("exact", frozenset({"avx512_bf16"})) == "f32"

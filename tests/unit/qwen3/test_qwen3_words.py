@@ -3,7 +3,7 @@
 The tiny checkpoint's random weights make noise, not speech, which no aligner can place: its
 words are shared out by length (``"even"``) and only their structure is checked. To check the
 aligned path through the engine, the same backend plays the embedded voice's speech in place
-of its codec's output (accuracy on real speech: tests/test_align.py).
+of its codec's output (accuracy on real speech: tests/unit/align/test_align.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tts_app.qwen3.sampling import SamplingParams
 from tts_app.qwen3.tiny import tiny_talker
 from tts_app.text.words import written_words
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 FRAMES = 400  # 24 samples a frame at 24 kHz: 0.4 s of audio
 SPEECH_FRAME = 1920  # samples a frame when the codec's place is taken by real speech (the real codec's 80 ms)

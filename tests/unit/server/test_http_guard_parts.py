@@ -1,5 +1,5 @@
 """The request guard's parts on their own: multipart part counting, the upload quota's sweep, repeated-log
-throttling, configured CORS and the connection-address key. (tests/test_security_http.py attacks the real server.)"""
+throttling, configured CORS and the connection-address key. (tests/e2e/test_security_http.py attacks the real server.)"""
 
 from __future__ import annotations
 

@@ -21,6 +21,8 @@ from scipy.signal import resample_poly
 from tts_app.assets import BUILTIN_VOICES_DIR
 from tests.support.app_server import serve_app
 
+pytestmark = pytest.mark.slow
+
 SOURCE = BUILTIN_VOICES_DIR / "f5_ref_en.wav"
 UPLOAD = "Upload or record"
 TIMEOUT = httpx.Timeout(300.0)
