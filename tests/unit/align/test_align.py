@@ -11,6 +11,8 @@ from tts_app.align.pronounce import dictionary_key, guess_phones, phones_for
 from tts_app.engine import Engine
 from tts_app.text.words import written_words
 
+pytestmark = pytest.mark.slow
+
 CLAUSES = "The birch canoe slid on the smooth planks, and glue the sheet to the dark blue background."
 PHONES = frozenset("AA AE AH AO AW AY B CH D DH EH ER EY F G HH IH IY JH K L M N NG OW OY P R S SH T TH UH UW V W Y Z ZH".split())
 

@@ -8,6 +8,8 @@ from tts_app.model import LatentRequest, plan_windows
 from tts_app.text import normalize_text, phonemize, to_ids
 from tests.support.backend_driver import run_rows
 
+pytestmark = pytest.mark.slow
+
 
 def _ids(vits, text):
     return [to_ids(p, vits.config.phoneme_id_map) for p in phonemize(normalize_text(text), "en-us")]

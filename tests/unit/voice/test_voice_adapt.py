@@ -13,6 +13,8 @@ from tts_app.voice import VoiceError, adapt, resolve_voice
 from tts_app.voice.analysis import f0_track_hz
 from tts_app.voice.model_voice import model_voice
 
+pytestmark = pytest.mark.slow
+
 SR = 22050
 # Streamed output vs whole-utterance output: measured max |diff| is 0 to ~1e-7 (float32
 # rounding of the FIR's FFT convolution over different block lengths); allow 1e-5.
