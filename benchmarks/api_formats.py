@@ -1,6 +1,6 @@
 """Cost of the API's response formats: encode CPU per audio second, time to first encoded bytes, ffmpeg start.
 
-No model: a real speech clip (assets/voices/lj_female_us.wav, 22,050 Hz) is fed in 100 ms
+No model: a real speech clip (tts_app/assets/voices/lj_female_us.wav, 22,050 Hz) is fed in 100 ms
 chunks, paced at 10x real time (about the engine's pace on 2 cores), through each format's
 streaming encoder, as the API does. Run: python -m benchmarks.api_formats
 """
@@ -12,14 +12,14 @@ import resource
 import subprocess
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import numpy as np
 import soundfile as sf
 
 from tts_app.api.audio_formats import FORMATS, open_encoder
+from tts_app.assets import BUILTIN_VOICES_DIR
 
-CLIP = Path(__file__).resolve().parents[1] / "assets" / "voices" / "lj_female_us.wav"
+CLIP = BUILTIN_VOICES_DIR / "lj_female_us.wav"
 CHUNK_S = 0.1
 PACE = 10.0  # audio seconds fed per wall second
 

@@ -14,7 +14,6 @@ batch is done, i.e. static batching).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 import sys

@@ -357,7 +357,7 @@ def render(t: Table, args, synth_kind, n_sentences, rtf, stream_worst, stream_sn
         "--recognise: PocketSphinx's), else matched to the nearest class; k<N>-nearest = always nearest class.",
         "",
         f"- Adapter speed ({t.product}): {rtf:.4f} s of CPU per s of audio on one thread, whole-utterance `adapt`, plan cached.",
-        f"- Profile build (recognise + the model speaks the transcript + strength-1 calibration), per voice: "
+        "- Profile build (recognise + the model speaks the transcript + strength-1 calibration), per voice: "
         + ", ".join(f"{w:.1f} s wall / {c:.1f} s CPU" for w, c in build_s) + " (under the load above).",
         f"- Streaming vs whole-utterance (chunks of 8,192, 16,384 and random 1..20,000 samples): "
         f"max |diff| {stream_worst:.2e}, SNR {stream_snr:.0f} dB, lengths equal: {'yes' if lengths_ok else 'NO'}.",

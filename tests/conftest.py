@@ -1,36 +1,26 @@
-"""Shared fixtures: the embedded model and its backend, the evaluation sentences, and the app server.
+"""Fixtures every test folder may use: the embedded model and its backend, the evaluation sentences, and the app server.
 
-Keep this file small; add fixtures other test files need here.
+Keep this file small: a fixture one folder needs goes in that folder's conftest.py; plain helpers
+(serve_app, the fake backend, paths) are modules of tests/support, imported by name.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 # CI (TTS_APP_FAIL_ON_SKIP=1) fails on a skip not on skip_guard's allow-list; every skip's reason is printed.
-from skip_guard import (  # noqa: F401  (pytest hooks, registered with this conftest)
+from tests.support.skip_guard import (  # noqa: F401  (pytest hooks, registered with this conftest)
     pytest_collectreport,
     pytest_runtest_logreport,
     pytest_sessionfinish,
     pytest_sessionstart,
     pytest_terminal_summary,
 )
-
-REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "tests" / "data"
-ARTIFACTS = REPO / "tests" / "artifacts"
-SERVER_START_TIMEOUT_S = 180
-
+from tests.support.app_server import serve_app
+from tests.support.paths import ARTIFACTS, DATA
 
 # --- the model (tests of tts_app/model, tts_app/backends, tts_app/engine) ----------------
 
@@ -61,59 +51,11 @@ def piper_backend(vits):
 # --- the app server (tests of app.py, tts_app/ui, tts_app/api) ----------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def artifacts_dir() -> Path:
     """tests/artifacts/ (ignored by git), for screenshots and measurements."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
-
-
-@contextmanager
-def serve_app(
-    log_path: Path, extra_env: dict[str, str] | None = None, args: tuple[str, ...] = (),
-    preexec_fn: Callable[[], None] | None = None,
-) -> Iterator[tuple[str, subprocess.Popen]]:
-    """``python app.py [args]`` on 127.0.0.1 and a free port until the block ends; yields its base URL and process.
-
-    ``extra_env`` overrides the server's environment (e.g. a PATH without ffmpeg); ``preexec_fn``
-    runs in the child before app.py (e.g. to lower its resource limits).
-    """
-    port = _free_port()
-    env = dict(os.environ)
-    env.update({"GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"})
-    env.update(extra_env or {})
-    env.pop("PORT", None)
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "app.py", *args], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                   preexec_fn=preexec_fn)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(f"app.py exited with {process.returncode}; see {log_path}")
-                try:
-                    if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"app.py did not answer within {SERVER_START_TIMEOUT_S} s; see {log_path}")
-                time.sleep(0.25)
-            yield base, process
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
 
 
 @pytest.fixture(scope="session")

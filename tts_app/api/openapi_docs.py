@@ -2,7 +2,7 @@
 
 The routes read their bodies themselves (size caps while streaming, one-line errors), so FastAPI
 cannot infer these; without them the schema promised a bare 200 and clients, docs and the fuzz
-test (tests/test_fuzz_api.py) saw neither the body fields nor the errors every route can return.
+test (tests/api/test_fuzz_api.py) saw neither the body fields nor the errors every route can return.
 """
 
 from __future__ import annotations

@@ -129,7 +129,7 @@ def open_session(model: "bytes | Any", device: str, options: SessionOptions, bat
     ``batch_invariant`` asks for a row's floats not to depend on its batch: on
     onnxruntime that needs one thread and no graph fusions (they change the
     rounding with the batch shape); OpenVINO is batch-invariant as it is
-    (tested in tests/test_model.py).
+    (tested in tests/unit/model/test_model.py).
     """
     threads = options.threads
     if device == "cuda":

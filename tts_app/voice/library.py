@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tts_app import settings
+from tts_app.assets import BUILTIN_VOICES_DIR
 from tts_app.voice.errors import VoiceError
 from tts_app.voice.profile import PROFILE_SUFFIX, VoiceProfile, load_profile, make_profile
 
 logger = logging.getLogger(__name__)
 
 VOICES_DIR_ENV = "TTS_APP_VOICES_DIR"
-BUILTIN_VOICES_DIR = Path(__file__).resolve().parents[2] / "assets" / "voices"
 RESERVED_NAMES = frozenset({"default", "none"})
 _AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".aiff", ".aif")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")

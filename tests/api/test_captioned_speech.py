@@ -1,0 +1,98 @@
+"""POST /v1/audio/speech/captioned over HTTP: JSON, NDJSON stream, SRT and WebVTT, bad input."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+
+import httpx
+import pytest
+import soundfile as sf
+
+TEXT = "The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background."
+ROUTE = "/v1/audio/speech/captioned"
+
+
+@pytest.fixture(scope="module")
+def http(app_server: str):
+    with httpx.Client(base_url=app_server, timeout=120) as client:
+        yield client
+
+
+def _check_words(words: list[dict], audio_s: float) -> None:
+    assert [w["word"] for w in words[:3]] == ["The", "birch", "canoe"] and words[-1]["word"] == "background."
+    for a, b in zip(words, words[1:]):
+        assert a["start"] <= a["end"] <= b["start"]
+    assert words[-1]["end"] <= audio_s + 1e-3 and words[-1]["end"] > audio_s - 0.3
+
+
+def test_whole_reply_has_audio_and_words(http: httpx.Client) -> None:
+    reply = http.post(ROUTE, json={"input": TEXT, "response_format": "wav", "seed": 4})
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert body["audio_format"] == "wav" and body["sample_rate"] == 22050
+    audio, rate = sf.read(io.BytesIO(base64.b64decode(body["audio"])), dtype="float32")
+    assert rate == 22050
+    _check_words(body["words"], len(audio) / rate)
+
+
+def test_streamed_lines_join_into_the_same_audio_and_words(http: httpx.Client) -> None:
+    whole = http.post(ROUTE, json={"input": TEXT, "response_format": "pcm", "seed": 4}).json()
+    lines = []
+    with http.stream("POST", ROUTE, json={"input": TEXT, "response_format": "pcm", "seed": 4, "stream": True}) as reply:
+        assert reply.status_code == 200
+        assert reply.headers["content-type"].startswith("application/x-ndjson")
+        for line in reply.iter_lines():
+            if line:
+                lines.append(json.loads(line))
+    assert len(lines) > 2  # streamed in pieces
+    pcm = b"".join(base64.b64decode(x["audio"]) for x in lines)
+    assert pcm == base64.b64decode(whole["audio"])
+    words = [w for x in lines for w in x["words"]]
+    assert words == whole["words"]
+    # a line's words are heard within the audio sent up to and including that line
+    sent = 0
+    for x in lines:
+        sent += len(base64.b64decode(x["audio"])) // 2
+        assert all(w["end"] * 22050 <= sent + 1 for w in x["words"])
+    _check_words(words, len(pcm) / 2 / 22050)
+
+
+def test_srt_and_vtt(http: httpx.Client) -> None:
+    srt = http.post(ROUTE, json={"input": TEXT, "response_format": "srt"})
+    assert srt.status_code == 200 and srt.headers["content-type"].startswith("application/x-subrip")
+    blocks = srt.text.strip().split("\n\n")
+    assert len(blocks) >= 2 and blocks[0].startswith("1\n00:00:00,")
+    assert re.fullmatch(r"\d+\n\d\d:\d\d:\d\d,\d{3} --> \d\d:\d\d:\d\d,\d{3}\n.+", blocks[1])
+    assert " ".join(b.split("\n", 2)[2] for b in blocks).startswith("The birch canoe slid")
+    vtt = http.post(ROUTE, json={"input": TEXT, "response_format": "vtt"})
+    assert vtt.status_code == 200 and vtt.headers["content-type"].startswith("text/vtt")
+    assert vtt.text.startswith("WEBVTT\n\n00:00:00.") and "<00:00:0" in vtt.text
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"input": TEXT, "response_format": "docx"}, "response_format"),
+        ({"input": ""}, "input"),
+        ({"input": "x" * 5000}, "input"),
+        ({"input": TEXT, "speed": 99}, "speed"),
+        ({"input": TEXT, "voice": "../../etc/passwd"}, "voice"),
+        ({"input": TEXT, "stream": "maybe"}, "stream"),
+    ],
+)
+def test_bad_requests_get_one_line_errors(http: httpx.Client, body: dict, param: str) -> None:
+    reply = http.post(ROUTE, json=body)
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["param"] == param and "\n" not in error["message"]
+
+
+def test_not_json_and_oversized_bodies(http: httpx.Client) -> None:
+    assert http.post(ROUTE, content=b"{nope", headers={"content-type": "application/json"}).status_code == 400
+    assert http.post(ROUTE, content=b"[" * 100_000, headers={"content-type": "application/json"}).status_code in (400, 413)
+    big = json.dumps({"input": "a" * 3_000_000}).encode()
+    assert http.post(ROUTE, content=big, headers={"content-type": "application/json"}).status_code == 413
+    assert http.get("/healthz").status_code == 200

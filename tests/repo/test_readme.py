@@ -1,0 +1,50 @@
+"""README: its first screen is what a CPU user needs; what the optional files cost is said; headings stay."""
+
+from __future__ import annotations
+
+import re
+
+from tests.support.paths import REPO
+from tts_app.ui.common.model_picker import FAST_NOTE
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+# Every section other parts of the project (and other pages) point to.
+HEADINGS = [
+    "Set up and run", "The app", "OpenAI-compatible speech API", "Word timestamps and captions", "Long documents",
+    "Security and limits", "Test", "Command line", "Reading text: normalisation, lexicon, SSML", "Library",
+    "How it works", "Voices", "What voice matching does, and does not do",
+]
+
+
+def _first_screen() -> str:
+    """From the title to the first section after set-up."""
+    body = README[README.index("# tts_app") :]
+    return body[: body.index("\n## The app")]
+
+
+def test_the_first_screen_is_set_up_the_page_and_the_api() -> None:
+    first = _first_screen()
+    for needed in ("pip install -r requirements.txt", "python app.py", "http://localhost:7860", "/v1/audio/speech",
+                   "base_url", "Speak", "Document"):  # fmt: skip
+        assert needed in first, needed
+    for internal in ("Qwen3", "Chatterbox", "HLS", "imageio-ffmpeg", "OpenVINO", "--precision"):
+        assert internal not in first, internal
+
+
+def test_the_optional_files_are_explained() -> None:
+    first = _first_screen()
+    dev = first[first.index("requirements-dev.txt") :][:400]
+    assert "torch" in dev and "transformers" in dev and "GB" in dev
+    spaces = first[first.index("packages.txt") :][:300]
+    assert "Hugging Face Spaces" in spaces and "apt" in spaces
+
+
+def test_every_section_heading_is_kept() -> None:
+    found = re.findall(r"^#{2,3} (.+)$", README, flags=re.M)
+    assert [h for h in HEADINGS if h not in found] == []
+    assert found.index("Optional GPU models: Qwen3-TTS and Chatterbox") > found.index("Voices")  # the GPU models last
+
+
+def test_the_fast_voice_says_what_its_first_request_costs() -> None:
+    for text in (FAST_NOTE, README):
+        assert re.search(r"first request.{0,200}7 s.{0,80}540 MB", text, flags=re.S), text[:200]

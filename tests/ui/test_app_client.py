@@ -1,0 +1,223 @@
+"""The Gradio app end to end through gradio_client: references, lines, streaming, bad input, A/B, stop."""
+
+from __future__ import annotations
+
+import re
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+from gradio_client import Client, handle_file
+from gradio_client.exceptions import AppError
+
+from tests.support.paths import REPO
+from tts_app.assets import BUILTIN_VOICES_DIR
+from tts_app.server import WARM_UP_LINES
+
+pytestmark = pytest.mark.slow
+
+VOICES = BUILTIN_VOICES_DIR
+THREE_LINES = (
+    "The birch canoe slid on the smooth planks.\n"
+    "\n"
+    "Glue the sheet to the dark blue background.\n"
+    "It's easy to tell the depth of a well.\n"
+)
+UPLOAD = "Upload or record"
+BUILTIN = "Built-in voice"
+OWN = "Model's own voice"
+
+
+def _client(base: str) -> Client:
+    return Client(base + "/", verbose=False)
+
+
+@pytest.fixture(scope="module")
+def client(app_server: str) -> Client:
+    return _client(app_server)
+
+
+def _generate(client: Client, text: str, mode: str = OWN, builtin: str | None = "lj_female_us", clip=None,
+              strength: float = 1.0, speed: float = 1.0, seed: int = 0, streaming: bool = False):
+    return client.submit(text, mode, builtin, clip, strength, speed, seed, streaming, api_name="/generate")
+
+
+def _check_final(outputs: tuple, n_lines: int) -> dict:
+    _stream, full, files, status, figures, captions, live = outputs
+    assert "data-token" not in str(live)  # an API caller streams through /generate, not the page's player
+    assert status.startswith("✓"), status
+    assert len(files) == 3 * (n_lines + 1), files  # a WAV a line, the joined WAV, then SRT and VTT of each
+    assert [f.rsplit(".", 1)[1] for f in files[: n_lines + 1]] == ["wav"] * (n_lines + 1)
+    take_srt = files[-2]
+    assert take_srt.endswith("all-lines.srt") and files[-1].endswith("all-lines.vtt")
+    last_end = open(take_srt, encoding="utf-8").read().strip().split("\n\n")[-1].split("\n")[1].split(" --> ")[1]
+    h, m, s = last_end.replace(",", ".").split(":")
+    take_end_s = int(h) * 3600 + int(m) * 60 + float(s)
+    assert captions.count("<span data-s=") >= 3 * n_lines  # the live captions hold every line's words
+    durations = []
+    for path in files[:n_lines]:
+        audio, rate = sf.read(path, dtype="float32")
+        assert rate == 22050 and len(audio) > rate // 2 and abs(audio).max() > 0.01
+        durations.append(len(audio) / rate)
+    joined, _ = sf.read(full, dtype="float32")
+    assert len(joined) / 22050 == pytest.approx(sum(durations) + 0.3 * (n_lines - 1), abs=0.01)
+    assert len(joined) / 22050 - 0.5 < take_end_s <= len(joined) / 22050  # the last word ends with the take
+    rows = figures["data"]
+    assert [row[0] for row in rows] == [*(str(i) for i in range(1, n_lines + 1)), "run"]
+    return {"rows": rows, "status": status}
+
+
+def test_reference_clip_three_lines_streaming(client: Client) -> None:
+    job = _generate(client, THREE_LINES, mode=UPLOAD, clip=handle_file(str(VOICES / "f5_ref_en.wav")), streaming=True)
+    updates = list(job)
+    streamed = [u[0] for u in updates if isinstance(u[0], str) and u[0]]
+    assert len(streamed) >= 2, "the live player should get several chunks"
+    final = _check_final(job.outputs()[-1], 3)
+    run = final["rows"][-1]
+    assert run[3] is not None and run[4] is not None and run[3] < run[4]  # first audio before the end
+    # The three lines ran in one batch (a step may also hold a row of another request, e.g. the
+    # server's warm-up when this is the session's first run).
+    assert int(re.search(r"max (\d+)", run[7]).group(1)) >= 3, run[7]
+
+
+def test_builtin_voice_three_lines_not_streaming(client: Client) -> None:
+    job = _generate(client, THREE_LINES, mode=BUILTIN, builtin="lj_female_us", streaming=False)
+    updates = list(job)
+    assert not any(isinstance(u[0], str) and u[0] for u in updates), "no live chunks when streaming is off"
+    _check_final(job.outputs()[-1], 3)
+
+
+def test_same_seed_same_audio(client: Client) -> None:
+    first = _generate(client, "Seeded line.", seed=5).result()
+    second = _generate(client, "Seeded line.", seed=5).result()
+    a, _ = sf.read(first[2][0], dtype="float32")
+    b, _ = sf.read(second[2][0], dtype="float32")
+    assert a.shape == b.shape and abs(a - b).max() < 1e-3
+
+
+def test_mp3_reference_report(client: Client) -> None:
+    report = client.predict(UPLOAD, "lj_female_us", handle_file(str(VOICES / "ov_speaker0.mp3")), api_name="/reference_report")
+    assert isinstance(report, str) and report and "cannot be used" not in report
+
+
+@pytest.mark.parametrize(
+    ("text", "mode", "clip", "message"),
+    [
+        ("", OWN, None, "Enter some text"),
+        ("\n  \n", OWN, None, "Enter some text"),
+        ("\n".join(f"Line {i}." for i in range(51)), OWN, None, "the limit is 50"),
+        ("Fine.\n" + "a" * 2001, OWN, None, "Line 2 has 2,001 characters"),
+        ("Hello.", UPLOAD, None, "Upload or record a reference clip first"),
+    ],
+)
+def test_bad_input_gives_its_message(client: Client, text: str, mode: str, clip, message: str) -> None:
+    with pytest.raises(AppError, match=message):
+        _generate(client, text, mode=mode, clip=clip).result()
+
+
+def test_bad_reference_clip_gives_its_message(client: Client, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.wav"
+    broken.write_bytes(b"RIFF this is not audio at all" * 10)
+    with pytest.raises(AppError) as info:
+        _generate(client, "Hello.", mode=UPLOAD, clip=handle_file(str(broken))).result()
+    message = str(info.value)
+    assert message and "Traceback" not in message
+
+
+def test_speed_out_of_range(client: Client) -> None:
+    with pytest.raises(AppError, match="greater than maximum"):
+        _generate(client, "Hello.", speed=9).result()
+
+
+def test_stop_cancels_the_engine_requests(app_server: str) -> None:
+    session = _client(app_server)
+    before = session.predict(api_name="/engine_stats")["cancelled"]
+    long_line = " ".join(["This sentence is long so the run takes a while to decode."] * 12)
+    job = _generate(session, "\n".join([long_line] * 4), streaming=True)
+    deadline = time.monotonic() + 60
+    while not any(isinstance(u, tuple) and u[0] for u in job.outputs()):  # wait for audio to flow
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    message = session.predict(api_name="/stop")
+    assert "Stopped" in message or "Nothing" in message
+    deadline = time.monotonic() + 30
+    while session.predict(api_name="/engine_stats")["cancelled"] <= before:
+        assert time.monotonic() < deadline, "Stop should cancel the run's engine requests"
+        time.sleep(0.2)
+
+
+def test_ab_blind_pair_and_reveal(client: Client) -> None:
+    left, right, reveal, *_ = client.predict(
+        "The birch canoe slid on the smooth planks.", True,
+        "piper-joe-medium", "lj_female_us", 1.0, 1, 1.0,
+        "piper-joe-medium", "lj_female_us", 1.0, 2, 1.0,
+        api_name="/ab_render",
+    )
+    a, _ = sf.read(left, dtype="float32")
+    b, _ = sf.read(right, dtype="float32")
+    assert len(a) > 10000 and len(b) > 10000
+    assert "Blind" in reveal
+    revealed = client.predict(api_name="/ab_reveal")
+    assert "Sample 1" in revealed and "seed 1" in revealed and "seed 2" in revealed
+
+
+def _warmed_and_idle(stats: dict) -> bool:
+    return stats["finished"] >= len(WARM_UP_LINES) and stats["queued"] == 0 and stats["active"] == 0
+
+
+def test_engine_stats_endpoint(client: Client) -> None:
+    """The counters move with the work done: two lines finished, their audio counted, steps timed."""
+    deadline = time.monotonic() + 300  # the server's own warm-up lines run first, in the background
+    while not _warmed_and_idle(before := client.predict(api_name="/engine_stats")):
+        assert time.monotonic() < deadline, before
+        time.sleep(0.5)
+    job = _generate(client, "The birch canoe slid on the smooth planks.\nGlue the sheet to the dark blue background.")
+    job.result()
+    _stream, _full, files, *_ = job.outputs()[-1]
+    line_s = sum(sf.info(path).duration for path in files[:2])
+    after = client.predict(api_name="/engine_stats")
+    assert after["submitted"] - before["submitted"] == 2 and after["finished"] - before["finished"] == 2, (before, after)
+    assert after["audio_s"] - before["audio_s"] == pytest.approx(line_s, abs=0.01), (before, after, line_s)
+    assert after["steps"] > before["steps"] and after["mean_step_s"] > 0 and after["row_step_p90_s"] > 0
+    assert 1 <= after["max_batch_seen"] <= after["max_batch_size"]
+    assert after["queued"] == 0 and after["active"] == 0  # nothing else runs: the two lines are done
+
+
+def test_generate_reads_well_in_gradio_client(client: Client) -> None:
+    """The /generate view: only the text is required, and every output has a readable name."""
+    endpoint = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/generate"]
+    params = {p["parameter_name"]: p for p in endpoint["parameters"]}
+    assert params["reference_clip"]["parameter_has_default"], params["reference_clip"]
+    assert all(p["parameter_has_default"] for name, p in params.items() if name != "text"), params
+    labels = [r["label"] for r in endpoint["returns"]]
+    assert labels and not [label for label in labels if not label or label.startswith("value_")], labels
+    assert "Status" in labels, labels
+
+
+def test_typed_transcript_shows_in_the_reference_report(client: Client) -> None:
+    """The voice panel's "What the clip says" box reaches the profile: the report names the typed words."""
+    clip = handle_file(str(VOICES / "lj_female_us.wav"))
+    words = "printing in the only sense with which we are at present concerned"
+    plain = client.predict(UPLOAD, "lj_female_us", clip, "", api_name="/reference_report")
+    typed = client.predict(UPLOAD, "lj_female_us", clip, words, api_name="/reference_report")
+    assert "Transcript (typed)" not in plain
+    assert f'Transcript (typed): "{words}"' in typed
+
+
+def test_normalisation_toggle_reaches_the_engine(client: Client) -> None:
+    """The Settings checkbox: on reads "3/14/2026" as a date, off as written; the audio differs."""
+    text = "On 3/14/2026 Dr. Smith paid $1,234.56."
+
+    def speak(normalize: bool) -> np.ndarray:
+        job = client.submit(text, OWN, None, None, 1.0, 1.0, 0, False, "", normalize, api_name="/generate")
+        _stream, full, _files, status, _figures, _captions, _live = job.result()
+        assert status.startswith("✓"), status
+        audio, _rate = sf.read(full, dtype="float32")
+        return audio
+
+    on, off = speak(True), speak(False)
+    assert len(on) != len(off) or not np.array_equal(on, off)
+    assert np.array_equal(on, speak(True))  # the toggle, not the run, makes the difference

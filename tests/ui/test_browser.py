@@ -1,0 +1,584 @@
+"""A real browser (Debian's chromium, driven by Playwright): upload, five lines, streaming, line players;
+error states, the phone layout and saved voices.
+
+The server runs with a PATH that has no ffmpeg, so streaming works only through the imageio-ffmpeg
+wheel's binary (tts_app/ffmpeg_path.py). While the page plays the live stream, a Web Audio tap records
+exactly what the page's live player (Web Audio fed from /live/{token}) renders, and the test aligns that
+against the joined file the server wrote, to measure any silence the streaming path inserted at chunk
+boundaries, and the time from the click to the player's first sound (tests/artifacts/stream_gaps.json; figures go to BENCHMARKS.md).
+Stalls, late pieces and inserted silence are asserted; timings are not.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+import soundfile as sf
+
+from tts_app.assets import BUILTIN_VOICES_DIR
+from tests.support.app_server import serve_app
+from tests.support.paths import REPO
+from tests.support.stream_gaps import caption_sync, measure_gaps, stall_problems
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+REFERENCE = BUILTIN_VOICES_DIR / "f5_ref_en.wav"
+VISITOR_TYPES_S = 2.0
+LONG_LINE = (
+    "The last line is much longer than the others, so that it is still being decoded "
+    "while the first line is already playing: the small boy put the worm on the hook, "
+    "the box was thrown beside the parked truck, four hours of steady work faced us, "
+    "a large size in stockings is hard to sell, the salt breeze came across from the sea, "
+    "and the girl at the booth sold fifty bonds before the long day was over."
+)
+LISTEN_AT_MOST_S = 40  # how much of the live stream the gap measurement listens to (all of it: ~32 s)
+LINES = [
+    "The birch canoe slid on the smooth planks.",
+    "Glue the sheet to the dark blue background.",
+    "It's easy to tell the depth of a well.",
+    "These days a chicken leg is a rare dish.",
+    LONG_LINE,
+]
+ARTIFACTS_REFUSED = REPO / "tests" / "artifacts" / "browser_refused.png"
+PHONE = {"width": 390, "height": 844}
+TABS = ["Speak", "A/B listening", "Document", "History", "Pronunciation", "API"]
+
+# Runs before the page's own scripts: taps the live player's output to record what it plays, and notes
+# when it starts playing and when each line player appears. (The HLS player, which the page uses only
+# when no live channel is free, is tapped the same way.)
+TAP_SCRIPT = r"""
+(() => {
+  const probe = { rate: 0, chunks: [], events: [], firstPlayingAt: null, firstSoundAt: null, linesAt: {}, captions: [] };
+  window.__probe = probe;
+  const record = (e) => {
+    probe.chunks.push(new Float32Array(e.inputBuffer.getChannelData(0)));
+    // the caption highlighted while this buffer plays: [buffer index, word start, word end] (take seconds)
+    const now = document.querySelector('#live-captions .captions span.now');
+    probe.captions.push([probe.chunks.length - 1, now ? +now.dataset.s : null, now ? +now.dataset.e : null]);
+  };
+  window.__ttsLiveTap = (ctx, node) => {  // called by the page's live player with its output node
+    const tap = ctx.createScriptProcessor(4096, 1, 1);
+    probe.rate = ctx.sampleRate;
+    tap.onaudioprocess = record;
+    node.connect(tap);
+    tap.connect(ctx.destination);
+    const poll = setInterval(() => {  // first sound: the context's clock reaches the first scheduled piece
+      const live = window.ttsLive;
+      if (live && live.ctx === ctx && live.firstStart !== null && ctx.currentTime >= live.firstStart) {
+        probe.firstSoundAt = probe.firstPlayingAt = performance.now();
+        clearInterval(poll);
+      }
+    }, 5);
+  };
+  const originalPlay = HTMLMediaElement.prototype.play;
+  HTMLMediaElement.prototype.play = function () {
+    try {
+      if (!this.__tapped && this.closest && this.closest('#stream-player')) {
+        this.__tapped = true;
+        const ctx = new AudioContext();
+        const source = ctx.createMediaElementSource(this);
+        const tap = ctx.createScriptProcessor(4096, 1, 1);
+        probe.rate = ctx.sampleRate;
+        tap.onaudioprocess = record;
+        source.connect(tap);
+        tap.connect(ctx.destination);
+        ctx.resume();
+        const media = this;
+        const poll = setInterval(() => {  // first sound: the clock of the player moves
+          if (media.currentTime > 0) { probe.firstSoundAt = performance.now(); clearInterval(poll); }
+        }, 5);
+        for (const name of ['playing', 'waiting', 'stalled', 'ended']) {
+          this.addEventListener(name, () => {
+            probe.events.push([name, performance.now(), this.currentTime]);
+            if (name === 'playing' && probe.firstPlayingAt === null) probe.firstPlayingAt = performance.now();
+          });
+        }
+      }
+    } catch (err) { console.log('tap failed: ' + err); }
+    return originalPlay.apply(this, arguments);
+  };
+  new MutationObserver(() => {
+    const count = document.querySelectorAll('#line-players .line-player a[download]').length;
+    if (count && !(count in probe.linesAt)) probe.linesAt[count] = performance.now();
+  }).observe(document, { childList: true, subtree: true });
+  probe.capturedPcm16 = () => {
+    const total = probe.chunks.reduce((n, c) => n + c.length, 0);
+    const pcm = new Int16Array(total);
+    let at = 0;
+    for (const c of probe.chunks) {
+      for (let i = 0; i < c.length; i++) pcm[at++] = Math.max(-32768, Math.min(32767, Math.round(c[i] * 32767)));
+    }
+    const bytes = new Uint8Array(pcm.buffer);
+    let binary = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    return btoa(binary);
+  };
+})();
+"""
+
+
+def _require_browser() -> None:
+    if Path(CHROMIUM).exists():
+        return
+    if os.environ.get("TTS_APP_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"{CHROMIUM} is missing (apt-get install chromium chromium-driver)")
+    pytest.skip(f"{CHROMIUM} is not installed")
+
+
+@pytest.fixture(scope="module")
+def path_without_ffmpeg(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A PATH of one directory linking every program on the current PATH except ffmpeg and ffprobe."""
+    bin_dir = tmp_path_factory.mktemp("bin-without-ffmpeg")
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        if not os.path.isdir(directory):
+            continue
+        for entry in os.scandir(directory):
+            target = bin_dir / entry.name
+            if entry.name in ("ffmpeg", "ffprobe") or target.exists() or target.is_symlink():
+                continue
+            if entry.is_file() and os.access(entry.path, os.X_OK):
+                target.symlink_to(entry.path)
+    assert shutil.which("ffmpeg", path=str(bin_dir)) is None
+    return str(bin_dir)
+
+
+@pytest.fixture(scope="module")
+def server(artifacts_dir: Path, path_without_ffmpeg: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app with no system ffmpeg on its PATH and a fresh saved-voices directory."""
+    voices = tmp_path_factory.mktemp("saved-voices")
+    log = artifacts_dir / "app_server_browser.log"
+    with serve_app(log, {"PATH": path_without_ffmpeg, "TTS_APP_VOICES_DIR": str(voices)}) as (base, _process):
+        # Time to first sound is a warm server's figure: wait for the model's background load
+        # (a visitor who comes while it loads sees "Loading the model…" first).
+        _wait_ready(base)
+        yield base
+    assert "ffmpeg from the imageio-ffmpeg wheel" in log.read_text(errors="replace")
+
+
+def _wait_ready(base: str, timeout_s: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while httpx.get(f"{base}/readyz", timeout=10).status_code != 200:
+        assert time.monotonic() < deadline, "the engine did not load"
+        time.sleep(0.25)
+    assert httpx.get(f"{base}/healthz", timeout=10).json() == {"status": "ok", "engine": "ready"}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _open(browser: Any, base: str, viewport: dict[str, int], errors: list[str] | None = None) -> Any:
+    page = browser.new_page(viewport=viewport)
+    page.add_init_script(TAP_SCRIPT)
+    if errors is not None:
+        page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc} {getattr(exc, 'stack', '')}"))
+        page.on("console", lambda msg: errors.append(f"console: {msg.text}") if msg.type == "error" else None)
+    page.goto(base + "/", wait_until="domcontentloaded")
+    page.wait_for_selector("#generate-btn", timeout=60_000)
+    return page
+
+
+def _status(page: Any) -> str:
+    return page.inner_text("#run-status")
+
+
+def _wait_status(page: Any, text: str, timeout_ms: int = 180_000) -> None:
+    page.wait_for_function(
+        "t => document.querySelector('#run-status')?.innerText.includes(t)", arg=text, timeout=timeout_ms
+    )
+
+
+# Gradio's per-component status pills; the toast (which has its own "Error" title) is not one of them.
+ERROR_PILLS_JS = """() => [...document.querySelectorAll('[data-testid="status-tracker"]')]
+  .filter(t => t.querySelector('span.error') && !t.classList.contains('hide') && getComputedStyle(t).opacity !== '0'
+    && t.offsetParent !== null)
+  .map(t => (t.closest('[id]')?.id || '?') + ': ' + t.className)"""
+
+
+def _upload_reference(page: Any, clip: Path, wait_for: str) -> None:
+    page.get_by_label("Upload or record").check()
+    page.locator("#reference-upload input[type=file]").set_input_files(str(clip))
+    page.wait_for_function(
+        "t => document.querySelector('#reference-report')?.innerText.includes(t)", arg=wait_for, timeout=60_000
+    )
+
+
+def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Path) -> None:
+    segment_requests: list[str] = []
+    errors: list[str] = []
+    page = _open(browser, server, {"width": 1360, "height": 900}, errors)
+    page.on("request", lambda r: segment_requests.append(r.url) if "/live/" in r.url or "/stream/" in r.url else None)
+    page.evaluate(
+        "() => { window.__statuses = []; new MutationObserver(() => {"
+        " const t = document.querySelector('#run-status')?.innerText;"
+        " if (t && window.__statuses[window.__statuses.length - 1] !== t) window.__statuses.push(t); })"
+        ".observe(document.body, {childList: true, subtree: true, characterData: true}); }"
+    )
+
+    # Voice: upload a reference clip; the page switches to it and shows its report.
+    _upload_reference(page, REFERENCE, "f5_ref_en.wav")
+    # The visitor reads the report and types: the page analyses the clip meanwhile (prepare_voice), as it
+    # would while anyone types five lines. Time to first sound is measured from the click after that.
+    time.sleep(VISITOR_TYPES_S)
+
+    # Text: five lines; streaming on; Generate.
+    page.locator("#text-input textarea").fill("\n".join(LINES))
+    toggle = page.locator("#streaming-toggle input[type=checkbox]")
+    if not toggle.is_checked():
+        toggle.check()
+    clicked_at = page.evaluate("() => performance.now()")
+    page.click("#generate-btn")
+
+    # The live player sounds before the last line has finished.
+    page.wait_for_function("() => window.__probe.firstSoundAt !== null", timeout=120_000)
+    probe = page.evaluate(
+        "() => ({playing: window.__probe.firstPlayingAt, sound: window.__probe.firstSoundAt, lines: window.__probe.linesAt})"
+    )
+    last_line_at = probe["lines"].get(str(len(LINES)))
+    assert last_line_at is None or probe["sound"] < last_line_at, probe
+
+    # At the end, one line player per line holds audio.
+    _wait_status(page, "Done")
+    engine_first_audio_s = float(_status(page).split("first audio ")[1].split(" s")[0])
+    count = len(LINES)
+    page.wait_for_function(
+        f"() => document.querySelectorAll('#line-players .line-player a[download]').length === {count}", timeout=30_000
+    )
+    page.wait_for_function(  # each player has loaded its audio and shows its length
+        "n => { const d = [...document.querySelectorAll('#line-players .line-player time#duration')];"
+        " return d.length === n && d.every(e => e.textContent && e.textContent !== '0:00'); }",
+        arg=count,
+        timeout=30_000,
+    )
+    hrefs = page.eval_on_selector_all("#line-players .line-player a[download]", "els => els.map(e => e.href)")
+    assert len(hrefs) == count and all(h.endswith(".wav") for h in hrefs), hrefs
+    line_seconds = []
+    for href in hrefs:
+        audio, rate = sf.read(io.BytesIO(httpx.get(href, timeout=30).content), dtype="float32")
+        assert len(audio) > rate // 2 and np.abs(audio).max() > 0.01
+        line_seconds.append(len(audio) / rate)
+    full_href = page.eval_on_selector("#full-player a[download]", "e => e.href")
+    sent, sent_rate = sf.read(io.BytesIO(httpx.get(full_href, timeout=30).content), dtype="float32")
+    statuses = page.evaluate("() => window.__statuses")
+    assert any("Analysing the reference" in s for s in statuses), statuses
+    page.screenshot(path=str(artifacts_dir / "browser_streaming.png"), full_page=True)
+    page.locator("#live-player").scroll_into_view_if_needed()  # the live stream still plays: its captions follow it
+    page.screenshot(path=str(artifacts_dir / "browser_captions.png"), full_page=False)
+
+    # Listen to the live player until it ends or for LISTEN_AT_MOST_S, then measure what it inserted.
+    page.wait_for_function(
+        f"() => (window.ttsLive && window.ttsLive.ended) "
+        f"|| performance.now() - window.__probe.firstPlayingAt > {LISTEN_AT_MOST_S * 1000}",
+        timeout=(LISTEN_AT_MOST_S + 60) * 1000,
+    )
+    time.sleep(0.5)
+    played_rate = page.evaluate("() => window.__probe.rate")
+    pcm = base64.b64decode(page.evaluate("() => window.__probe.capturedPcm16()"))
+    events = page.evaluate("() => window.__probe.events")
+    underruns = page.evaluate("() => window.ttsLive.underruns.map(u => [u[0], u[1] * 1000])")
+    arrivals = page.evaluate("() => window.ttsLive.arrivals")
+    arrivals = [[round(at - clicked_at, 1), round(seconds, 3)] for at, seconds in arrivals]
+    page_gap_s = page.evaluate("() => +(document.querySelector('#live-player .live')?.dataset.gap || 0)")
+    caption_samples = page.evaluate("() => window.__probe.captions")
+    buffer_len = page.evaluate("() => window.__probe.chunks.length ? window.__probe.chunks[0].length : 0")
+    fetches = page.evaluate(  # when the player fetched its playlist and segments, in the page's clock
+        "() => performance.getEntriesByType('resource').filter(e => e.name.includes('/live/'))"
+        ".filter(e => e.startTime < window.__probe.firstSoundAt + 500)"
+        ".map(e => [e.name.split('/').pop().split('?')[0].slice(-12), e.startTime, e.responseEnd])"
+    )
+    played = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32767
+    page.close()
+
+    sf.write(artifacts_dir / "browser_played.wav", played, played_rate)
+    report = measure_gaps(played, played_rate, sent, sent_rate)
+    stalls = [e for e in events if e[0] in ("waiting", "stalled") and e[2] > 0]
+    stalls += [["late piece", at, gap_ms] for at, gap_ms in underruns]
+    result = {
+        "gaps": report.as_dict(),
+        "stream_requests": len(segment_requests),
+        "stalls_after_start": len(stalls),
+        "late_pieces_ms": [[round(at - clicked_at, 1), round(gap_ms, 1)] for at, gap_ms in underruns],
+        "live_expected_gap_s": page_gap_s,
+        "live_pieces": arrivals,
+        "time_to_first_sound_ms": round(probe["sound"] - clicked_at, 1),
+        "time_to_play_ms": round(probe["playing"] - clicked_at, 1),
+        "engine_first_audio_ms": round(engine_first_audio_s * 1000, 1),
+        "last_line_done_ms": round(last_line_at - clicked_at, 1) if last_line_at else None,
+        "line_seconds": [round(s, 2) for s in line_seconds],
+        "sent_seconds": round(len(sent) / sent_rate, 2),
+        "played_seconds": round(len(played) / played_rate, 2),
+        "statuses": statuses,
+        "console_errors": errors,
+        "first_fetches_ms": [[name, round(a - clicked_at, 1), round(b - clicked_at, 1)] for name, a, b in fetches],
+        "events": [[name, round(at - clicked_at, 1), position] for name, at, position in events],
+    }
+    sync = caption_sync(caption_samples, buffer_len, played_rate, report.start_offset_ms / 1000)
+    result["captions"] = sync
+    (artifacts_dir / "stream_gaps.json").write_text(json.dumps(result, indent=2))
+    assert not [e for e in errors if "is not a function" in e], errors
+    assert report.windows > 50, result
+    listened_s = min(len(sent) / sent_rate, len(played) / played_rate)
+    assert report.compared_s > 0.8 * listened_s, result
+    # No gaps at chunk boundaries: the played timeline drifts by under 50 ms over the whole stream, no
+    # step over 25 ms, and the sent audio is found in what was played (a stall past the search fails too).
+    assert stall_problems(report) == [], result
+    # What the player itself saw: no piece came after its predecessor had finished playing, and the
+    # player never waited for data once it had started.
+    assert result["late_pieces_ms"] == [], result
+    assert stalls == [], result
+    # Captions: the highlighted word is the one being played (within 100 ms, 9 samples in 10),
+    # and the highlight moves through the words.
+    assert sync["words_highlighted"] >= 10, sync
+    assert sync["p90_error_ms"] <= 100, sync
+
+
+# The newest error toast only: Gradio stacked each refusal's message in one growing "Error (3)" box.
+VISIBLE_ERROR_TOASTS_JS = (
+    "() => [...document.querySelectorAll('[data-testid=toast-text].error')].filter(e => e.offsetParent !== null)"
+    ".map(e => e.innerText)"
+)
+
+
+def _expect_refusal(page: Any, message: str) -> None:
+    """A refused run: one toast (earlier ones replaced), its message in the status box, no error pill,
+    and the last run's players, files and figures cleared (nothing under the error looks like its result)."""
+    page.click("#generate-btn")
+    _wait_status(page, message, timeout_ms=60_000)
+    page.wait_for_selector("[data-testid=toast-body]", timeout=10_000)
+    status = _status(page)
+    assert "Not spoken" in status and message in status, status
+    time.sleep(0.5)  # the error event's status update lands after the last yield
+    page.screenshot(path=str(ARTIFACTS_REFUSED), full_page=True)
+    assert page.evaluate(ERROR_PILLS_JS) == []
+    assert page.locator("#full-player a[download]").count() == 0
+    assert page.locator("#run-figures tbody tr").count() == 0
+    toasts = page.evaluate(VISIBLE_ERROR_TOASTS_JS)
+    assert len(toasts) == 1 and message in toasts[0], toasts
+
+
+def test_refused_runs_leave_the_page_readable(server: str, browser: Any, artifacts_dir: Path, tmp_path: Path) -> None:
+    page = _open(browser, server, {"width": 1360, "height": 900})
+    page.locator("#streaming-toggle input[type=checkbox]").uncheck()
+    page.locator("#text-input textarea").fill(LINES[0])
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    page.wait_for_selector("#full-player a[download]", timeout=30_000)
+    page.wait_for_selector("#run-figures tbody tr", state="attached", timeout=30_000)
+
+    page.locator("#text-input textarea").fill("")
+    _expect_refusal(page, "Enter some text")
+    page.locator("#text-input textarea").fill("😀 🎉 👍")
+    _expect_refusal(page, "nothing to speak")  # the text stage's one-line reason, replacing the first toast
+
+    not_audio = tmp_path / "notes.wav"
+    not_audio.write_text("this is not audio\n" * 100)
+    _upload_reference(page, not_audio, "cannot be used")
+    page.locator("#text-input textarea").fill(LINES[0])
+    _expect_refusal(page, "cannot be used")
+    page.close()
+
+
+def test_phone_layout_never_scrolls_sideways(server: str, browser: Any, artifacts_dir: Path) -> None:
+    page = _open(browser, server, PHONE)
+    page.locator("#text-input textarea").fill("\n".join(LINES[:2]))
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    page.wait_for_selector("#run-figures table", timeout=30_000)
+    widths = {}
+    cell_heights: list[float] = []
+    for tab in TABS:
+        _open_tab(page, tab)
+        time.sleep(0.8)
+        widths[tab] = page.evaluate("() => document.scrollingElement.scrollWidth")
+        cell_heights += page.eval_on_selector_all(  # tables keep one line per cell (no letter-per-line columns)
+            "#run-figures thead th, #run-figures tbody td, #history-table thead th, #history-table tbody td",
+            "els => els.filter(e => e.offsetParent !== null).map(e => e.getBoundingClientRect().height)",
+        )
+        if tab == "Document":
+            _assert_upload_icon_clear_of_its_label(page)
+        page.screenshot(path=str(artifacts_dir / f"phone_{tab.split()[0].replace('/', '').lower()}.png"), full_page=True)
+    assert all(w <= PHONE["width"] for w in widths.values()), widths
+    assert cell_heights and max(cell_heights) < 60, cell_heights
+    page.close()
+
+
+def _voice_choices(page: Any, elem_id: str) -> list[str]:
+    page.click(f"#{elem_id} input")
+    time.sleep(0.3)
+    options = page.eval_on_selector_all("ul li.item", "els => els.map(e => e.innerText.replace('✓', '').trim())")
+    page.keyboard.press("Escape")
+    return options
+
+
+TAB_CONTENT = {"Speak": "#generate-btn", "A/B listening": "#ab-render", "Document": "#document-read", "History": "#history-table", "Pronunciation": "#lexicon-table", "API": "#api-help"}
+
+
+def _open_tab(page: Any, name: str) -> None:
+    """Open a tab and wait for its content; on a phone the later tabs sit in the "More tabs" menu."""
+    tab = page.get_by_role("tab", name=name)
+    if tab.count() and tab.first.is_visible():
+        tab.first.click()
+    else:
+        page.click("[aria-label='More tabs']")
+        page.locator(".overflow-dropdown button", has_text=name).first.click()
+    page.wait_for_selector(TAB_CONTENT[name], state="visible", timeout=10_000)
+
+
+def test_save_list_and_delete_a_voice(server: str, browser: Any, artifacts_dir: Path) -> None:
+    page = _open(browser, server, {"width": 1360, "height": 900})
+    _upload_reference(page, REFERENCE, "f5_ref_en.wav")
+    name_box = page.locator("#save-voice-name textarea, #save-voice-name input").first
+    name_box.fill("no spaces allowed")
+    page.click("#save-voice-btn")
+    page.wait_for_function(
+        "() => document.querySelector('#voice-library-status')?.innerText.includes('invalid voice name')", timeout=30_000
+    )
+    name_box.fill("browser_test_voice")
+    page.click("#save-voice-btn")
+    page.wait_for_function(
+        "() => document.querySelector('#voice-library-status')?.innerText.includes('Saved')", timeout=60_000
+    )
+    # The voice is this visitor's own: API callers (and other visitors) never get it.
+    assert "browser_test_voice" not in httpx.get(server + "/v1/audio/voices", timeout=10).json()["voices"]
+    assert page.locator("#voice-mode input[value='Built-in voice']").is_checked()  # saving switched to the list
+    assert "browser_test_voice" in _voice_choices(page, "builtin-voice")
+    _open_tab(page, "A/B listening")  # the tab re-reads the library when opened
+    time.sleep(1.0)
+    assert "browser_test_voice" in _voice_choices(page, "ab-voice-a")
+
+    # Speak with the saved voice (picked by name), then delete it.
+    _open_tab(page, "Speak")
+    page.locator("#builtin-voice input").fill("browser_test_voice")
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "() => document.querySelector('#reference-report')?.innerText.includes('Saved voice')", timeout=30_000
+    )
+    page.click("#delete-voice-btn")
+    page.wait_for_function(
+        "() => document.querySelector('#voice-library-status')?.innerText.includes('Deleted')", timeout=30_000
+    )
+    assert "browser_test_voice" not in _voice_choices(page, "builtin-voice")
+    page.locator("#voice-mode input[value='Upload or record']").check()  # the save box shows again
+    name_box.wait_for(state="visible", timeout=10_000)
+    assert name_box.input_value() == ""  # the deleted name is not offered for saving again
+    page.close()
+    # The saved voice's preview went out as 16-bit samples: Gradio converted float32 with a warning each time.
+    assert "to 16-bit int format" not in (artifacts_dir / "app_server_browser.log").read_text(errors="replace")
+
+
+def _engine_stats(base: str) -> dict:
+    posted = httpx.post(f"{base}/gradio_api/call/engine_stats", json={"data": []}, timeout=30).json()
+    text = httpx.get(f"{base}/gradio_api/call/engine_stats/{posted['event_id']}", timeout=60).text
+    return json.loads(text.split("event: complete\ndata: ", 1)[1].split("\n", 1)[0])[0]
+
+
+def test_closing_the_page_cancels_its_run(server: str, browser: Any) -> None:
+    page = _open(browser, server, {"width": 1360, "height": 900})
+    before = _engine_stats(server)
+    page.locator("#text-input textarea").fill("\n".join([LONG_LINE] * 6))
+    page.click("#generate-btn")
+    _wait_status(page, "Speaking", timeout_ms=120_000)  # audio is coming: the run is in the engine
+    page.close(run_before_unload=True)  # the tab goes away; Gradio tells the server (unload)
+    deadline = time.monotonic() + 30
+    while True:
+        stats = _engine_stats(server)
+        if stats["active"] == 0 and stats["queued"] == 0:
+            break
+        assert time.monotonic() < deadline, stats
+        time.sleep(0.2)
+    assert stats["cancelled"] > before["cancelled"], (before, stats)
+    assert stats["finished"] - before["finished"] < 6, "every line ran to its end after the page closed"
+
+
+DOCUMENT = """# Opening
+
+The birch canoe slid on the smooth planks. Glue the sheet to the *dark blue* background.
+
+# Closing
+
+It's easy to tell the depth of a well.
+"""
+
+
+# Gradio's queue text ("processing | 0.3/4.6s") shown inside the Document tab's progress box.
+VISIBLE_QUEUE_TEXT_JS = """() => [...document.querySelectorAll('#document-progress [data-testid=status-tracker]')]
+  .filter(e => e.offsetParent !== null && Number(getComputedStyle(e).opacity) > 0 && e.innerText.trim())
+  .map(e => e.innerText.trim())"""
+
+
+def _assert_upload_icon_clear_of_its_label(page: Any) -> None:
+    """The Document tab's upload icon is not under the upload box's label (it was half hidden at 120 px)."""
+    boxes = page.evaluate("""() => {
+      const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+      const u = document.querySelector('#document-upload');
+      return [box(u.querySelector('[data-testid=block-label]')), box(u.querySelector('[data-testid=upload-icon]'))];
+    }""")
+    (l1, t1, r1, b1), (l2, t2, r2, b2) = boxes
+    assert r2 > l2 and b2 > t2, boxes  # the icon is shown
+    assert r1 <= l2 or r2 <= l1 or b1 <= t2 or b2 <= t1, boxes
+
+
+def test_a_document_job_survives_a_reload(server: str, browser: Any, artifacts_dir: Path) -> None:
+    page = _open(browser, server, {"width": 1360, "height": 900})
+    _open_tab(page, "Document")
+    page.locator("#document-text textarea").fill(DOCUMENT)
+    _assert_upload_icon_clear_of_its_label(page)
+    page.click("#document-read")
+    queue_texts, link_sets, audio_players = set(), set(), set()
+    deadline = time.monotonic() + 180
+    while page.evaluate("() => document.querySelector('#document-progress .doc-progress')?.dataset.status") != "finished":
+        assert time.monotonic() < deadline, "the document job did not finish"
+        queue_texts.update(page.evaluate(VISIBLE_QUEUE_TEXT_JS))  # from the click on: the start event showed it
+        link_sets.add(tuple(page.eval_on_selector_all("#document-progress a[download]", "els => els.map(e => e.textContent)")))
+        audio_players.add(page.locator("#document-progress audio").count())
+        time.sleep(0.05)
+    page.wait_for_function("() => new URL(location).searchParams.get('job')", timeout=60_000)
+    job_id = page.evaluate("() => new URL(location).searchParams.get('job')")
+    assert audio_players <= {0, 1} and 1 in audio_players  # audio plays from the start
+    link_sets.add(tuple(page.eval_on_selector_all("#document-progress a[download]", "els => els.map(e => e.textContent)")))
+    assert not queue_texts, queue_texts  # Gradio's "processing | 0.3/4.6s" never shows in the progress box
+    assert link_sets <= {(), ("audio.wav", "audio.m4b", "audio.mp3", "captions.srt", "captions.vtt")}, link_sets
+    page.screenshot(path=str(artifacts_dir / "browser_document.png"), full_page=False)
+    # A new page at the same address (a reload, a bookmark) finds the job and its files.
+    again = browser.new_page(viewport={"width": 1360, "height": 900})
+    again.goto(server + f"/?job={job_id}", wait_until="domcontentloaded")
+    again.wait_for_function(
+        "() => document.querySelector('#document-progress .doc-progress')?.dataset.status === 'finished'", timeout=60_000
+    )
+    links = again.eval_on_selector_all("#document-progress a[download]", "els => els.map(e => e.getAttribute('href'))")
+    assert f"/v1/documents/{job_id}/audio.wav" in links and f"/v1/documents/{job_id}/captions.srt" in links
+    text = again.inner_text("#document-progress")
+    assert "Finished" in text and job_id in text, text
+    audio, rate = sf.read(io.BytesIO(httpx.get(server + f"/v1/documents/{job_id}/audio.wav", timeout=30).content), dtype="float32")
+    assert len(audio) / rate > 3
+    page.close()
+    again.close()

@@ -1,0 +1,273 @@
+"""The listener-first policy on the fake model with a simulated clock: deadlines, growing windows,
+admission by capacity, ETAs, classes of work, fair shares, starvation freedom.
+
+Only the fake backend's steps move the simulated clock, and arrivals happen inside steps (on the
+engine's worker thread), so every figure here is the same on any machine, however loaded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support.fake_backend import FakeBackend, SimClock, expected
+from tts_app.backends.base import RowInput, StepEstimate
+from tts_app.engine import Engine, EngineBusy
+from tts_app.engine import deadlines
+from tts_app.engine.qos_settings import QosSettings
+from tts_app.engine.request import Request
+from tts_app.engine.step_costs import StepCosts
+
+WORDS = 60  # 6 s of audio per stream
+
+
+def words(n: int, tag: str = "w") -> str:
+    return " ".join([tag] * n)
+
+
+def sim_engine(policy: str = "deadline", qos: QosSettings | None = None, max_batch_size: int = 16, **costs):
+    """An engine whose steps cost ``fixed_s + word_s * words`` simulated seconds."""
+    clock = SimClock()
+    backend = FakeBackend(clock=clock, fixed_s=costs.get("fixed_s", 0.01), word_s=costs.get("word_s", 0.02))
+    qos = qos if qos is not None else QosSettings(max_queue_wait_s=1e9)
+    engine = Engine(backend, max_batch_size=max_batch_size, max_wait_ms=0, max_queue=256, policy=policy, qos=qos, clock=clock)
+    return engine, backend, clock
+
+
+def run_all(handles, texts, seed=0):
+    for h, text in zip(handles, texts):
+        np.testing.assert_array_equal(h.result(timeout=30), expected(text, seed))
+
+
+# -- the pure policy ------------------------------------------------------------
+def _req(rid: int, play_deadline: float | None, stream: bool = True, submitted: float = 0.0) -> Request:
+    r = Request(RowInput(rid, "w"), id=rid, stream=stream, sample_rate=1000)
+    r.submitted_at, r.play_deadline, r.admitted_at = submitted, play_deadline, submitted
+    return r
+
+
+def test_pick_takes_the_nearest_deadlines_within_the_budget():
+    q = QosSettings(margin_s=0.1, min_step_s=0.05)
+    costs = StepCosts()
+    est = StepEstimate("k", 0.1, 0.1)
+    rows = [_req(1, 10.5), _req(2, 10.35), _req(3, 10.9), _req(4, 12.0)]
+    picked = deadlines.pick(rows, 10.0, lambda r: est, costs, q)
+    # earliest deadline 10.35: 0.25 s of budget -> the two nearest rows (0.2 s of work)
+    assert [r.id for r in picked] == [2, 1]
+
+
+def test_rows_holding_plenty_skip_while_a_listener_is_in_need():
+    q = QosSettings()
+    est = StepEstimate("k", 0.1, 0.01)
+    needy, rich, file_row = _req(1, 10.2), _req(2, 10.0 + q.plenty_s + 1), _req(3, None, stream=False, submitted=9.5)
+    picked = deadlines.pick([rich, needy, file_row], 10.0, lambda r: est, StepCosts(), q)
+    assert [r.id for r in picked] == [1]  # the rich row and the file (not yet overdue) skip
+    # Nobody in need: nothing is held back (no compute is left idle).
+    calm = deadlines.pick([rich, _req(4, 10.0 + q.low_s + 0.5)], 10.0, lambda r: est, StepCosts(), q)
+    assert {r.id for r in calm} == {2, 4}
+
+
+def test_an_overdue_file_steps_even_while_streams_are_in_need():
+    q = QosSettings()
+    est = StepEstimate("k", 0.1, 0.01)
+    overdue = _req(3, None, stream=False, submitted=10.0 - q.batch_gap_s - 0.1)
+    picked = deadlines.pick([_req(1, 10.2), overdue], 10.0, lambda r: est, StepCosts(), q)
+    assert [r.id for r in picked] == [3, 1]
+
+
+def test_step_costs_are_learnt_from_measured_steps():
+    costs = StepCosts()
+    small, big = StepEstimate("w64", 0.7, 0.05), StepEstimate("w160", 1.8, 0.05)
+    costs.learn([small, small], 0.2)  # first measurement: taken as it is
+    assert costs.row_cost(small) == pytest.approx(0.1)
+    assert costs.row_cost(big) == pytest.approx(0.05)  # another window size keeps its prior
+    # Steps of 1 and 3 rows that cost 0.04 s + 0.12 s a row: the fixed part and the row's part come apart.
+    for i in range(400):
+        n = 1 + 2 * (i % 2)
+        costs.learn([big] * n, 0.04 + 0.12 * n)
+    assert costs.fixed_s == pytest.approx(0.04, abs=2e-3)
+    assert costs.row_cost(big) == pytest.approx(0.12, abs=2e-3)
+    load = costs.stream_load(big)
+    assert load.per_stream == pytest.approx(0.12 / 1.8, rel=0.05)
+    assert load.places(0.85) == pytest.approx((0.85 - 0.04 / 1.8) / (0.12 / 1.8), rel=0.05)
+
+
+# -- the engine, simulated time -----------------------------------------------------
+def _stall_and_starts(handles):
+    return [h.stall_s for h in handles], [h.metrics.time_to_first_audio_s for h in handles]
+
+
+def test_a_burst_twice_the_capacity_stalls_nobody_under_deadlines_but_everyone_under_fifo():
+    texts = [words(WORDS) for _ in range(16)]
+    results = {}
+    for policy in ("fifo", "deadline"):
+        engine, _backend, _clock = sim_engine(policy)
+        with engine:
+            handles = engine.submit_many(texts, in_order=False)
+            run_all(handles, texts)
+            results[policy] = _stall_and_starts(handles)
+    fifo_stalls, _ = results["fifo"]
+    stalls, _ = results["deadline"]
+    assert sum(s > 0 for s in fifo_stalls) >= 8  # the old schedule: every row steps every step, all stutter
+    assert max(stalls) < 1e-9  # admitted streams are fed in time; the others wait in the queue
+
+
+def test_admission_stops_at_the_measured_capacity_and_the_eta_is_honest():
+    engine, backend, clock = sim_engine()
+    etas: dict[int, float] = {}
+    places_seen: list[int] = []
+
+    def on_step():
+        places_seen.append(sum(1 for r in engine._scheduler.running if r.stream))
+        if len(backend.batches) == 30:  # costs learnt: ask the queue what it expects
+            for r in engine._scheduler.waiting:
+                etas[r.id] = clock() + engine._eta(r)
+
+    backend.on_step = on_step
+    texts = [words(WORDS) for _ in range(12)]
+    with engine:
+        handles = engine.submit_many(texts, in_order=False)
+        run_all(handles, texts)
+        stats = engine.stats()
+    assert stats["stream_load"] == pytest.approx(0.2, rel=0.2)  # learnt: 0.02 s per word per 0.1 s of audio
+    assert max(places_seen) <= stats["stream_places"] == 3  # (0.85 - 0.1) / 0.2
+    started = {h.id: h._req.admitted_at for h in handles}
+    assert etas, "some requests were still queued at step 30"
+    for rid, eta in etas.items():
+        assert abs(started[rid] - eta) <= 0.3 * max(started[rid] - 0.0, 1.0), (rid, eta, started[rid])
+
+
+def test_windows_grow_once_the_listener_is_safe_and_the_audio_is_unchanged():
+    engine, backend, _clock = sim_engine(word_s=0.005, fixed_s=0.001)
+    text = words(200)
+    with engine:
+        h = engine.submit(text, seed=7)
+        chunks = list(h)
+    np.testing.assert_array_equal(np.concatenate(chunks), expected(text, 7))
+    sizes = [c.size // 100 for c in chunks]
+    assert sizes[0] == 1  # the first sound comes from the smallest window
+    assert max(sizes) >= 4 and sizes == sorted(sizes[:-1]) + sizes[-1:]  # then grow as the buffer does
+    assert len(chunks) < 80
+
+
+def test_a_file_uses_the_capacity_streams_leave_and_is_never_starved():
+    engine, backend, clock = sim_engine()
+    texts = [words(WORDS) for _ in range(12)]
+    with engine:
+        streams = engine.submit_many(texts, in_order=False)
+        doc = engine.submit(words(100), seed=3, stream=False)
+        run_all(streams, texts)
+        np.testing.assert_array_equal(doc.result(timeout=30), expected(words(100), 3))
+        admitted_streams = [h for h in streams if h._req.admitted_at == 0.0]
+    assert max(h.stall_s for h in admitted_streams) < 1e-9  # the file never made a listener wait
+    assert doc._req.finished_at < max(h._req.finished_at for h in streams)  # and it did not wait for them all
+
+
+def test_no_row_starves_when_more_is_admitted_than_the_machine_feeds():
+    # An operator who overrides the margin (or wrong costs) overloads the machine: every row still moves.
+    engine, backend, clock = sim_engine(qos=QosSettings(load_margin=10.0, max_queue_wait_s=1e9))
+    texts = [words(40, f"t{i}") for i in range(16)]
+    with engine:
+        handles = engine.submit_many(texts, in_order=False)
+        run_all(handles, texts)
+    last = {t: 0 for t in texts}
+    worst_gap = 0
+    for i, step in enumerate(backend.stepped):
+        for t in step:
+            worst_gap = max(worst_gap, i - last[t])
+            last[t] = i
+    assert worst_gap <= 16  # at most one row of each other stream between two steps of a row
+
+
+def test_a_wait_past_the_limit_is_refused_with_a_retry_time():
+    engine, backend, clock = sim_engine(qos=QosSettings(max_queue_wait_s=5.0))
+    refusals: list[EngineBusy] = []
+    accepted = []
+    internal = []
+
+    def on_step():
+        if len(backend.batches) == 20:
+            for _ in range(20):
+                try:
+                    accepted.append(engine.submit(words(WORDS), client=f"visitor{len(accepted) + len(refusals)}"))
+                except EngineBusy as exc:
+                    refusals.append(exc)
+            internal.append(engine.submit(words(WORDS)))
+
+    backend.on_step = on_step
+    with engine:
+        first = engine.submit_many([words(WORDS) for _ in range(4)], in_order=False)
+        for h in first:
+            h.result(timeout=30)
+        for h in accepted + internal:
+            h.result(timeout=30)
+    assert accepted and refusals
+    assert all(exc.retry_after_s is not None and exc.retry_after_s > 0 for exc in refusals)
+    assert "capacity" in str(refusals[0])
+    assert internal, "the app's own work (no client) is queued, not refused"
+
+
+def test_one_client_cannot_take_every_slot_or_queue_place():
+    engine, backend, clock = sim_engine(max_batch_size=8)  # client share 0.25: 2 slots, 64 queue places
+    texts = [words(WORDS) for _ in range(64)]
+    with engine:
+        flood = engine.submit_many(texts, client="flooder", in_order=False)
+        with pytest.raises(EngineBusy, match="this client"):
+            engine.submit(words(5), client="flooder")
+        other = engine.submit(words(5), seed=1, client="visitor")
+        np.testing.assert_array_equal(other.result(timeout=30), expected(words(5), 1))
+        assert other._req.admitted_at < 1.0  # it did not wait for the flooder's queue
+        for h in flood:
+            h.cancel()
+    assert max(backend.batches) <= 3
+
+
+def test_the_page_figures_show_each_line_s_stall():
+    from tts_app.ui.common.run_figures import FIGURE_HEADERS, RunFigures
+
+    engine, _backend, _clock = sim_engine("fifo")
+    texts = [words(WORDS) for _ in range(8)]
+    with engine:
+        handles = engine.submit_many(texts, in_order=False)
+        run_all(handles, texts)
+    figures = RunFigures()
+    for i, h in enumerate(handles):
+        figures.add_line(i + 1, texts[i], h.metrics.as_dict())
+    table = figures.table()
+    assert FIGURE_HEADERS[-1] == "stall (s)"
+    assert [row[-1] for row in table[:-1]] == [round(h.stall_s, 3) for h in handles]
+    assert table[-1][-1] == pytest.approx(sum(h.stall_s for h in handles), abs=0.01) and table[-1][-1] > 0
+    assert figures.summary()["stall_s"] == table[-1][-1]
+
+
+def test_a_page_s_lines_are_one_listener_they_start_together_and_are_due_in_turn():
+    engine, backend, _clock = sim_engine(qos=QosSettings(client_share=0.1, max_queue_wait_s=1e9), max_batch_size=8)
+    lines = [words(30, f"l{i}") for i in range(3)]
+    due: dict[int, float] = {}
+
+    def on_step():
+        if len(backend.batches) == 1:
+            rows = {r.id: r for r in engine._scheduler.running}
+            due.update({rid: deadlines.deadline(r, engine.qos) for rid, r in rows.items()})
+
+    backend.on_step = on_step
+    with engine:
+        handles = engine.submit_many(lines, client="page:one")  # a client share of one row, yet one listener
+        run_all(handles, lines)
+    assert len({h._req.admitted_at for h in handles}) == 1  # admitted together
+    first, second, third = (h.id for h in handles)
+    # Line 2 is due when line 1 (3 s of audio) has been heard, line 3 after line 2 as well.
+    assert due[second] > due[first] + 2.5 and due[third] > due[second] + 2.5
+    assert max(h.stall_s for h in handles[1:]) < 1e-9
+
+
+def test_the_servers_policy_comes_from_its_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tts_app.engine import app_policy
+
+    monkeypatch.delenv("TTS_APP_ENGINE_POLICY", raising=False)
+    assert app_policy() == "fifo"
+    monkeypatch.setenv("TTS_APP_ENGINE_POLICY", "deadline")
+    assert app_policy() == "deadline"
+    monkeypatch.setenv("TTS_APP_ENGINE_POLICY", "lottery")
+    with pytest.raises(ValueError, match="TTS_APP_ENGINE_POLICY must be one of fifo, deadline"):
+        app_policy()

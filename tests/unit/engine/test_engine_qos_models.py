@@ -1,0 +1,62 @@
+"""The listener-first policy on real models' rows (Qwen3-TTS and Chatterbox tiny checkpoints) with a
+simulated clock: a row far ahead of its listener skips steps while newcomers need them, no row starves,
+and each row's audio is the one it gets alone (the rows skipped do not change it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support.fake_backend import ClockedBackend, SimClock
+from tests.support.qwen3_tiny import tiny_backend as qwen3_tiny
+from tts_app.engine import Engine
+from tts_app.engine.qos_settings import QosSettings
+from tts_app.qwen3.sampling import SamplingParams
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+TEXTS = ["the first stream, long", "second", "third one", "and a fourth"]
+# The tiny checkpoints give milliseconds of audio (a codec frame: 1 ms): the policy's times scaled down 100x.
+TINY_QOS = QosSettings(margin_s=0.0015, first_audio_target_s=0.003, low_s=0.01, plenty_s=0.03, min_step_s=0.0005,
+                       batch_gap_s=0.02, grow_at_s=(), max_queue_wait_s=1e9)
+
+
+def _run(backend, clock, late_at_step: int):
+    """TEXTS[0] alone, then the rest arrive together once it is well ahead of its listener."""
+    engine = Engine(backend, max_batch_size=4, max_wait_ms=0, qos=TINY_QOS, clock=clock)
+    late: list = []
+
+    def on_step():
+        if len(backend.stepped) == late_at_step:
+            late.extend(engine.submit_many(TEXTS[1:], seed=3, in_order=False))
+
+    backend.on_step = on_step
+    with engine:
+        first = engine.submit(TEXTS[0], seed=3)
+        audio = [first.result(timeout=120)]
+        assert len(late) == 3, "the first row ended before the others came"
+        audio += [h.result(timeout=120) for h in late]
+        return first, late, audio, engine.stats()
+
+
+def test_qwen3_rows_ahead_of_their_listener_skip_steps_and_none_starves():
+    clock = SimClock()
+    inner = qwen3_tiny(max_batch=4, frames_per_step=2)
+    inner.sampling = SamplingParams(max_new_tokens=120, min_new_tokens=120)
+    backend = ClockedBackend(inner, clock, row_s=0.0002)  # a row's step (2 ms of audio) costs 0.2 ms
+    first, late, audio, stats = _run(backend, clock, late_at_step=30)
+    steps_with_late = [s for s in backend.stepped if any(h.id in s for h in late)]
+    skipped = [s for s in steps_with_late if first.id not in s]
+    assert skipped, "the first row, far ahead, stepped with every newcomer"
+    assert first.stall_s < 1e-9 and max(h.stall_s for h in late) < 1e-9
+    assert stats["step_costs"], "no step cost was learnt"
+    # Skipped steps change nothing: every row equals its solo run.
+    solo_clock = SimClock()
+    solo = Engine(ClockedBackend(qwen3_tiny(max_batch=4, frames_per_step=2), solo_clock, 0.0002), max_batch_size=1,
+                  max_wait_ms=0, policy="fifo", clock=solo_clock)
+    solo.backend.inner.sampling = inner.sampling
+    with solo:
+        for text, got in zip(TEXTS, audio):
+            alone = solo.submit(text, seed=3).result(timeout=120)
+            assert alone.shape == got.shape  # the same tokens: the same frames
+            assert np.abs(alone - got).max() <= 1e-4  # batched float sums differ in the last bits only
