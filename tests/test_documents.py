@@ -16,6 +16,7 @@ from tts_app.documents.job import ChapterMark
 from tts_app.engine import Engine
 from tts_app.text import TextError
 from tts_app.text.document import MAX_DOCUMENT_CHARS, parse_document
+from tts_app.engine.params import SpeechParams
 
 MARKDOWN = """Intro before any heading, with a [link](http://example.com/x) and `code`.
 
@@ -174,7 +175,7 @@ def test_documents_do_not_starve_one_line_requests(tmp_path: Path) -> None:
         time.sleep(0.01)
     waits = []
     for n in range(20):
-        handle = engine.submit(f"one line {n}", seed=n)
+        handle = engine.submit(f"one line {n}", SpeechParams(seed=n))
         handle.result(timeout=30)
         waits.append(handle.metrics.time_to_first_audio_s)
         time.sleep(0.01)

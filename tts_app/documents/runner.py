@@ -10,11 +10,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from tts_app.captions import shift
+from tts_app.engine.input_processing import resolve_params
+from tts_app.engine.params import SpeechParams
 from tts_app.text.document import DocumentPiece
 from tts_app.wav_io import GrowingWav
 
@@ -46,19 +49,16 @@ def _pause_after(piece: DocumentPiece, following: DocumentPiece | None) -> float
     return PARAGRAPH_PAUSE_S if piece.paragraph_end else PIECE_PAUSE_S
 
 
-def _submit(engine: Any, job: DocumentJob, index: int) -> Any:
+def _submit(engine: Any, job: DocumentJob, params: SpeechParams, index: int) -> Any:
     """Queue piece ``index``; while the engine queue is full, wait (a document is never refused midway)."""
     from tts_app.engine import EngineBusy
 
-    s = job.settings
+    piece_params = replace(params, seed=params.seed + index, stream=False)
     while True:
         if job.cancel_requested.is_set():
             raise _Cancelled
         try:
-            return engine.submit(
-                job.document.pieces[index].text, voice=s.voice, seed=s.seed + index, speed=s.speed,
-                voice_strength=s.voice_strength, normalize=s.normalize, stream=False,
-            )  # fmt: skip
+            return engine.submit(job.document.pieces[index].text, piece_params)
         except EngineBusy:
             time.sleep(BUSY_RETRY_S)
 
@@ -78,9 +78,10 @@ def run_job(job: DocumentJob, engine: Any, active: list[Any]) -> None:
     submitted = 0
     chapter = -1
     try:
+        params = resolve_params(job.settings)  # a named voice looked up once for every piece
         for index, piece in enumerate(pieces):
             while submitted < len(pieces) and len(pending) < IN_FLIGHT:
-                pending.append(_submit(engine, job, submitted))
+                pending.append(_submit(engine, job, params, submitted))
                 active[:] = list(pending)
                 submitted += 1
             handle = pending.popleft()

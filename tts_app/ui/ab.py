@@ -14,7 +14,8 @@ import numpy as np
 from tts_app.api.openai_speech import MODEL_ID
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.model_engines import ModelUnavailable, engine_for
-from tts_app.ui.handlers import resolve_profile
+from tts_app.engine.params import SpeechParams
+from tts_app.ui.handlers import resolve_page_params, spoken_without
 from tts_app.ui.history import Take, add_take
 from tts_app.ui.model_picker import check_model, model_dropdown
 from tts_app.ui.owner import owner_of
@@ -104,13 +105,15 @@ def _submit_pair(text: str, sides: list[dict[str, Any]], owner: str | None = Non
         raise UserError(f"The model cannot be loaded: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
     # A voice of the visitor's own goes as its profile; the others by name.
     voices = [None if side["voice"] == DEFAULT_VOICE else VISITOR_VOICES.get(owner, side["voice"]) or side["voice"] for side in sides]
-    profiles = [resolve_profile(voice) for voice in voices]
     handles: list[Any] = []
     try:
-        for side, profile, engine in zip(sides, profiles, engines, strict=True):
-            handles.append(
-                engine.submit(text, voice=profile, seed=side["seed"], speed=side["speed"], voice_strength=side["strength"])
-            )
+        asked = [SpeechParams(side["seed"], side["speed"], voice, voice_strength=side["strength"]) for side, voice in zip(sides, voices)]
+        params = [resolve_page_params(p) for p in asked]
+        for p, engine, side in zip(params, engines, sides, strict=True):
+            kept, note = spoken_without(p, [text], engine, side["model"])
+            if note:
+                gr.Warning(note)
+            handles.append(engine.submit(text, kept))
     except EngineBusy as exc:
         for handle in handles:
             handle.cancel()
