@@ -365,7 +365,7 @@ def render(t: Table, args, synth_kind, n_sentences, rtf, stream_worst, stream_sn
     ]
     if engine_diff is not None:
         lines.append(
-            f"- Through the engine (`submit(text, voice=profile, voice_strength={args.strength})`, its decoder windows "
+            f"- Through the engine (`submit(text, SpeechParams(voice=profile, voice_strength={args.strength}))`, its decoder windows "
             f"fed to `profile.streamer`): max |diff| {engine_diff:.2e} against `adapt` of its unadapted output."
         )
     lines.append("")
