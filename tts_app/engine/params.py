@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # types only: the engine core never imports the voice or text
 # What a caller may name a voice with; tts_app.engine.input_processing.resolve_params turns it into a VoiceProfile.
 VoiceRef = Union["VoiceProfile", str, Path, "tuple[np.ndarray, int]", None]
 
-SEED_MAX = 2**31 - 1
+SEED_MAX = 2**63 - 1  # what every backend's generator takes; the API allows less (2**31 - 1), a document adds its piece index
 MAX_LANGUAGE_CHARS = 16
 
 
