@@ -21,9 +21,10 @@ from common import load_backend, load_sentences, machine_info, markdown_table, p
 def _speak(backend, text: str) -> tuple[list[np.ndarray], list, float, float]:
     """(audio pieces, model words, wall s, CPU s) of one request through prepare/step."""
     from tts_app.backends.base import RowInput
+    from tts_app.engine.params import SpeechParams
 
     wall, cpu = time.perf_counter(), time.process_time()
-    (state,) = backend.prepare([RowInput(0, text, seed=0)])
+    (state,) = backend.prepare([RowInput(0, text, SpeechParams(seed=0))])
     pieces, words, done = [], [], False
     while not done:
         (out,) = backend.step([state])

@@ -162,6 +162,7 @@ def drive_backend(backend: Any, texts: Sequence[str], batch: int) -> BackendRun:
     from collections import deque
 
     from tts_app.backends.base import RowInput
+    from tts_app.engine.params import SpeechParams
 
     pending = deque(enumerate(texts))
     active: list[tuple[int, Any]] = []
@@ -171,7 +172,7 @@ def drive_backend(backend: Any, texts: Sequence[str], batch: int) -> BackendRun:
     while pending or active:
         admit = [pending.popleft() for _ in range(min(len(pending), batch - len(active)))]
         if admit:
-            states = backend.prepare([RowInput(i, text, seed=i) for i, text in admit])
+            states = backend.prepare([RowInput(i, text, SpeechParams(seed=i)) for i, text in admit])
             active += [(i, s) for (i, _), s in zip(admit, states)]
         outputs = backend.step([s for _, s in active])
         now = time.perf_counter() - t0

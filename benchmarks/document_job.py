@@ -49,6 +49,7 @@ def main() -> int:
     args = parse_args(__doc__, extra)
     from tts_app.documents import DocumentJobs, DocumentSettings
     from tts_app.engine import Engine
+    from tts_app.engine.params import SpeechParams
     from tts_app.text.document import parse_document
 
     info = machine_info()
@@ -78,7 +79,7 @@ def main() -> int:
         ttfa: list[float] = []
         n = 0
         while not all(j.status.over for j in running):
-            handle = engine.submit(sentences[n % len(sentences)], seed=n)
+            handle = engine.submit(sentences[n % len(sentences)], SpeechParams(seed=n))
             handle.result(timeout=300)
             ttfa.append(handle.metrics.time_to_first_audio_s or float("nan"))
             n += 1

@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 import common
 from tts_app.engine import Engine
+from tts_app.engine.params import SpeechParams
 
 NAME = "engine_load"
 _ENGINE_DEFAULTS = inspect.signature(Engine.__init__).parameters  # the table follows the engine's own defaults
@@ -78,7 +79,7 @@ def engine_server(engine: Any) -> Serve:
 
     def serve(text: str, seed: int) -> Served:
         t0 = time.perf_counter()
-        handle = engine.submit(text, seed=seed)
+        handle = engine.submit(text, SpeechParams(seed=seed))
         first, samples = float("nan"), 0
         for chunk in handle:
             if samples == 0 and chunk.size:
@@ -94,7 +95,7 @@ PRECISION = ["exact"]  # set from --precision in main(); every engine of the run
 
 def make_engine(threads: int, max_batch_size: int, max_wait_ms: float) -> Any:
     engine = Engine(common.load_backend(threads, PRECISION[0]), max_batch_size=max_batch_size, max_wait_ms=max_wait_ms)
-    engine.submit("Warm up.", seed=0).result()
+    engine.submit("Warm up.", SpeechParams(seed=0)).result()
     return engine
 
 

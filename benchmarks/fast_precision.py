@@ -41,8 +41,9 @@ def _extra_args(parser: argparse.ArgumentParser) -> None:
 # -- quality ---------------------------------------------------------------------------
 def synthesize(backend: Any, text: str, seed: int) -> np.ndarray:
     from tts_app.backends.base import RowInput
+    from tts_app.engine.params import SpeechParams
 
-    (state,) = backend.prepare([RowInput(0, text, seed=seed)])
+    (state,) = backend.prepare([RowInput(0, text, SpeechParams(seed=seed))])
     audio = []
     while True:
         (out,) = backend.step([state])

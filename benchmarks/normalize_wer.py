@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 from scipy.signal import resample_poly  # noqa: E402
 
 from benchmarks.voice_similarity import cpu_name, word_errors  # noqa: E402
+from tts_app.engine.params import SpeechParams  # noqa: E402
 
 logger = logging.getLogger("normalize_wer")
 SENTENCES = REPO_ROOT / "benchmarks" / "data" / "normalization_sentences.tsv"
@@ -81,9 +82,9 @@ def main() -> int:
     try:
         for written, words in pairs:
             runs = {
-                "normalised": engine.submit(written, seed=1),
-                "by hand": engine.submit(words, seed=1),
-                "not normalised": engine.submit(written, seed=1, normalize=False),
+                "normalised": engine.submit(written, SpeechParams(seed=1)),
+                "by hand": engine.submit(words, SpeechParams(seed=1)),
+                "not normalised": engine.submit(written, SpeechParams(seed=1, normalize=False)),
             }
             hyps = {k: asr(h.result(timeout=300), engine.sample_rate) for k, h in runs.items()}
             for k, hyp in hyps.items():

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 import common
 from tts_app.engine import Engine, EngineBusy, RequestStatus
+from tts_app.engine.params import SpeechParams
 
 NAME = "stream_qos"
 BURSTS = (0.5, 0.75, 1.0, 1.5)
@@ -81,7 +82,7 @@ class Listened:
 
 async def _listen(engine: Engine, text: str, seed: int, out: Listened) -> None:
     try:
-        handle = engine.submit(text, seed=seed)
+        handle = engine.submit(text, SpeechParams(seed=seed))
     except EngineBusy:
         out.refused = True
         return
@@ -162,7 +163,7 @@ def _summary(outs: Sequence[Listened], wall_s: float) -> dict[str, Any]:
 def _capacity(engine: Engine, text: str) -> float:
     engine.submit(text).result(timeout=600)  # the text's shapes, warm
     t0 = time.perf_counter()
-    handles = [engine.submit(text, seed=i, stream=False) for i in range(16)]
+    handles = [engine.submit(text, SpeechParams(seed=i, stream=False)) for i in range(16)]
     audio = sum(h.result(timeout=600).size for h in handles) / engine.sample_rate
     return audio / (time.perf_counter() - t0)
 

@@ -43,6 +43,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 from scipy.signal import resample_poly  # noqa: E402
+from tts_app.engine.params import SpeechParams  # noqa: E402
 
 logger = logging.getLogger("voice_similarity")
 
@@ -72,14 +73,14 @@ class Synth:
 
     def __call__(self, text: str) -> np.ndarray:
         if self.engine is not None:
-            return np.asarray(self.engine.submit(text, voice=None, seed=0).result(), dtype=np.float32)
+            return np.asarray(self.engine.submit(text, SpeechParams(voice=None, seed=0)).result(), dtype=np.float32)
         return np.concatenate([c.audio_float_array for c in self.voice.synthesize(text)]).astype(np.float32)
 
     def adapted(self, text: str, profile, strength: float) -> np.ndarray | None:
         """The engine's own adapted output (its streaming path), or None without an engine."""
         if self.engine is None:
             return None
-        handle = self.engine.submit(text, voice=profile, voice_strength=strength, seed=0)
+        handle = self.engine.submit(text, SpeechParams(voice=profile, voice_strength=strength, seed=0))
         return np.asarray(handle.result(), dtype=np.float32)
 
     def close(self) -> None:
@@ -364,7 +365,7 @@ def render(t: Table, args, synth_kind, n_sentences, rtf, stream_worst, stream_sn
     ]
     if engine_diff is not None:
         lines.append(
-            f"- Through the engine (`submit(text, voice=profile, voice_strength={args.strength})`, its decoder windows "
+            f"- Through the engine (`submit(text, SpeechParams(voice=profile, voice_strength={args.strength}))`, its decoder windows "
             f"fed to `profile.streamer`): max |diff| {engine_diff:.2e} against `adapt` of its unadapted output."
         )
     lines.append("")

@@ -17,6 +17,7 @@ import numpy as np
 from scipy.signal import resample_poly
 
 from common import load_backend, load_sentences, machine_info, markdown_table, parse_args, print_machine, report, write_results
+from tts_app.engine.params import SpeechParams
 
 FRAME_S = 0.01  # PocketSphinx's frame rate: 100 frames a second
 
@@ -57,7 +58,7 @@ def main() -> int:
     skipped = {"out of dictionary": 0, "aligner failed": 0}
     try:
         for text in sentences:
-            handle = engine.submit(text, seed=0)
+            handle = engine.submit(text, SpeechParams(seed=0))
             audio = handle.result(timeout=120)
             timings = handle.words
             words = [re.sub(r"[^a-z']", "", w.word.lower()) for w in timings]

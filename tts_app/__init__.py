@@ -2,9 +2,10 @@
 
 The public API, imported on first use so that ``import tts_app`` loads no model code:
 
-    from tts_app import Engine
+    from tts_app import Engine, SpeechParams, resolve_params
     engine = Engine()
-    audio = engine.submit("Hello.", voice="lj_female_us").result()
+    params = resolve_params(SpeechParams(voice="lj_female_us"))  # the voice analysed once
+    audio = engine.submit("Hello.", params).result()
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ _EXPORTS = {
     "RequestCancelled": "tts_app.engine",
     "RequestHandle": "tts_app.engine",
     "RequestMetrics": "tts_app.engine",
-    "SynthesisSettings": "tts_app.config",
+    "SpeechParams": "tts_app.engine.params",
+    "UnsupportedParameter": "tts_app.backends.capabilities",
+    "resolve_params": "tts_app.engine.input_processing",
     "TextError": "tts_app.text",
     "VoiceError": "tts_app.voice",
     "VoiceLibrary": "tts_app.voice",

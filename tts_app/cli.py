@@ -73,7 +73,8 @@ def _write(handle, path: Path, sample_rate: int, stream: bool) -> None:
 
 
 def synth(args: argparse.Namespace) -> dict:
-    from .engine import Engine
+    from .engine import Engine, SpeechParams
+    from .engine.input_processing import resolve_params
     from .text import load_lexicon
 
     lines = _read_lines(args.input)
@@ -86,6 +87,11 @@ def synth(args: argparse.Namespace) -> dict:
         outdir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise CliError(f"cannot create {outdir}: {e.strerror or e}") from None
+    # None: the model's own reading; False: as written. Validated and the voice analysed once, before any line.
+    asked = SpeechParams(
+        args.seed, args.speed, args.voice, args.voice_text, args.voice_strength, False if args.no_normalize else None, lexicon
+    )  # fmt: skip
+    params = resolve_params(asked)
     t0 = time.perf_counter()
     engine = Engine(precision=args.precision)
     load_s = time.perf_counter() - t0
@@ -94,18 +100,7 @@ def synth(args: argparse.Namespace) -> dict:
         handles = []
         for n, line in enumerate(lines, 1):
             try:
-                handles.append(
-                    engine.submit(
-                        line,
-                        voice=args.voice,
-                        seed=args.seed,
-                        speed=args.speed,
-                        voice_strength=args.voice_strength,
-                        voice_text=args.voice_text,
-                        normalize=not args.no_normalize,
-                        lexicon=lexicon,
-                    )
-                )
+                handles.append(engine.submit(line, params))
             except TextError as e:  # other ValueErrors (speed, voice) are not about a line
                 raise CliError(f"line {n}: {e}") from None
         for i, h in enumerate(handles, 1):

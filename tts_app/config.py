@@ -1,4 +1,5 @@
-"""Configuration: one dataclass mirrors the voice's config file, one holds per-request settings."""
+"""Configuration: the speaking-rate range, and one dataclass that mirrors the voice's config file
+(per-request settings are tts_app.engine.params.SpeechParams)."""
 
 from __future__ import annotations
 
@@ -44,29 +45,3 @@ class VoiceModelConfig:
     def from_file(cls, path: str | Path) -> "VoiceModelConfig":
         with open(path, encoding="utf-8") as f:
             return cls.from_dict(json.load(f))
-
-
-@dataclass(frozen=True)
-class SynthesisSettings:
-    """Per-request settings, with the defaults a request gets when it names none.
-
-    ``noise_scale`` and ``noise_w`` of None take the voice's own values;
-    ``speed`` divides the phoneme durations (2.0 speaks twice as fast).
-    """
-
-    seed: int = 0
-    speed: float = 1.0
-    noise_scale: float | None = None
-    noise_w: float | None = None
-    sentence_pause_s: float = 0.25
-    clause_pause_s: float = 0.12
-    normalize: bool = True  # spell out numbers, dates, abbreviations... before phonemizing
-    lexicon: Any = None  # tts_app.text.Lexicon: the caller's pronunciations, or None
-
-    def __post_init__(self) -> None:
-        if not SPEED_MIN <= self.speed <= SPEED_MAX:
-            raise ValueError(f"speed must be between {SPEED_MIN:g} and {SPEED_MAX:g}, got {self.speed}")
-        for name in ("noise_scale", "noise_w"):
-            value = getattr(self, name)
-            if value is not None and not 0.0 <= value <= 2.0:
-                raise ValueError(f"{name} must be between 0 and 2, got {value}")

@@ -15,6 +15,7 @@ from tts_app.models_available import (
     CHATTERBOX_ID,
     EMBEDDED_FAST_ID,
     EMBEDDED_ID,
+    capabilities_of,
     fast_variant_offered,
     find_models,
     unknown_model_message,
@@ -110,13 +111,19 @@ def model_loaded(model_id: str) -> bool:
         return model_id in _engines
 
 
+def _model_row(model_id: str, loaded: bool) -> dict[str, Any]:
+    capabilities = capabilities_of(model_id)
+    row = {"id": model_id, "object": "model", "owned_by": "tts_app", "loaded": loaded}
+    return row | ({"capabilities": capabilities.as_json()} if capabilities is not None else {})
+
+
 def served_models() -> list[dict[str, Any]]:
     """OpenAI's model-list entries: the embedded voice, its fast variant where offered and each Qwen3-TTS or
-    Chatterbox checkpoint found, with ``loaded``."""
-    rows = [{"id": EMBEDDED_ID, "object": "model", "owned_by": "tts_app", "loaded": engine_loaded()}]
+    Chatterbox checkpoint found, with ``loaded`` and ``capabilities`` (what each honours of a request)."""
+    rows = [_model_row(EMBEDDED_ID, engine_loaded())]
     for c in find_models():
         if c.id != EMBEDDED_ID and c.available:
-            rows.append({"id": c.id, "object": "model", "owned_by": "tts_app", "loaded": c.id in _engines})
+            rows.append(_model_row(c.id, c.id in _engines))
     return rows
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional
 
 from tts_app import settings
+from tts_app.backends.capabilities import CHATTERBOX, PIPER, QWEN3, Capabilities
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,17 @@ class ModelChoice:
             f"(about {spec.download_gb:g} GB, needs the Hugging Face hub) and start the app with --model-path DIR "
             f"or {ENV_VAR}=DIR"
         )
+
+
+def capabilities_of(model_id: str) -> Optional[Capabilities]:
+    """What the model ``model_id`` honours (read without loading it); None for a model this catalogue does not know."""
+    if model_id in EMBEDDED_IDS:
+        return PIPER
+    if model_id == CHATTERBOX_ID:
+        return CHATTERBOX
+    if model_id in QWEN3_MODELS or model_id == LOCAL_ID:
+        return QWEN3
+    return None
 
 
 def is_chatterbox_checkpoint(path: Path) -> bool:

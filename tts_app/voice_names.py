@@ -23,7 +23,7 @@ def builtin_voice_path(name: str) -> Path:
 
 
 def voice_names() -> list[str]:
-    """Every name ``Engine.submit(voice=...)`` accepts: built-in voices first, then saved ones."""
+    """Every name ``SpeechParams.voice`` accepts: built-in voices first, then saved ones."""
     from tts_app.voice import default_library
 
     return default_library().names()

@@ -21,7 +21,7 @@ import soundfile as sf
 
 from tests.support.paths import REPO
 from tts_app.api.audio_formats import MAX_FFMPEG_ENCODERS, open_encoder
-from tts_app.api.voice_aliases import ALIASES_ENV, OPENAI_VOICES, resolve_voice, voice_aliases
+from tts_app.api.voice_aliases import ALIASES_ENV, OPENAI_VOICES, library_voice, voice_aliases
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.ffmpeg_path import ffmpeg_exe
 
@@ -132,14 +132,14 @@ def test_alias_file_from_the_environment(tmp_path, monkeypatch: pytest.MonkeyPat
     path = tmp_path / "aliases.json"
     path.write_text(json.dumps({"alloy": "lj_female_us", "house": "default", "_comment": "ignored"}))
     monkeypatch.setenv(ALIASES_ENV, str(path))
-    assert resolve_voice("alloy") == "lj_female_us"
-    assert resolve_voice("house") is None  # the model's own voice
-    assert resolve_voice("f5_main") == "f5_main"  # real voices still work
+    assert library_voice("alloy") == "lj_female_us"
+    assert library_voice("house") is None  # the model's own voice
+    assert library_voice("f5_main") == "f5_main"  # real voices still work
     with pytest.raises(ValueError, match="unknown voice 'nova'"):
-        resolve_voice("nova")
+        library_voice("nova")
     path.write_text(json.dumps({"alloy": "gone"}) + " " * 10)  # edited: read again
     with pytest.raises(ValueError, match="alias of 'gone'"):
-        resolve_voice("alloy")
+        library_voice("alloy")
 
 
 def test_a_broken_alias_file_is_a_one_line_server_error(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:

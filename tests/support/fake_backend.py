@@ -63,7 +63,7 @@ class FakeBackend(Backend):
         if any("BOOM" in r.text for r in rows):
             raise RuntimeError("text stage exploded")
         self.prepared.append(len(rows))
-        return [FakeRow(np.random.default_rng(r.seed), len(r.text.split()), r.text) for r in rows]
+        return [FakeRow(np.random.default_rng(r.params.seed), len(r.text.split()), r.text) for r in rows]
 
     def step(self, states, emit=None):
         """Rows advance one by one and are emitted as they go (like the CPU decoder); a row whose
@@ -120,10 +120,11 @@ class ClockedBackend(Backend):
     def __init__(self, inner: Backend, clock: SimClock, row_s: float, on_step: Callable[[], None] | None = None) -> None:
         self.inner, self.clock, self.row_s, self.on_step = inner, clock, row_s, on_step
         self.name, self.sample_rate, self.max_text_chars = inner.name, inner.sample_rate, inner.max_text_chars
+        self.capabilities = inner.capabilities
         self.stepped: list[list[int]] = []  # the request ids of each step's rows
 
-    def check_text(self, text, settings=None):
-        return self.inner.check_text(text, settings)
+    def check_text(self, text, params=None):
+        return self.inner.check_text(text, params)
 
     def prepare(self, rows):
         states = self.inner.prepare(rows)

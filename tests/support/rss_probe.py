@@ -13,6 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tts_app
 
 from tts_app.engine import Engine  # noqa: E402
+from tts_app.engine.params import SpeechParams  # noqa: E402
 
 
 def rss_mb() -> float:
@@ -26,13 +27,13 @@ def rss_mb() -> float:
 def main() -> None:
     with Engine(max_batch_size=16, max_wait_ms=10) as engine:
         # Warm-up at the same load as below (bursts of 50 fill the batch).
-        for h in [engine.submit(f"Warm up number {i}.", seed=i) for i in range(50)]:
+        for h in [engine.submit(f"Warm up number {i}.", SpeechParams(seed=i)) for i in range(50)]:
             h.result(timeout=60)
         threads0, rss0 = threading.active_count(), rss_mb()
         tracemalloc.start()  # Python objects and NumPy buffers: where a retained request would show
         trace, heap = [], []
         for start in range(0, 500, 50):
-            hs = [engine.submit(f"Request number {i}.", seed=i) for i in range(start, start + 50)]
+            hs = [engine.submit(f"Request number {i}.", SpeechParams(seed=i)) for i in range(start, start + 50)]
             for h in hs:
                 h.result(timeout=60)
             trace.append(rss_mb() - rss0)

@@ -6,8 +6,8 @@ The body is ``/v1/audio/speech``'s. The reply is one JSON object
 ``audio`` pieces, joined in order, are the whole file, and each line's ``words`` are the
 words whose audio has been handed to the encoder by then. ``response_format`` ``srt`` or
 ``vtt`` returns subtitles only. Times are seconds from the start of the audio; words are
-the text as read (numbers and abbreviations expanded). Models without durations (Qwen3-TTS)
-return no words.
+the text as read (numbers and abbreviations expanded). Models without word timings (Chatterbox,
+``/v1/models`` ``capabilities.word_timings`` "none") return no words.
 """
 
 from __future__ import annotations

@@ -71,7 +71,8 @@ async def start_document(request: Request) -> Response:
     if refused is not None:
         return refused
 
-    from tts_app.documents import ClientJobsFull, DocumentSettings, JobsBusy, api_client, document_jobs
+    from tts_app.documents import ClientJobsFull, JobsBusy, api_client, document_jobs
+    from tts_app.engine.params import SpeechParams
     from tts_app.text import TextError
     from tts_app.text.document import parse_document
 
@@ -79,7 +80,7 @@ async def start_document(request: Request) -> Response:
     clients = api_client(request.client.host if request.client else "unknown")
     try:
         document = await asyncio.to_thread(parse_document, body.input, body.markdown)
-        settings = DocumentSettings(voice, body.voice_strength, body.speed, body.seed, body.normalize)
+        settings = SpeechParams(body.seed, body.speed, voice, voice_strength=body.voice_strength, normalize=body.normalize)
         job = await asyncio.to_thread(document_jobs().start, document, settings, body.title.strip() or "Document", clients)
     except TextError as exc:
         return error_response(400, str(exc), param="input", code="invalid_value")

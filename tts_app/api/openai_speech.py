@@ -9,9 +9,11 @@ at the engine's sample rate (OpenAI's own pcm is 24 kHz; ours is the model's rat
 22,050 Hz for the default Piper voice, never resampled). The ``X-Sample-Rate`` header
 states the rate the body decodes at: the model's, except Opus (always 48 kHz). Extensions: ``seed``, ``voice_strength``, ``stream`` (false returns a
 complete file whose header states its length: WAV sizes, FLAC and MP3 totals), ``normalize``
-(false reads numbers and abbreviations as written) and ``lexicon`` (word -> respelling or
-/ipa/, over the saved one).
-Every invalid request gets a 4xx with an OpenAI-shaped JSON error.
+(false reads numbers and abbreviations as written; omitted: the model's own reading), ``lexicon``
+(word -> respelling or /ipa/, over the saved one) and ``language`` (a code ``/v1/models`` lists).
+Every invalid request gets a 4xx with an OpenAI-shaped JSON error; one that asks a model for what it
+does not honour (``/v1/models`` lists each model's ``capabilities``) a 400 ``unsupported_parameter``
+naming the parameter and the model, before anything is loaded or queued.
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ from tts_app.api.client_id import client_id
 from tts_app.api.disconnect import ClientGone, until_disconnect
 from tts_app.api.limits import MAX_BODY_BYTES, BodyError, read_json_body
 from tts_app.api.openapi_docs import BINARY, GUARD_ERRORS, json_body, replies
-from tts_app.api.voice_aliases import VoiceAliasError, api_voice_names, resolve_voice
+from tts_app.api.voice_aliases import VoiceAliasError, api_voice_names, library_voice
 from tts_app.config import SPEED_MAX, SPEED_MIN
+from tts_app.models_available import capabilities_of
 from tts_app.shutdown import shutting_down
 from tts_app.voice_names import DEFAULT_VOICE
 
@@ -71,8 +74,9 @@ class SpeechRequest(BaseModel):
     stream: bool = True
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     voice_strength: float = Field(default=1.0, ge=0.0, le=1.0)
-    normalize: bool = True  # false reads numbers, dates and abbreviations as written
+    normalize: bool | None = None  # false reads numbers, dates and abbreviations as written; null: the model's own way
     lexicon: dict[str, str] | None = Field(default=None, max_length=500)  # word -> respelling or /ipa/, over the saved one
+    language: str | None = Field(default=None, min_length=1, max_length=16)  # a code /v1/models lists; null: the model's own
 
 
 class OpenAISpeechRequest(SpeechRequest):
@@ -165,7 +169,7 @@ async def read_body(request: Request, schema: type[BaseModel], max_bytes: int = 
 def api_voice(name: str) -> tuple[Any, JSONResponse | None]:
     """The engine's voice for an API voice name, or (None, an error response)."""
     try:
-        return resolve_voice(name), None
+        return library_voice(name), None
     except VoiceAliasError as exc:
         logger.error("%s", exc)
         return None, error_response(500, "the server's voice alias file is invalid", code="voice_aliases_invalid", error_type="server_error")
@@ -204,30 +208,30 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
     if refused is not None:
         return refused
 
-    from tts_app.engine import EngineBusy  # the engine package is heavy; imported on first request
+    from tts_app.engine import EngineBusy, SpeechParams, UnsupportedParameter  # the engine package is heavy; imported on first request
+    from tts_app.engine.input_processing import resolve_params
     from tts_app.model_engines import ModelUnavailable, engine_for  # one engine per model, created on first use
-
-    try:
-        engine = await asyncio.to_thread(engine_for, MODEL_ID if body.model in MODEL_ALIASES else body.model)
-    except ModelUnavailable as exc:  # the message says how to get the model
-        return error_response(400, str(exc), param="model", code="model_not_found")
     from tts_app.text import parse_lexicon, saved_lexicon
+
+    model_id = MODEL_ID if body.model in MODEL_ALIASES else body.model
+    capabilities = capabilities_of(model_id)
     try:
-        lexicon = await asyncio.to_thread(saved_lexicon)
+        # The server's own words go only to a model that reads a lexicon; a request's own words are its ask.
+        lexicon = await asyncio.to_thread(saved_lexicon) if capabilities is None or capabilities.lexicon else None
         if body.lexicon:
             lexicon = parse_lexicon({**(lexicon.to_json_dict() if lexicon else {}), **body.lexicon})
-        handle = await asyncio.to_thread(
-            engine.submit,
-            body.input,
-            voice=voice,
-            seed=body.seed,
-            speed=body.speed,
-            voice_strength=body.voice_strength,
-            normalize=body.normalize,
-            lexicon=lexicon,
-            stream=body.stream,
-            client=client_id(request),
-        )
+        params = SpeechParams(
+            body.seed, body.speed, voice, None, body.voice_strength, body.normalize, lexicon, body.language, body.stream,
+            client_id(request),
+        )  # fmt: skip
+        if capabilities is not None:  # before the model is loaded or anything queued
+            capabilities.check(params, [body.input], model_id)
+        engine = await asyncio.to_thread(engine_for, model_id)
+        handle = await asyncio.to_thread(lambda: engine.submit(body.input, resolve_params(params)))
+    except ModelUnavailable as exc:  # the message says how to get the model
+        return error_response(400, str(exc), param="model", code="model_not_found")
+    except UnsupportedParameter as exc:
+        return error_response(400, str(exc), param=exc.param, code="unsupported_parameter")
     except EngineBusy as exc:  # the queue, this client's share of it, or a wait past the longest allowed
         return error_response(503, str(exc), code="engine_busy", error_type="server_error", retry_after_s=exc.retry_after_s)
     except ValueError as exc:

@@ -58,8 +58,9 @@ def _load(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, str], ...]:
     return tuple(pairs.items())
 
 
-def resolve_voice(name: str) -> str | None:
-    """The library voice a request's ``voice`` means, or None for the model's own voice.
+def library_voice(name: str) -> str | None:
+    """The library voice name a request's ``voice`` means (an alias looked up), or None for the model's own voice.
+    The name is resolved to a profile later, once (tts_app.engine.input_processing.resolve_params).
 
     Raises ValueError (one line, listing the choices) for a name that is neither
     a voice nor an alias, or an alias whose voice no longer exists.

@@ -10,25 +10,29 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from ..text.errors import TextError
+from .capabilities import Capabilities
+
+if TYPE_CHECKING:  # a type only: backends sit below the engine and never import it
+    from ..engine.params import SpeechParams
 
 
 @dataclass
 class RowInput:
-    """What a backend needs to start one request: plain values, no tensors."""
+    """What a backend needs to start one request: plain values, no tensors.
+
+    ``params.voice`` is a tts_app.voice.VoiceProfile or None (the engine takes resolved voices only).
+    ``parsed`` is what this backend's ``check_text`` returned for ``text`` (None: the backend parses it).
+    """
 
     request_id: int
     text: str
-    seed: int = 0
-    speed: float = 1.0
-    voice: Any = None  # tts_app.voice.VoiceProfile, or None for the model's own voice
-    voice_strength: float = 1.0
-    settings: Any = None  # tts_app.config.SynthesisSettings, when the caller set more than seed and speed
-    parsed: Any = None  # what the backend's check_text returned for ``text``
+    params: SpeechParams
+    parsed: object = None
 
 
 @dataclass(frozen=True)
@@ -80,12 +84,17 @@ class Backend(ABC):
     name: str = "backend"
     sample_rate: int = 22050
     max_text_chars: int = 10_000
+    # What it honours of a request (speed, SSML, a lexicon...): the engine refuses the rest before queueing.
+    capabilities: Capabilities = Capabilities(
+        speed=False, ssml=False, lexicon=False, normalize=False, normalize_default=False, voice_strength=False,
+        word_timings="none", languages=("en",), max_text_chars=10_000,
+    )  # fmt: skip
 
-    def check_text(self, text: str, settings: Any = None) -> Any:
+    def check_text(self, text: str, params: SpeechParams | None = None) -> Any:
         """Validate and parse text in the caller's thread; raise TextError (a ValueError) with a one-line reason.
 
-        ``settings`` (a SynthesisSettings, or None for the defaults) says how to read it
-        (normalisation on or off, a lexicon). The result travels to ``prepare`` as ``RowInput.parsed``.
+        ``params`` (None for the defaults) says how to read it (normalisation on or off, a lexicon).
+        The result travels to ``prepare`` as ``RowInput.parsed``.
         """
         if not isinstance(text, str):
             raise TextError("text must be a string")

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
+from tts_app.backends.capabilities import CHATTERBOX
 from tts_app.chatterbox import s3gen_batch
 from tts_app.chatterbox.config import ChatterboxSampling
 from tts_app.chatterbox.official import ChatterboxMissing, official
@@ -47,6 +48,7 @@ class ChatterboxState:
 
 class ChatterboxBackend(Backend):
     name = "chatterbox"
+    capabilities = CHATTERBOX
     sample_rate = s3gen_batch.SAMPLE_RATE
     # About 30 s of speech; with its prompt (at most 656 positions) a line then leaves T3's 1536-position cache
     # room for 880 speech tokens (35 s), so a line's audio is not cut by the cache.
@@ -85,9 +87,9 @@ class ChatterboxBackend(Backend):
     def emits_rows(self) -> bool:
         return True
 
-    def check_text(self, text: str, settings: Any = None) -> Any:
+    def check_text(self, text: str, params: Any = None) -> Any:
         """The official normalisation and tokenizer; one-line errors for text it cannot read."""
-        text = super().check_text(text, settings)
+        text = super().check_text(text, params)
         if not any(c.isascii() and c.isalnum() for c in text):
             raise TextError("the text has no English letters or digits (this Chatterbox model reads English)")
         return self.model.tokenizer.text_to_tokens(self._punc_norm(text))[0]
@@ -95,15 +97,15 @@ class ChatterboxBackend(Backend):
     # ------------------------------------------------------------------ the engine's calls
     def prepare(self, rows: Sequence[RowInput]) -> list[Any]:
         params = [dataclasses.replace(self.sampling) for _ in rows]
-        voices = [with_exaggeration(self._voice(row.voice), p.exaggeration) for row, p in zip(rows, params)]
+        voices = [with_exaggeration(self._voice(row.params.voice), p.exaggeration) for row, p in zip(rows, params)]
         prompts = []
         for row, voice, p in zip(rows, voices, params):
             ids = row.parsed if isinstance(row.parsed, torch.Tensor) else self.check_text(row.text)
             prompts.append(self.prompt.rows(self.prompt.cond_embeds(voice.t3), ids, p.cfg_weight))
-        t3_rows = self.generator.prefill(prompts, params, [row.seed for row in rows])
+        t3_rows = self.generator.prefill(prompts, params, [row.params.seed for row in rows])
         states = []
         for row, voice, t3_row in zip(rows, voices, t3_rows):
-            gen = torch.Generator().manual_seed(int(row.seed))
+            gen = torch.Generator().manual_seed(int(row.params.seed))
             stream = RowStream()
             if self.plan.streaming:
                 stream.noise_bank = s3gen_batch.starting_noise(voice.gen, t3_row.max_new, gen)

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..config import SPEED_MAX, SPEED_MIN, SynthesisSettings
+from ..config import SPEED_MAX, SPEED_MIN
 from ..model import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
 from ..text import TextError, TextOptions, prepare_text, to_ids, word_id_spans
 from .base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
+from .capabilities import PIPER
 from .word_clock import WordClock
+
+if TYPE_CHECKING:
+    from ..engine.params import SpeechParams
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -43,7 +47,7 @@ class PiperRow:
     """One request's decoding state; lives on the engine's request, not on the backend."""
 
     parsed: ParsedText
-    settings: SynthesisSettings
+    speed: float  # the request's; SSML <prosody rate> multiplies it per chunk
     rng: np.random.Generator
     streamer: Any = None  # voice adapter for this request (tts_app.voice), or None
     next_chunk: int = 0  # index of the next chunk whose text stage has not run
@@ -70,6 +74,7 @@ class PiperBackend(Backend):
     """Piper en_US-joe-medium, batched across requests and streamed window by window."""
 
     name = "piper-joe-medium"
+    capabilities = PIPER
 
     def __init__(
         self,
@@ -83,12 +88,14 @@ class PiperBackend(Backend):
         self.window_frames = window_frames
         self.first_window_frames = first_window_frames
         self.max_text_chars = max_text_chars
+        if max_text_chars != PIPER.max_text_chars:
+            self.capabilities = replace(PIPER, max_text_chars=max_text_chars)
 
     # -- text side (caller's thread) ------------------------------------------
-    def check_text(self, text: str, settings: SynthesisSettings | None = None) -> ParsedText:
+    def check_text(self, text: str, params: SpeechParams | None = None) -> ParsedText:
         super().check_text(text)
-        s = settings if settings is not None else SynthesisSettings()
-        options = TextOptions(s.normalize, s.lexicon, s.sentence_pause_s, s.clause_pause_s)
+        normalize = params is None or params.normalize is not False  # None: this voice's own reading, which expands
+        options = TextOptions(normalize, params.lexicon if params is not None else None)
         id_map = self.model.config.phoneme_id_map
         prepared = prepare_text(text, self.model.config.espeak_voice, id_map, options)
         chunks = prepared.chunks
@@ -103,13 +110,13 @@ class PiperBackend(Backend):
     def prepare(self, rows: Sequence[RowInput]) -> list[PiperRow]:
         states = []
         for row in rows:
-            settings = row.settings if row.settings is not None else SynthesisSettings(seed=row.seed, speed=row.speed)
-            parsed = row.parsed if isinstance(row.parsed, ParsedText) else self.check_text(row.text, settings)
+            p = row.params
+            parsed = row.parsed if isinstance(row.parsed, ParsedText) else self.check_text(row.text, p)
             streamer = None
-            if row.voice is not None and row.voice_strength > 0:
-                streamer = row.voice.streamer(row.voice_strength, sample_rate=self.sample_rate)
+            if p.voice is not None and p.voice_strength > 0:
+                streamer = p.voice.streamer(p.voice_strength, sample_rate=self.sample_rate)
             clock = WordClock.for_chunks(parsed.words, parsed.word_spans, self.sample_rate, self.model.hop) if parsed.word_spans else None
-            states.append(PiperRow(parsed, settings, np.random.default_rng(settings.seed), streamer, clock=clock))
+            states.append(PiperRow(parsed, p.speed, np.random.default_rng(p.seed), streamer, clock=clock))
         self._run_text_stage(states)
         return states
 
@@ -124,9 +131,9 @@ class PiperBackend(Backend):
                 ids=s.parsed.chunk_ids[s.next_chunk],
                 rng=s.rng,
                 length_scale=cfg.length_scale,
-                speed=min(SPEED_MAX, max(SPEED_MIN, s.settings.speed * s.chunk_rate)),  # SSML prosody rate times the request's speed
-                noise_scale=cfg.noise_scale if s.settings.noise_scale is None else s.settings.noise_scale,
-                noise_w=cfg.noise_w if s.settings.noise_w is None else s.settings.noise_w,
+                speed=min(SPEED_MAX, max(SPEED_MIN, s.speed * s.chunk_rate)),  # SSML prosody rate times the request's speed
+                noise_scale=cfg.noise_scale,
+                noise_w=cfg.noise_w,
             )
             for s in todo
         ]
@@ -135,7 +142,7 @@ class PiperBackend(Backend):
             s.decoder = self.model.new_decoder_stream()
             s.plan = plan_windows(z_CxT.shape[1], s.window_frames or self.window_frames, self.first_window_frames)
             s.next_window = 0
-            s.pause_s = s.parsed.pauses_s[s.next_chunk] / s.settings.speed  # pauses scale like speech
+            s.pause_s = s.parsed.pauses_s[s.next_chunk] / s.speed  # pauses scale like speech
             if s.clock is not None:
                 pause = int(round(s.pause_s * self.sample_rate))
                 s.clock.time_chunk(s.parsed.word_spans[s.next_chunk], frames_N, z_CxT.shape[1] * self.model.hop, pause)
@@ -171,7 +178,7 @@ class PiperBackend(Backend):
         return self._ids_s(parsed, 0) if isinstance(parsed, ParsedText) else super().audio_estimate_s(parsed)
 
     def remaining_audio_s(self, state: PiperRow) -> float:
-        left = self._ids_s(state.parsed, state.next_chunk) / state.settings.speed
+        left = self._ids_s(state.parsed, state.next_chunk) / state.speed
         if state.z_CxT is not None and state.next_window < len(state.plan):
             left += self._frames_s(state.z_CxT.shape[1] - state.plan[state.next_window].start) + state.pause_s
         return left

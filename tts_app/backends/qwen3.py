@@ -16,6 +16,7 @@ import torch
 
 from tts_app import align
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
+from tts_app.backends.capabilities import QWEN3, QWEN3_LANGUAGES
 from tts_app.qwen3.codec import CodecDecoder
 from tts_app.qwen3.config import Qwen3TTSConfig
 from tts_app.qwen3.generator import BatchedGenerator, RowState
@@ -36,6 +37,7 @@ class Qwen3Backend(Backend):
     """The engine's view of Qwen3-TTS. One state per request (a ``RowState``); the backend holds only the model."""
 
     name = "qwen3"
+    capabilities = QWEN3
 
     def __init__(
         self,
@@ -87,12 +89,13 @@ class Qwen3Backend(Backend):
         prompts, tails, params, seeds = [], [], [], []
         for row in rows:
             prompt, tail = build_prompt(
-                self.talker, self.config, self.tokenizer.prompt_tokens(row.text), self._speaker_embedding(row.voice)
+                self.talker, self.config, self.tokenizer.prompt_tokens(row.text), self._speaker_embedding(row.params.voice),
+                self._language_id(row.params.language),
             )
             prompts.append(prompt)
             tails.append(tail)
             params.append(dataclasses.replace(self.sampling))
-            seeds.append(row.seed)
+            seeds.append(row.params.seed)
         states = list(self.generator.prefill(prompts, tails, params, seeds))
         if align.enabled():
             for state, row in zip(states, rows):
@@ -116,6 +119,13 @@ class Qwen3Backend(Backend):
 
     def release(self, state: Any) -> None:
         self.generator.release(state)
+
+    def _language_id(self, language: Optional[str]) -> Optional[int]:
+        """The checkpoint's id for a requested language; None (the model's own choice) when none was asked
+        or this checkpoint's table lacks it."""
+        if language is None:
+            return None
+        return self.config.talker_config.codec_language_id.get(QWEN3_LANGUAGES.get(language, ""))
 
     def _speaker_embedding(self, voice: Any) -> Optional[torch.Tensor]:
         audio = getattr(voice, "reference_audio", None) if voice is not None else None

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tts_app.backends.base import WordTiming
+from tts_app.engine.params import SpeechParams
 from tts_app.text.document import ParsedDocument
 
 from .progress import time_left_s
@@ -27,15 +28,8 @@ class JobStatus(enum.Enum):
         return self in (JobStatus.FINISHED, JobStatus.CANCELLED, JobStatus.FAILED)
 
 
-@dataclass(frozen=True)
-class DocumentSettings:
-    """How to read a document: the Speak tab's settings, for every piece."""
-
-    voice: Any = None  # a VoiceProfile or None for the model's own voice
-    voice_strength: float = 1.0
-    speed: float = 1.0
-    seed: int = 0
-    normalize: bool = True
+# How to read a document: one request's params for every piece (piece n gets seed + n; never streamed).
+DocumentSettings = SpeechParams
 
 
 @dataclass(frozen=True)
@@ -49,7 +43,7 @@ class DocumentJob:
     id: str
     title: str
     document: ParsedDocument
-    settings: DocumentSettings
+    settings: SpeechParams
     folder: Path  # where its files are written
     status: JobStatus = JobStatus.QUEUED
     created_at: float = field(default_factory=time.time)

@@ -10,11 +10,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from tts_app.captions import shift
+from tts_app.engine.input_processing import resolve_params
+from tts_app.engine.params import SpeechParams
 from tts_app.text.document import DocumentPiece
 from tts_app.wav_io import GrowingWav
 
@@ -46,19 +49,16 @@ def _pause_after(piece: DocumentPiece, following: DocumentPiece | None) -> float
     return PARAGRAPH_PAUSE_S if piece.paragraph_end else PIECE_PAUSE_S
 
 
-def _submit(engine: Any, job: DocumentJob, index: int) -> Any:
+def _submit(engine: Any, job: DocumentJob, params: SpeechParams, index: int) -> Any:
     """Queue piece ``index``; while the engine queue is full, wait (a document is never refused midway)."""
     from tts_app.engine import EngineBusy
 
-    s = job.settings
+    piece_params = replace(params, seed=params.seed + index, stream=False)
     while True:
         if job.cancel_requested.is_set():
             raise _Cancelled
         try:
-            return engine.submit(
-                job.document.pieces[index].text, voice=s.voice, seed=s.seed + index, speed=s.speed,
-                voice_strength=s.voice_strength, normalize=s.normalize, stream=False,
-            )  # fmt: skip
+            return engine.submit(job.document.pieces[index].text, piece_params)
         except EngineBusy:
             time.sleep(BUSY_RETRY_S)
 
@@ -77,10 +77,12 @@ def run_job(job: DocumentJob, engine: Any, active: list[Any]) -> None:
     pending: deque[Any] = deque()
     submitted = 0
     chapter = -1
+    outcome = JobStatus.FAILED  # unless the reading ends otherwise below
     try:
+        params = resolve_params(job.settings)  # a named voice looked up once for every piece
         for index, piece in enumerate(pieces):
             while submitted < len(pieces) and len(pending) < IN_FLIGHT:
-                pending.append(_submit(engine, job, submitted))
+                pending.append(_submit(engine, job, params, submitted))
                 active[:] = list(pending)
                 submitted += 1
             handle = pending.popleft()
@@ -103,12 +105,12 @@ def run_job(job: DocumentJob, engine: Any, active: list[Any]) -> None:
         files = {"wav": job.wav_path, **write_captions(job.folder, job.words)}
         files.update(write_chaptered(job.folder, job.wav_path, job.title, job.chapter_marks, wav.seconds))
         job.files.update(files)  # all at once: the page lists every file together, not WAV first and M4B seconds later
-        job.status = JobStatus.FINISHED
+        outcome = JobStatus.FINISHED
     except _Cancelled:
-        job.status = JobStatus.CANCELLED
+        outcome = JobStatus.CANCELLED
     except Exception as exc:  # noqa: BLE001 - a job's failure is reported on the job, never raised into the server
         job.error = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
-        job.status = JobStatus.FAILED
+        outcome = JobStatus.FAILED
         logger.warning("document job %s failed: %s", job.id, job.error)
     finally:
         for handle in pending:
@@ -117,5 +119,7 @@ def run_job(job: DocumentJob, engine: Any, active: list[Any]) -> None:
         wav.close()
         if "wav" not in job.files and wav.samples:
             job.files["wav"] = job.wav_path  # what was read before a stop or a failure
+        # The status changes last: a client that sees a job over finds every file it will ever have.
+        job.status = outcome
         job.finished_at = time.time()
         logger.info("document job %s %s: %d of %d pieces, %.1f s of audio", job.id, job.status.value, job.pieces_done, len(pieces), job.audio_s)

@@ -6,15 +6,15 @@ import logging
 import threading
 import time
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..backends.base import Backend, RowInput, StepEstimate, StepOutput
-from ..config import SynthesisSettings
 from . import deadlines
 from .handle import RequestHandle
 from .metrics import EngineCounters
+from .params import SpeechParams
 from .qos_settings import QosSettings
 from .request import Request, RequestStatus
 from .scheduler import EngineBusy, Scheduler
@@ -109,79 +109,44 @@ class Engine:
         self._worker.start()
 
     # -- caller side ------------------------------------------------------------
-    def submit(
-        self,
-        text: str,
-        voice: Any = None,
-        seed: int = 0,
-        speed: float = 1.0,
-        voice_strength: float = 1.0,
-        settings: SynthesisSettings | None = None,
-        voice_text: str | None = None,
-        normalize: bool = True,
-        lexicon: Any = None,
-        *,
-        stream: bool = True,
-        client: str | None = None,
-    ) -> RequestHandle:
-        """Queue one utterance and return at once. Raises ValueError for bad input, EngineBusy when full.
-
-        ``voice_text``: what the voice's reference clip says, if known (the voice match aligns on it).
-        ``normalize`` False reads the text as written (no number or abbreviation expansion); ``lexicon``
-        is a tts_app.text.Lexicon. Both override what ``settings`` says only when they differ from the defaults.
-        ``stream`` False: nobody listens while it is made (a whole file); it uses the capacity streams
-        leave. ``client``: who asks (a page session, API key or address), for fair shares; None: the app.
-        """
+    def submit(self, text: str, params: SpeechParams | None = None) -> RequestHandle:
+        """Queue one utterance and return at once. Raises ValueError for bad input (UnsupportedParameter
+        for what this model does not honour), EngineBusy when full. ``params`` None: the defaults."""
         try:
-            (handle,) = self.submit_many(
-                [text], voice, seed, speed, voice_strength, settings, voice_text, normalize, lexicon, stream=stream, client=client
-            )
+            (handle,) = self.submit_many([text], params)
         except LineRejected as exc:
             raise exc.error from None  # one text: the caller wants the text's own error
         return handle
 
-    def submit_many(
-        self,
-        texts: Sequence[str],
-        voice: Any = None,
-        seed: int = 0,
-        speed: float = 1.0,
-        voice_strength: float = 1.0,
-        settings: SynthesisSettings | None = None,
-        voice_text: str | None = None,
-        normalize: bool = True,
-        lexicon: Any = None,
-        *,
-        stream: bool = True,
-        client: str | None = None,
-        in_order: bool = True,
-    ) -> list[RequestHandle]:
-        """Queue several utterances with the same settings as one group: all or none are queued, and
+    def submit_many(self, texts: Sequence[str], params: SpeechParams | None = None, *, in_order: bool = True) -> list[RequestHandle]:
+        """Queue several utterances with the same params as one group: all or none are queued, and
         they enter the queue together, so the worker admits them in the same step (the lines of one
         click share their batches). Raises LineRejected (a ValueError naming the text's index) for a
-        bad text, ValueError for bad settings, EngineBusy when the queue (or the client's share of
-        it) cannot take them all, or, for a ``client``, when they would wait longer than
-        ``qos.max_queue_wait_s``. ``in_order`` (a page's lines): the texts are heard one after
-        another, so they hold one stream place and one client share; False: separate listeners.
+        bad text, UnsupportedParameter (a ValueError) for what this model does not honour, ValueError
+        for an unresolved voice, EngineBusy when the queue (or the client's share of it) cannot take
+        them all, or, for a ``params.client``, when they would wait longer than ``qos.max_queue_wait_s``.
+        ``in_order`` (a page's lines): the texts are heard one after another, so they hold one stream
+        place and one client share; False: separate listeners.
+
+        ``params.voice`` must be resolved (tts_app.engine.input_processing.resolve_params): input
+        processing runs before the engine, so a clip is analysed once, outside the worker's lock.
         """
         if self._closed:
             raise EngineClosed("the engine is closed")
-        settings = settings if settings is not None else SynthesisSettings(seed=int(seed), speed=float(speed))
-        if not normalize or lexicon is not None:
-            settings = replace(settings, normalize=settings.normalize and bool(normalize), lexicon=lexicon or settings.lexicon)
-        if not 0.0 <= voice_strength <= 1.0:
-            raise ValueError(f"voice_strength must be between 0 and 1, got {voice_strength}")
+        params = params if params is not None else SpeechParams()
+        if not params.voice_resolved:
+            raise ValueError("params.voice is not resolved: pass it through tts_app.engine.input_processing.resolve_params")
+        self.backend.capabilities.check(params, texts, self.backend.name)
         parsed_all = []
         for index, text in enumerate(texts):
             try:
-                parsed_all.append(self.backend.check_text(text, settings))
+                parsed_all.append(self.backend.check_text(text, params))
             except ValueError as exc:
                 raise LineRejected(index, exc) from exc
-        profile = self._resolve_voice(voice, voice_text)  # once for the group: a clip is analysed once
         requests = []
         for text, parsed in zip(texts, parsed_all):
-            row = RowInput(0, text, settings.seed, settings.speed, profile, float(voice_strength), settings, parsed)
-            req = Request(row, stream=bool(stream), client=client, sample_rate=int(self.sample_rate))
+            row = RowInput(0, text, params, parsed)
+            req = Request(row, stream=params.stream, client=params.client, sample_rate=int(self.sample_rate))
             req.audio_est_s = self.backend.audio_estimate_s(parsed)
             row.request_id = req.id
             requests.append(req)
@@ -194,7 +159,7 @@ class Engine:
                 req.submitted_at = now
             try:
                 self._scheduler.check_room(requests)
-                if client is not None:  # a visitor is told at once; the app's own work (client None) waits
+                if params.client is not None:  # a visitor is told at once; the app's own work (client None) waits
                     self._check_wait(requests, now)
             except EngineBusy:
                 self._counters.rejected += len(requests)
@@ -238,14 +203,6 @@ class Engine:
 
     def _buffered(self, req: Request) -> float:
         return deadlines.buffered_s(req, self._clock())
-
-    @staticmethod
-    def _resolve_voice(voice: Any, voice_text: str | None = None) -> Any:
-        if voice is None:
-            return None
-        from ..voice import resolve_voice
-
-        return resolve_voice(voice, text=voice_text)
 
     def stats(self) -> dict:
         with self._lock:

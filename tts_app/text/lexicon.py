@@ -47,6 +47,10 @@ class Lexicon:
     def to_json_dict(self) -> dict[str, str]:
         return {**self.respell, **{w: f"/{p}/" for w, p in self.ipa.items()}}
 
+    def matches(self, text: str) -> bool:
+        """True when one of the listed words occurs in ``text`` (the lexicon would change how it is read)."""
+        return self._pattern is not None and self._pattern.search(text) is not None
+
     def check(self, id_map: Mapping[str, object]) -> None:
         """Refuse IPA with symbols the voice has no id for (one-line TextError)."""
         for word, ipa in self.ipa.items():

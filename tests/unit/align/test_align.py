@@ -10,6 +10,7 @@ from tts_app.align import WordAligner
 from tts_app.align.pronounce import dictionary_key, guess_phones, phones_for
 from tts_app.engine import Engine
 from tts_app.text.words import written_words
+from tts_app.engine.params import SpeechParams
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +27,7 @@ def piper_engine(piper_backend):
 
 def _speak(engine: Engine, text: str):
     """(audio, the model's own word timings, the audio's pieces as the engine streamed them)."""
-    handle = engine.submit(text, seed=0)
+    handle = engine.submit(text, SpeechParams(seed=0))
     pieces = [c.audio for c in handle.chunks()]
     return np.concatenate(pieces), handle.words, pieces
 

@@ -32,6 +32,7 @@ import pytest
 import torch
 
 from tests.support.reference_env import REPO, fixture_dir, unavailable
+from tts_app.engine.params import SpeechParams
 
 pytestmark = pytest.mark.reference
 
@@ -279,8 +280,8 @@ def test_backend_clip_voice_and_whole_mode_equal_official(official):
     clip, rate = soundfile.read(official["dir"] / "clip_c.wav", dtype="float32")
     assert rate == ref["clip_c_rate"]
     voice = SimpleNamespace(reference_audio=clip, reference_sample_rate=rate, content_hash="clip-c")
-    states = backend.prepare([RowInput(1, c["text"], seed=c["s3gen_seed"], voice=voice, parsed=backend.check_text(c["text"])),
-                              RowInput(2, b0["text"], seed=b0["s3gen_seed"], parsed=backend.check_text(b0["text"]))])
+    states = backend.prepare([RowInput(1, c["text"], SpeechParams(seed=c["s3gen_seed"], voice=voice), parsed=backend.check_text(c["text"])),
+                              RowInput(2, b0["text"], SpeechParams(seed=b0["s3gen_seed"]), parsed=backend.check_text(b0["text"]))])
     # Token budgets: the official runs had their own; cap ours the same way.
     for st, r in zip(states, (c, b0)):
         st.t3.max_new = ref["max_new"][r["text"]]
@@ -303,8 +304,8 @@ def test_engine_refills_slots_and_rows_equal_solo_runs(official):
     backend = _backend(official, sampling=ChatterboxSampling(max_new_tokens=12), plan=ChunkPlan(chunk_tokens=0), max_batch=2)
     engine = Engine(backend=backend, max_batch_size=backend.max_batch_size)
     try:
-        together = [h.result(timeout=900) for h in [engine.submit(t, seed=i + 1) for i, t in enumerate(texts)]]
-        alone = [engine.submit(t, seed=i + 1).result(timeout=900) for i, t in enumerate(texts)]
+        together = [h.result(timeout=900) for h in [engine.submit(t, SpeechParams(seed=i + 1)) for i, t in enumerate(texts)]]
+        alone = [engine.submit(t, SpeechParams(seed=i + 1)).result(timeout=900) for i, t in enumerate(texts)]
     finally:
         engine.close()
     assert backend.generator.free_slots == 2
@@ -328,7 +329,7 @@ def test_streaming_chunks_vs_whole_decode(official, model, monkeypatch):
     monkeypatch.setattr(sb, "vocode", lambda s3gen, mel, g, fade_in=True: (voiced.append(mel), real_vocode(s3gen, mel, g, fade_in))[1])
     backend = _backend(official, sampling=ChatterboxSampling(max_new_tokens=70))
     text = "Hello there, how are you today? I hope all is well."
-    (state,) = backend.prepare([RowInput(1, text, seed=9, parsed=backend.check_text(text))])
+    (state,) = backend.prepare([RowInput(1, text, SpeechParams(seed=9), parsed=backend.check_text(text))])
     (audio,) = _run(backend, [state])
     assert len(voiced) >= 3, "the utterance should stream in several chunks"
     sent = torch.zeros(80, 0)

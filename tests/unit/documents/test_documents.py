@@ -17,6 +17,7 @@ from tts_app.documents.job import ChapterMark
 from tts_app.engine import Engine
 from tts_app.text import TextError
 from tts_app.text.document import MAX_DOCUMENT_CHARS, parse_document
+from tts_app.engine.params import SpeechParams
 
 MARKDOWN = """Intro before any heading, with a [link](http://example.com/x) and `code`.
 
@@ -185,7 +186,7 @@ def test_documents_do_not_starve_one_line_requests(tmp_path: Path) -> None:
     for n in range(20):
         line = f"one line {n}"
         steps_before = len(backend.stepped)  # steps begun before the line was submitted
-        handle = engine.submit(line, seed=n)
+        handle = engine.submit(line, SpeechParams(seed=n))
         handle.result(timeout=30)
         first_step = next(i for i, texts in enumerate(backend.stepped) if line in texts)
         waits.append(first_step - steps_before)  # steps begun before the line's own first one

@@ -9,6 +9,7 @@ import pytest
 
 from tests.support.fake_backend import FakeBackend, expected
 from tts_app.engine import Engine, EngineBusy, EngineClosed, RequestCancelled, RequestStatus
+from tts_app.engine.params import SpeechParams
 
 
 @pytest.fixture
@@ -20,14 +21,14 @@ def engine():
 
 def test_each_request_gets_its_own_seeded_audio(engine):
     texts = [" ".join(["w"] * n) for n in (1, 3, 7, 2, 9, 4)]
-    handles = [engine.submit(t, seed=i) for i, t in enumerate(texts)]
+    handles = [engine.submit(t, SpeechParams(seed=i)) for i, t in enumerate(texts)]
     for i, (t, h) in enumerate(zip(texts, handles)):
         np.testing.assert_array_equal(h.result(timeout=10), expected(t, i))
         assert h.status is RequestStatus.FINISHED
 
 
 def test_streamed_chunks_equal_the_result(engine):
-    h = engine.submit("a b c d e", seed=3)
+    h = engine.submit("a b c d e", SpeechParams(seed=3))
     chunks = list(h)
     assert len(chunks) == 5
     np.testing.assert_array_equal(np.concatenate(chunks), h.result())
@@ -35,9 +36,9 @@ def test_streamed_chunks_equal_the_result(engine):
 
 def test_async_forms(engine):
     async def go():
-        h = engine.submit("a b c", seed=1)
+        h = engine.submit("a b c", SpeechParams(seed=1))
         chunks = [c async for c in h.astream()]
-        whole = await engine.submit("a b c", seed=1).aresult()
+        whole = await engine.submit("a b c", SpeechParams(seed=1)).aresult()
         return np.concatenate(chunks), whole
 
     streamed, whole = asyncio.run(go())
@@ -48,7 +49,7 @@ def test_async_forms(engine):
 def test_continuous_batching_refills_slots_and_compacts():
     backend = FakeBackend()
     with Engine(backend, max_batch_size=3, max_wait_ms=50, first_audio_first=False) as e:
-        hs = [e.submit(" ".join(["w"] * n), seed=n) for n in (1, 6, 6, 2)]
+        hs = [e.submit(" ".join(["w"] * n), SpeechParams(seed=n)) for n in (1, 6, 6, 2)]
         for h in hs:
             h.result(timeout=10)
     # Three start together; the 1-word row leaves after one step (compaction) and
@@ -64,7 +65,7 @@ def test_continuous_batching_refills_slots_and_compacts():
 def test_newcomers_get_their_first_window_before_the_running_rows_step():
     backend = FakeBackend()
     with Engine(backend, max_batch_size=3, max_wait_ms=50) as e:
-        hs = [e.submit(" ".join(["w"] * n), seed=n) for n in (1, 6, 6, 2)]
+        hs = [e.submit(" ".join(["w"] * n), SpeechParams(seed=n)) for n in (1, 6, 6, 2)]
         for h, n in zip(hs, (1, 6, 6, 2)):
             np.testing.assert_array_equal(h.result(timeout=10), expected(" ".join(["w"] * n), n))
     # The fourth request joins when the first leaves: it steps alone once, then with the others.
@@ -75,7 +76,7 @@ def test_newcomers_get_their_first_window_before_the_running_rows_step():
 
 def test_fifo_admission_under_load():
     with Engine(FakeBackend(), max_batch_size=2, max_wait_ms=0) as e:
-        hs = [e.submit("a b", seed=i) for i in range(20)]
+        hs = [e.submit("a b", SpeechParams(seed=i)) for i in range(20)]
         for h in hs:
             h.result(timeout=10)
     admitted = [h._req.admitted_at for h in hs]
@@ -85,11 +86,11 @@ def test_fifo_admission_under_load():
 def test_queue_limit_raises_engine_busy():
     stepped = threading.Event()
     with Engine(FakeBackend(step_sleep_s=0.05, on_step=stepped.set), max_batch_size=1, max_wait_ms=0, max_queue=3) as e:
-        first = e.submit("a b c d", seed=0)
+        first = e.submit("a b c d", SpeechParams(seed=0))
         assert stepped.wait(10)  # the worker took the first one: it runs, the queue is empty
-        queued = [e.submit("a", seed=i) for i in range(3)]
+        queued = [e.submit("a", SpeechParams(seed=i)) for i in range(3)]
         with pytest.raises(EngineBusy, match="busy"):
-            e.submit("a", seed=9)
+            e.submit("a", SpeechParams(seed=9))
         assert e.stats()["rejected"] == 1
         assert queued[-1].queue_position() == 2
         for h in [first, *queued]:
@@ -108,8 +109,8 @@ def test_cancel_mid_stream_frees_the_slot_within_a_step():
     backend = FakeBackend(on_step=lambda: cancelled.wait(10))  # each step ends only once the test has cancelled
     with Engine(backend, max_batch_size=1, max_wait_ms=0) as e:
         long_text = " ".join(["w"] * 500)
-        h = e.submit(long_text, seed=0)
-        waiting = e.submit("a b", seed=1)
+        h = e.submit(long_text, SpeechParams(seed=0))
+        waiting = e.submit("a b", SpeechParams(seed=1))
         it = iter(h)
         next(it)
         h.cancel()
@@ -123,7 +124,7 @@ def test_cancel_mid_stream_frees_the_slot_within_a_step():
 
 
 def test_a_caller_that_goes_away_cancels(engine):
-    h = engine.submit(" ".join(["w"] * 150) + " SLOW", seed=0)
+    h = engine.submit(" ".join(["w"] * 150) + " SLOW", SpeechParams(seed=0))
     it = iter(h)
     next(it)
     it.close()  # e.g. the browser tab closed and the generator was dropped
@@ -132,10 +133,10 @@ def test_a_caller_that_goes_away_cancels(engine):
 
 
 def test_failing_rows_fail_alone(engine):
-    good = [engine.submit("a b c", seed=i) for i in range(3)]
-    bad_prepare = engine.submit("BOOM now", seed=0)
-    bad_step = engine.submit("CRASH now please", seed=0)
-    more = engine.submit("d e", seed=5)
+    good = [engine.submit("a b c", SpeechParams(seed=i)) for i in range(3)]
+    bad_prepare = engine.submit("BOOM now", SpeechParams(seed=0))
+    bad_step = engine.submit("CRASH now please", SpeechParams(seed=0))
+    more = engine.submit("d e", SpeechParams(seed=5))
     for i, h in enumerate(good):
         np.testing.assert_array_equal(h.result(timeout=10), expected("a b c", i))
     with pytest.raises(RuntimeError, match="text stage exploded"):
@@ -149,7 +150,7 @@ def test_failing_rows_fail_alone(engine):
 def test_close_with_requests_in_flight_ends_cleanly():
     before = threading.active_count()
     e = Engine(FakeBackend(step_sleep_s=0.01), max_batch_size=2, max_wait_ms=0)
-    hs = [e.submit(" ".join(["w"] * 300), seed=i) for i in range(5)]
+    hs = [e.submit(" ".join(["w"] * 300), SpeechParams(seed=i)) for i in range(5)]
     time.sleep(0.05)
     e.close()
     for h in hs:
@@ -161,7 +162,7 @@ def test_close_with_requests_in_flight_ends_cleanly():
 
 
 def test_metrics_per_request_and_aggregate(engine):
-    h = engine.submit("a b c d", seed=0)
+    h = engine.submit("a b c d", SpeechParams(seed=0))
     h.result(timeout=10)
     m = h.metrics
     assert m.audio_s == pytest.approx(0.4)
@@ -177,15 +178,15 @@ class _SlowTextBackend(FakeBackend):
     """Parsing takes a while (as normalisation and phonemes do), so one-by-one submits would
     let the worker start the first line alone."""
 
-    def check_text(self, text, settings=None):
+    def check_text(self, text, params=None):
         time.sleep(0.05)
-        return super().check_text(text, settings)
+        return super().check_text(text, params)
 
 
 def test_submit_many_enters_the_queue_together():
     backend = _SlowTextBackend()
     with Engine(backend, max_batch_size=8, max_wait_ms=0, max_queue=16) as e:
-        handles = e.submit_many(["a b c", "d e", "f g h i"], seed=3)
+        handles = e.submit_many(["a b c", "d e", "f g h i"], SpeechParams(seed=3))
         for h, text in zip(handles, ["a b c", "d e", "f g h i"]):
             assert np.array_equal(h.result(timeout=10), expected(text, 3))
     assert backend.prepared == [3]  # one text stage for the three lines
@@ -200,7 +201,7 @@ def test_submit_many_queues_all_or_none():
         with pytest.raises(LineRejected, match="empty") as caught:
             e.submit_many(["fine", "   ", "also fine"])
         assert caught.value.index == 1
-        first = e.submit("a b c d", seed=0)
+        first = e.submit("a b c d", SpeechParams(seed=0))
         assert stepped.wait(10)  # running: the queue is empty again
         with pytest.raises(EngineBusy, match="busy"):
             e.submit_many(["a", "b", "c", "d"])  # four do not fit in a queue of three
@@ -227,7 +228,7 @@ class _GatedBackend(FakeBackend):
 def test_a_row_emitted_mid_step_reaches_its_handle_before_the_step_ends():
     backend = _GatedBackend()
     with Engine(backend, max_batch_size=4, max_wait_ms=0) as e:
-        first, second = e.submit_many(["a b", "c d"], seed=0)
+        first, second = e.submit_many(["a b", "c d"], SpeechParams(seed=0))
         chunks = iter(first)
         started = time.perf_counter()
         np.testing.assert_array_equal(next(chunks), expected("a", 0))  # before the gate opens
@@ -241,7 +242,7 @@ def test_a_row_emitted_mid_step_reaches_its_handle_before_the_step_ends():
 def test_rows_emitted_before_a_failing_row_are_not_run_twice(engine):
     # In one step: two good rows are emitted, then a row fails the step; the retry runs only the rows
     # not emitted yet, so the good rows advance once per step and their audio is exact.
-    handles = engine.submit_many(["a b c", "d e f", "CRASH here", "g h"], seed=3)
+    handles = engine.submit_many(["a b c", "d e f", "CRASH here", "g h"], SpeechParams(seed=3))
     for h, text in zip([handles[0], handles[1], handles[3]], ["a b c", "d e f", "g h"]):
         np.testing.assert_array_equal(h.result(timeout=10), expected(text, 3))
     with pytest.raises(RuntimeError, match="decoder exploded"):

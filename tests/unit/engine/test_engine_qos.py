@@ -17,6 +17,7 @@ from tts_app.engine import deadlines
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request
 from tts_app.engine.step_costs import StepCosts
+from tts_app.engine.params import SpeechParams
 
 WORDS = 60  # 6 s of audio per stream
 
@@ -41,7 +42,7 @@ def run_all(handles, texts, seed=0):
 
 # -- the pure policy ------------------------------------------------------------
 def _req(rid: int, play_deadline: float | None, stream: bool = True, submitted: float = 0.0) -> Request:
-    r = Request(RowInput(rid, "w"), id=rid, stream=stream, sample_rate=1000)
+    r = Request(RowInput(rid, "w", SpeechParams()), id=rid, stream=stream, sample_rate=1000)
     r.submitted_at, r.play_deadline, r.admitted_at = submitted, play_deadline, submitted
     return r
 
@@ -141,7 +142,7 @@ def test_windows_grow_once_the_listener_is_safe_and_the_audio_is_unchanged():
     engine, backend, _clock = sim_engine(word_s=0.005, fixed_s=0.001)
     text = words(200)
     with engine:
-        h = engine.submit(text, seed=7)
+        h = engine.submit(text, SpeechParams(seed=7))
         chunks = list(h)
     np.testing.assert_array_equal(np.concatenate(chunks), expected(text, 7))
     sizes = [c.size // 100 for c in chunks]
@@ -155,7 +156,7 @@ def test_a_file_uses_the_capacity_streams_leave_and_is_never_starved():
     texts = [words(WORDS) for _ in range(12)]
     with engine:
         streams = engine.submit_many(texts, in_order=False)
-        doc = engine.submit(words(100), seed=3, stream=False)
+        doc = engine.submit(words(100), SpeechParams(seed=3, stream=False))
         run_all(streams, texts)
         np.testing.assert_array_equal(doc.result(timeout=30), expected(words(100), 3))
         admitted_streams = [h for h in streams if h._req.admitted_at == 0.0]
@@ -189,7 +190,7 @@ def test_a_wait_past_the_limit_is_refused_with_a_retry_time():
         if len(backend.batches) == 20:
             for _ in range(20):
                 try:
-                    accepted.append(engine.submit(words(WORDS), client=f"visitor{len(accepted) + len(refusals)}"))
+                    accepted.append(engine.submit(words(WORDS), SpeechParams(client=f"visitor{len(accepted) + len(refusals)}")))
                 except EngineBusy as exc:
                     refusals.append(exc)
             internal.append(engine.submit(words(WORDS)))
@@ -211,10 +212,10 @@ def test_one_client_cannot_take_every_slot_or_queue_place():
     engine, backend, clock = sim_engine(max_batch_size=8)  # client share 0.25: 2 slots, 64 queue places
     texts = [words(WORDS) for _ in range(64)]
     with engine:
-        flood = engine.submit_many(texts, client="flooder", in_order=False)
+        flood = engine.submit_many(texts, SpeechParams(client="flooder"), in_order=False)
         with pytest.raises(EngineBusy, match="this client"):
-            engine.submit(words(5), client="flooder")
-        other = engine.submit(words(5), seed=1, client="visitor")
+            engine.submit(words(5), SpeechParams(client="flooder"))
+        other = engine.submit(words(5), SpeechParams(seed=1, client="visitor"))
         np.testing.assert_array_equal(other.result(timeout=30), expected(words(5), 1))
         assert other._req.admitted_at < 1.0  # it did not wait for the flooder's queue
         for h in flood:
@@ -252,7 +253,7 @@ def test_a_page_s_lines_are_one_listener_they_start_together_and_are_due_in_turn
 
     backend.on_step = on_step
     with engine:
-        handles = engine.submit_many(lines, client="page:one")  # a client share of one row, yet one listener
+        handles = engine.submit_many(lines, SpeechParams(client="page:one"))  # a client share of one row, yet one listener
         run_all(handles, lines)
     assert len({h._req.admitted_at for h in handles}) == 1  # admitted together
     first, second, third = (h.id for h in handles)

@@ -12,6 +12,7 @@ from tests.support.qwen3_tiny import tiny_backend as qwen3_tiny
 from tts_app.engine import Engine
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.qwen3.sampling import SamplingParams
+from tts_app.engine.params import SpeechParams
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -28,11 +29,11 @@ def _run(backend, clock, late_at_step: int):
 
     def on_step():
         if len(backend.stepped) == late_at_step:
-            late.extend(engine.submit_many(TEXTS[1:], seed=3, in_order=False))
+            late.extend(engine.submit_many(TEXTS[1:], SpeechParams(seed=3), in_order=False))
 
     backend.on_step = on_step
     with engine:
-        first = engine.submit(TEXTS[0], seed=3)
+        first = engine.submit(TEXTS[0], SpeechParams(seed=3))
         audio = [first.result(timeout=120)]
         assert len(late) == 3, "the first row ended before the others came"
         audio += [h.result(timeout=120) for h in late]
@@ -57,6 +58,6 @@ def test_qwen3_rows_ahead_of_their_listener_skip_steps_and_none_starves():
     solo.backend.inner.sampling = inner.sampling
     with solo:
         for text, got in zip(TEXTS, audio):
-            alone = solo.submit(text, seed=3).result(timeout=120)
+            alone = solo.submit(text, SpeechParams(seed=3)).result(timeout=120)
             assert alone.shape == got.shape  # the same tokens: the same frames
             assert np.abs(alone - got).max() <= 1e-4  # batched float sums differ in the last bits only

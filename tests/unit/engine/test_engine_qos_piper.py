@@ -6,6 +6,7 @@ import numpy as np
 
 from tts_app.engine import Engine
 from tts_app.engine.qos_settings import QosSettings
+from tts_app.engine.params import SpeechParams
 
 LONG = ("The old lighthouse keeper walked slowly along the narrow path that led from the village "
         "down to the rocks where the waves broke against the stones every single evening of the year. "
@@ -15,11 +16,11 @@ LONG = ("The old lighthouse keeper walked slowly along the narrow path that led 
 def test_grown_windows_give_the_whole_decode(piper_backend):
     # Growth at once after the first window: the rest of each chunk goes in windows of 320 and 640 frames.
     with Engine(piper_backend, max_wait_ms=0, qos=QosSettings(grow_at_s=(0.0, 0.0))) as grown:
-        handle = grown.submit(LONG, seed=4)
+        handle = grown.submit(LONG, SpeechParams(seed=4))
         chunks = list(handle)
         keys = set(grown.stats()["step_costs"])
     with Engine(piper_backend, max_wait_ms=0, policy="fifo") as fifo:
-        whole = fifo.submit(LONG, seed=4).result(timeout=120)
+        whole = fifo.submit(LONG, SpeechParams(seed=4)).result(timeout=120)
     streamed = np.concatenate(chunks)
     assert streamed.shape == whole.shape
     assert np.abs(streamed - whole).max() <= 1e-4

@@ -10,6 +10,7 @@ import pytest
 
 from tests.support.paths import REPO
 from tts_app.engine import Engine
+from tts_app.engine.params import SpeechParams
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +36,7 @@ def test_32_concurrent_submitters_get_their_solo_audio(engine, solo_engine, sent
     def client(c: int) -> None:
         for r in range(4):
             text = sentences[(c + r) % len(sentences)]
-            h = engine.submit(text, seed=c * 10 + r)
+            h = engine.submit(text, SpeechParams(seed=c * 10 + r))
             results[(c, r)] = (text, np.concatenate(list(h)) if r % 2 else h.result(timeout=120), h.metrics)
 
     threads = [threading.Thread(target=client, args=(c,)) for c in range(32)]
@@ -46,7 +47,7 @@ def test_32_concurrent_submitters_get_their_solo_audio(engine, solo_engine, sent
     assert set(results) == set(jobs)
     assert max(max(m.batch_sizes) for _, _, m in results.values()) > 1
     for (c, r), (text, audio, _) in list(results.items())[::8]:  # every 8th against a solo run
-        solo = solo_engine.submit(text, seed=c * 10 + r).result(timeout=60)
+        solo = solo_engine.submit(text, SpeechParams(seed=c * 10 + r)).result(timeout=60)
         assert solo.shape == audio.shape
         assert np.abs(solo - audio).max() <= 1e-4
 

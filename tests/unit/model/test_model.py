@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from tts_app.backends.base import RowInput
+
+from tts_app.engine.params import SpeechParams
 from tts_app.model import LatentRequest, plan_windows
 from tts_app.text import normalize_text, phonemize, to_ids
 from tests.support.backend_driver import run_rows
@@ -51,7 +53,7 @@ def test_ragged_text_stage_rows_equal_solo_runs(vits, sentences):
 @pytest.mark.parametrize("batch_size", [2, 16])
 def test_batched_audio_rows_equal_solo_runs(piper_backend, sentences, batch_size):
     texts = _texts(sentences)[-batch_size:] if batch_size == 2 else _texts(sentences)
-    rows = [RowInput(k, t, seed=k, parsed=piper_backend.check_text(t)) for k, t in enumerate(texts)]
+    rows = [RowInput(k, t, SpeechParams(seed=k), parsed=piper_backend.check_text(t)) for k, t in enumerate(texts)]
     batched = run_rows(piper_backend, rows)
     for row, audio in zip(rows, batched):
         (solo,) = run_rows(piper_backend, [row])
@@ -61,9 +63,9 @@ def test_batched_audio_rows_equal_solo_runs(piper_backend, sentences, batch_size
 
 def test_a_row_never_depends_on_its_batch_mates(piper_backend, sentences):
     text = sentences[0]
-    row = RowInput(0, text, seed=7, parsed=piper_backend.check_text(text))
-    others_a = [RowInput(1, sentences[1], seed=1, parsed=piper_backend.check_text(sentences[1]))]
-    others_b = [RowInput(k, sentences[k], seed=99, parsed=piper_backend.check_text(sentences[k])) for k in (2, 3, 4)]
+    row = RowInput(0, text, SpeechParams(seed=7), parsed=piper_backend.check_text(text))
+    others_a = [RowInput(1, sentences[1], SpeechParams(seed=1), parsed=piper_backend.check_text(sentences[1]))]
+    others_b = [RowInput(k, sentences[k], SpeechParams(seed=99), parsed=piper_backend.check_text(sentences[k])) for k in (2, 3, 4)]
     a = run_rows(piper_backend, [row, *others_a])[0]
     b = run_rows(piper_backend, [*others_b, row])[-1]
     assert np.array_equal(a, b)
@@ -71,7 +73,7 @@ def test_a_row_never_depends_on_its_batch_mates(piper_backend, sentences):
 
 def test_seeds_change_the_audio_and_repeat_exactly(piper_backend, sentences):
     parsed = piper_backend.check_text(sentences[5])
-    a, b, c = run_rows(piper_backend, [RowInput(0, "", seed=s, parsed=parsed) for s in (1, 1, 2)])
+    a, b, c = run_rows(piper_backend, [RowInput(0, "", SpeechParams(seed=s), parsed=parsed) for s in (1, 1, 2)])
     assert np.array_equal(a, b)
     assert a.shape != c.shape or np.abs(a - c).max() > 1e-2
 
@@ -153,7 +155,7 @@ def test_window_plan_covers_every_frame_once(n_frames):
 
 def test_long_line_speaks_with_pauses_between_sentences(piper_backend):
     line = ("The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background, then wait. " * 20)[:2000]
-    (audio,) = run_rows(piper_backend, [RowInput(0, line, parsed=piper_backend.check_text(line))])
+    (audio,) = run_rows(piper_backend, [RowInput(0, line, SpeechParams(), parsed=piper_backend.check_text(line))])
     seconds = audio.size / piper_backend.sample_rate
     assert 90 < seconds < 240  # about 2,000 characters of speech
     assert np.abs(audio).max() <= 1.0
@@ -210,7 +212,7 @@ def test_rows_emitted_one_by_one_equal_the_batched_step(piper_backend, sentences
     # The engine passes emit: on CPU the backend then decodes row by row and hands each row out as
     # it is done. Same audio as the step without emit, bit for bit, in row order.
     texts = _texts(sentences)[:4]
-    rows = [RowInput(k, t, seed=k, parsed=piper_backend.check_text(t)) for k, t in enumerate(texts)]
+    rows = [RowInput(k, t, SpeechParams(seed=k), parsed=piper_backend.check_text(t)) for k, t in enumerate(texts)]
     plain_states, emit_states = piper_backend.prepare(rows), piper_backend.prepare(rows)
     emitted: list[int] = []
     for _ in range(4):

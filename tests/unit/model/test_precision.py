@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 from tts_app.backends.base import RowInput
+
+from tts_app.engine.params import SpeechParams
 from tts_app.model.model_cache import ShapeLog, model_cache_dir
 from tts_app.model.precision import check_precision, decoder_kind
 from tests.support.backend_driver import run_rows
@@ -124,7 +126,7 @@ def fast_backend():
 
 def test_fast_batched_rows_equal_their_solo_runs(fast_backend, sentences):
     texts = [sentences[0], " ".join(sentences[1:4]), "Hi.", sentences[5]]
-    rows = [RowInput(k, t, seed=k, parsed=fast_backend.check_text(t)) for k, t in enumerate(texts)]
+    rows = [RowInput(k, t, SpeechParams(seed=k), parsed=fast_backend.check_text(t)) for k, t in enumerate(texts)]
     batched = run_rows(fast_backend, rows)
     for row, audio in zip(rows, batched):
         (solo,) = run_rows(fast_backend, [row])
@@ -156,7 +158,7 @@ def test_fast_batched_decoder_call_equals_per_row_calls(fast_backend):
 
 def test_fast_output_stays_close_to_exact(fast_backend, piper_backend, sentences):
     """Same durations (float32 text stage), waveform close to float32: a broken quantization fails here."""
-    row = RowInput(0, sentences[2], seed=3, parsed=piper_backend.check_text(sentences[2]))
+    row = RowInput(0, sentences[2], SpeechParams(seed=3), parsed=piper_backend.check_text(sentences[2]))
     (fast,) = run_rows(fast_backend, [row])
     (exact,) = run_rows(piper_backend, [row])
     assert fast.shape == exact.shape

@@ -11,6 +11,7 @@ import torch
 from tests.support.qwen3_tiny import tiny_backend as _backend
 from tests.support.qwen3_tiny import write_checkpoint
 from tts_app.backends.base import RowInput
+from tts_app.engine.params import SpeechParams
 from tts_app.backends.qwen3 import Qwen3Backend, WeightsMissing
 from tts_app.qwen3.prompt import PromptTokens
 from tts_app.qwen3.sampling import SamplingParams
@@ -36,8 +37,8 @@ def _drain(backend, states) -> list[np.ndarray]:
 def test_streams_audio_and_batch_mates_do_not_matter():
     backend = _backend(max_batch=3, frames_per_step=2)
     voice = SimpleNamespace(reference_audio=np.sin(np.arange(16000) / 9.0).astype(np.float32), reference_sample_rate=16000)
-    rows = [RowInput(1, "hello there", seed=5), RowInput(2, "a longer sentence here", seed=6, voice=voice),
-            RowInput(3, "short", seed=7)]
+    rows = [RowInput(1, "hello there", SpeechParams(seed=5)), RowInput(2, "a longer sentence here", SpeechParams(seed=6, voice=voice)),
+            RowInput(3, "short", SpeechParams(seed=7))]
     together = _drain(backend, backend.prepare(rows))
     spf = backend.codec.samples_per_frame
     for row, audio in zip(rows, together):
@@ -51,7 +52,7 @@ def test_streams_audio_and_batch_mates_do_not_matter():
 def test_too_many_rows_is_a_clear_error():
     backend = _backend(max_batch=1)
     with pytest.raises(RuntimeError, match="slots"):
-        backend.prepare([RowInput(1, "a"), RowInput(2, "b")])
+        backend.prepare([RowInput(1, "a", SpeechParams()), RowInput(2, "b", SpeechParams())])
 
 
 def test_missing_weights_one_line_error(tmp_path, monkeypatch):
@@ -73,5 +74,5 @@ def test_loads_a_checkpoint_directory(tmp_path):
     assert loaded.tokenizer.prompt_tokens("hi!") == PromptTokens([290, 10, 12], [ord("h"), ord("i"), ord("!")])
     for a, b in zip(loaded.talker.state_dict().values(), ref.talker.state_dict().values()):
         assert torch.equal(a, b)
-    (out,) = _drain(loaded, loaded.prepare([RowInput(1, "hi!", seed=3)]))
+    (out,) = _drain(loaded, loaded.prepare([RowInput(1, "hi!", SpeechParams(seed=3))]))
     assert out.size == 5 * loaded.codec.samples_per_frame and np.isfinite(out).all()

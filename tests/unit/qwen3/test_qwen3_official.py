@@ -227,13 +227,15 @@ def test_backend_clone_request_equals_official(official):
     from types import SimpleNamespace
 
     from tts_app.backends.base import RowInput
+
+    from tts_app.engine.params import SpeechParams
     from tts_app.backends.qwen3 import Qwen3Backend
 
     ref = official["ref"]
     backend = Qwen3Backend.from_pretrained(str(official["ckpt"]), device="cpu", sampling=_greedy(ref), max_batch=2,
                                            max_seq_len=128, frames_per_step=4, codec_left_context=25)
     voice = SimpleNamespace(reference_audio=ref["clip"].numpy(), reference_sample_rate=24000)
-    (state,) = backend.prepare([RowInput(1, ref["texts"][0], seed=5, voice=voice)])
+    (state,) = backend.prepare([RowInput(1, ref["texts"][0], SpeechParams(seed=5, voice=voice))])
     parts = []
     while True:
         (out,) = backend.step([state])

@@ -22,6 +22,7 @@ from tts_app.qwen3.codec import CodecDecoder
 from tts_app.qwen3.sampling import SamplingParams
 from tts_app.qwen3.tiny import tiny_talker
 from tts_app.text.words import written_words
+from tts_app.engine.params import SpeechParams
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
@@ -38,7 +39,7 @@ def _engine(frames: int = FRAMES, frames_per_step: int = 100) -> Engine:
 
 
 def _speak(engine: Engine, text: str) -> tuple[np.ndarray, list]:
-    handle = engine.submit(text, seed=3)
+    handle = engine.submit(text, SpeechParams(seed=3))
     audio = np.concatenate([c.audio for c in handle.chunks()])
     return audio, handle.words
 
@@ -67,7 +68,7 @@ def test_qwen3_speech_is_aligned_clause_by_clause_through_the_engine(piper_backe
     text = "The birch canoe slid on the smooth planks, and glue the sheet to the dark blue background."
     piper = Engine(piper_backend, max_batch_size=1)
     try:
-        handle = piper.submit(text, seed=0)
+        handle = piper.submit(text, SpeechParams(seed=0))
         speech = resample_poly(handle.result(timeout=300), 24000 // 50, piper.sample_rate // 50).astype(np.float32)
         model_words = handle.words
     finally:
@@ -84,7 +85,7 @@ def test_qwen3_speech_is_aligned_clause_by_clause_through_the_engine(piper_backe
     monkeypatch.setattr(qwen3_backend, "decode_new_audio", play_speech)
     engine = _engine(-(-speech.size // SPEECH_FRAME), frames_per_step=4)
     try:
-        handle = engine.submit(text, seed=3)
+        handle = engine.submit(text, SpeechParams(seed=3))
         chunks = list(handle.chunks())
         words = handle.words
     finally:
@@ -101,7 +102,7 @@ def test_alignment_can_be_turned_off(monkeypatch) -> None:
     monkeypatch.setenv("TTS_APP_ALIGN_WORDS", "0")
     engine = _engine()
     try:
-        handle = engine.submit("Hello there.", seed=3)
+        handle = engine.submit("Hello there.", SpeechParams(seed=3))
         handle.result(timeout=300)
         assert handle.words == []
     finally:

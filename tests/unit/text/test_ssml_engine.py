@@ -5,6 +5,7 @@ import pytest
 
 from tts_app.engine import Engine
 from tts_app.text import parse_lexicon
+from tts_app.engine.params import SpeechParams
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +25,8 @@ def _zero_runs(audio: np.ndarray) -> list[int]:
 @pytest.mark.parametrize("break_ms", [300, 1250])
 def test_break_is_an_exact_silence_and_streaming_equals_whole(engine, piper_backend, break_ms):
     ssml = f'<speak>The first part<break time="{break_ms}ms"/>and the second part.</speak>'
-    whole = engine.submit(ssml, seed=3).result(timeout=120)
-    streamed = np.concatenate(list(engine.submit(ssml, seed=3)))
+    whole = engine.submit(ssml, SpeechParams(seed=3)).result(timeout=120)
+    streamed = np.concatenate(list(engine.submit(ssml, SpeechParams(seed=3))))
     assert streamed.shape == whole.shape and np.array_equal(streamed, whole)
     want = round(break_ms / 1000 * piper_backend.sample_rate)
     hop = piper_backend.model.config.hop_length
@@ -36,7 +37,7 @@ def test_break_is_an_exact_silence_and_streaming_equals_whole(engine, piper_back
 def test_normalize_switch_changes_what_is_said(engine):
     text = "Call me at 5:30 pm on 3/14/2026."
     spoken = engine.submit(text).result(timeout=120)
-    raw = engine.submit(text, normalize=False).result(timeout=120)
+    raw = engine.submit(text, SpeechParams(normalize=False)).result(timeout=120)
     words = engine.submit("Call me at five thirty PM on March fourteenth, twenty twenty six.").result(timeout=120)
     assert spoken.shape == words.shape and np.abs(spoken - words).max() <= 1e-4
     assert raw.shape != spoken.shape
@@ -44,7 +45,7 @@ def test_normalize_switch_changes_what_is_said(engine):
 
 def test_lexicon_through_the_engine(engine):
     lex = parse_lexicon({"tomato": "/təmˈɑːtoʊ/"})
-    a = engine.submit("A tomato.", lexicon=lex).result(timeout=120)
+    a = engine.submit("A tomato.", SpeechParams(lexicon=lex)).result(timeout=120)
     b = engine.submit('<speak>A <phoneme alphabet="ipa" ph="təmˈɑːtoʊ">tomato</phoneme>.</speak>').result(timeout=120)
     c = engine.submit("A tomato.").result(timeout=120)
     assert a.shape == b.shape and np.abs(a - b).max() <= 1e-4

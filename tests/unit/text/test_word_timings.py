@@ -16,6 +16,7 @@ from tts_app.assets import BUILTIN_VOICES_DIR
 from tts_app.backends.base import WordTiming
 from tts_app.backends.word_clock import WordClock
 from tts_app.captions import cues, shift, to_srt, to_vtt
+from tts_app.engine.params import SpeechParams
 from tts_app.text import TextOptions, parse_lexicon, prepare_text, word_id_spans
 from tts_app.text.words import NO_WORD, label_phonemes, written_words
 
@@ -124,7 +125,7 @@ def _check_cover(words: list[WordTiming], audio_s: float) -> None:
 
 
 def test_engine_timings_cover_the_audio_and_stream_no_earlier_than_the_audio(engine) -> None:
-    handle = engine.submit(TEXT, seed=3)
+    handle = engine.submit(TEXT, SpeechParams(seed=3))
     sent, seen = 0, []
     for chunk in handle.chunks():
         sent += chunk.audio.size
@@ -133,21 +134,21 @@ def test_engine_timings_cover_the_audio_and_stream_no_earlier_than_the_audio(eng
         seen.extend(chunk.words)
     assert [w.word for w in seen][:3] == ["The", "birch", "canoe"] and seen[-2].word == "Doctor"
     _check_cover(seen, sent / engine.sample_rate)
-    whole = engine.submit(TEXT, seed=3)
+    whole = engine.submit(TEXT, SpeechParams(seed=3))
     audio = whole.result(timeout=120)
     assert whole.words == seen and audio.size == sent  # the same timings whether streamed or not
 
 
 def test_timings_follow_speed_and_breaks(engine) -> None:
-    base = engine.submit(TEXT, seed=1)
+    base = engine.submit(TEXT, SpeechParams(seed=1))
     base.result(timeout=120)
-    fast = engine.submit(TEXT, seed=1, speed=2.0)
+    fast = engine.submit(TEXT, SpeechParams(seed=1, speed=2.0))
     fast_audio = fast.result(timeout=120)
     _check_cover(fast.words, fast_audio.size / engine.sample_rate)
     ratio = fast.words[-1].end / base.words[-1].end
     assert 0.45 < ratio < 0.55
     ssml = '<speak>One two.<break time="2s"/>Three four.</speak>'
-    h = engine.submit(ssml, seed=1)
+    h = engine.submit(ssml, SpeechParams(seed=1))
     h.result(timeout=60)
     words = {w.word: w for w in h.words}
     assert words["Three"].start - words["two."].end >= 2.0
@@ -157,9 +158,9 @@ def test_voice_adaptation_does_not_move_the_words(engine) -> None:
     from tts_app.voice.profile import make_profile
 
     profile = make_profile(str(BUILTIN_VOICES_DIR / "f5_ref_en.wav"))
-    plain = engine.submit(TEXT, seed=2)
+    plain = engine.submit(TEXT, SpeechParams(seed=2))
     plain_audio = plain.result(timeout=120)
-    adapted = engine.submit(TEXT, seed=2, voice=profile, voice_strength=1.0)
+    adapted = engine.submit(TEXT, SpeechParams(seed=2, voice=profile, voice_strength=1.0))
     adapted_audio = adapted.result(timeout=120)
     assert adapted.words == plain.words
     # The adapter keeps time: the loudness envelopes line up (lag under 10 ms).

@@ -165,7 +165,8 @@ def test_resolve_voice_refusals(voice, message, library):
 def test_an_uploaded_clip_is_analysed_before_generate(tmp_path):
     # The page analyses an upload right after its report (handlers.prepare_voice, a queued event),
     # so the Generate that follows finds the profile built.
-    from tts_app.ui.speak.handlers import prepare_voice, resolve_profile
+    from tts_app.engine.params import SpeechParams
+    from tts_app.ui.speak.handlers import prepare_voice, resolve_page_params
     from tts_app.ui.voices.voice_input import MODE_BUILTIN, MODE_DEFAULT, MODE_UPLOAD
 
     clip = tmp_path / "upload.wav"
@@ -178,7 +179,7 @@ def test_an_uploaded_clip_is_analysed_before_generate(tmp_path):
     assert profile_cache_info().misses == 1
     prepare_voice(MODE_UPLOAD, None, str(clip))
     assert profile_cache_info().misses == 2
-    resolve_profile(str(clip), "")  # what Generate does, with the "What the clip says" box empty
+    resolve_page_params(SpeechParams(voice=str(clip)))  # what Generate does, with the "What the clip says" box empty
     assert profile_cache_info().misses == 2 and profile_cache_info().hits == 1
     bad = tmp_path / "bad.wav"
     bad.write_bytes(b"not audio")

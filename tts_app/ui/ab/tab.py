@@ -14,6 +14,7 @@ import numpy as np
 from tts_app.api.openai_speech import MODEL_ID
 from tts_app.config import SPEED_MAX, SPEED_MIN
 from tts_app.model_engines import ModelUnavailable, engine_for
+from tts_app.engine.params import SpeechParams
 from tts_app.ui.common.model_picker import check_model, model_dropdown
 from tts_app.ui.common.run_figures import RunFigures
 from tts_app.ui.common.text_lines import MAX_LINE_CHARS
@@ -22,7 +23,7 @@ from tts_app.ui.history.takes import Take, add_take
 from tts_app.ui.session.files import new_file
 from tts_app.ui.session.owner import owner_of
 from tts_app.ui.session.visitor_voices import VISITOR_VOICES
-from tts_app.ui.speak.handlers import resolve_profile
+from tts_app.ui.speak.handlers import resolve_page_params, spoken_without
 from tts_app.ui.voices.voice_input import voice_choices
 from tts_app.voice_names import DEFAULT_VOICE, builtin_voices
 from tts_app.wav_io import write_wav
@@ -104,13 +105,15 @@ def _submit_pair(text: str, sides: list[dict[str, Any]], owner: str | None = Non
         raise UserError(f"The model cannot be loaded: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
     # A voice of the visitor's own goes as its profile; the others by name.
     voices = [None if side["voice"] == DEFAULT_VOICE else VISITOR_VOICES.get(owner, side["voice"]) or side["voice"] for side in sides]
-    profiles = [resolve_profile(voice) for voice in voices]
     handles: list[Any] = []
     try:
-        for side, profile, engine in zip(sides, profiles, engines, strict=True):
-            handles.append(
-                engine.submit(text, voice=profile, seed=side["seed"], speed=side["speed"], voice_strength=side["strength"])
-            )
+        asked = [SpeechParams(side["seed"], side["speed"], voice, voice_strength=side["strength"]) for side, voice in zip(sides, voices)]
+        params = [resolve_page_params(p) for p in asked]
+        for p, engine, side in zip(params, engines, sides, strict=True):
+            kept, note = spoken_without(p, [text], engine, side["model"])
+            if note:
+                gr.Warning(note)
+            handles.append(engine.submit(text, kept))
     except EngineBusy as exc:
         for handle in handles:
             handle.cancel()

@@ -97,22 +97,23 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
           voice_text: str | None, strength: float, speed: float, seed: float,
           request: gr.Request | None = None) -> tuple[str, str, Any]:  # fmt: skip
     """Start a job with the Speak tab's voice and settings; returns (job id, progress, timer)."""
-    from tts_app.documents import ClientJobsFull, DocumentSettings, JobsBusy, document_jobs, page_client
+    from tts_app.documents import ClientJobsFull, JobsBusy, document_jobs, page_client
+    from tts_app.engine.params import SpeechParams
     from tts_app.text import TextError
     from tts_app.text.document import parse_document
-    from tts_app.ui.speak.handlers import _settings_values, resolve_profile
-    from tts_app.ui.voices.voice_input import MODE_UPLOAD, VoiceChoiceError, resolve_voice
+    from tts_app.ui.speak.handlers import _settings_values, resolve_page_params
+    from tts_app.ui.voices.voice_input import MODE_UPLOAD, VoiceChoiceError, voice_choice
 
     if not (text or "").strip():
         raise UserError("The document is empty: paste some text or upload a file.")
     try:
         document = parse_document(text, bool(markdown))
-        voice, _label = resolve_voice(voice_mode, builtin, upload, getattr(request, "session_hash", None))
+        voice, _label = voice_choice(voice_mode, builtin, upload, getattr(request, "session_hash", None))
     except (TextError, VoiceChoiceError) as exc:
         raise UserError(str(exc)) from exc
     speed_value, seed_value, strength_value = _settings_values(speed, seed, strength)
-    profile = resolve_profile(voice, voice_text if voice_mode == MODE_UPLOAD else None)  # the job outlives the upload
-    settings = DocumentSettings(profile, strength_value, speed_value, seed_value)
+    asked = SpeechParams(seed_value, speed_value, voice, voice_text if voice_mode == MODE_UPLOAD else None, strength_value)
+    settings = resolve_page_params(asked)  # now: the job outlives the upload
     try:
         clients = page_client(getattr(request, "session_hash", None) or "none", getattr(getattr(request, "client", None), "host", None) or "unknown")
         job = document_jobs().start(document, settings, (title or "").strip()[:200] or "Document", clients)

@@ -14,6 +14,7 @@ from typing import Any
 import gradio as gr
 import numpy as np
 
+from tts_app.engine.params import SpeechParams
 from tts_app.text import parse_lexicon
 from tts_app.ui.common.user_error import UserError
 from tts_app.ui.session.owner import owner_of
@@ -70,7 +71,7 @@ def say_it(word: str, pronunciation: str) -> tuple[int, np.ndarray]:
     try:
         lex = parse_lexicon({word: pronunciation}) if (pronunciation or "").strip() else None
         engine = get_engine()
-        audio = engine.submit(SAY_IT_TEMPLATE.format(word=word), lexicon=lex).result(timeout=60)
+        audio = engine.submit(SAY_IT_TEMPLATE.format(word=word), SpeechParams(lexicon=lex)).result(timeout=60)
     except ValueError as exc:  # TextError and bad settings: one line for the user
         raise UserError(str(exc)) from exc
     return engine.sample_rate, audio

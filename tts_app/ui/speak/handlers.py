@@ -7,12 +7,13 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gradio as gr
 
 from tts_app.config import SPEED_MAX, SPEED_MIN
+from tts_app.engine.params import SpeechParams
 from tts_app.model_engines import ModelUnavailable, engine_for, model_loaded
 from tts_app.models_available import EMBEDDED_ID
 from tts_app.shared_engine import engine_loaded, get_engine
@@ -37,9 +38,9 @@ from tts_app.ui.voices.voice_input import (
     clip_for_report,
     is_saved_voice,
     reference_report,
-    resolve_voice,
     saved_profile,
     saved_voice_report,
+    voice_choice,
 )
 from tts_app.voice_names import builtin_voice_path
 from tts_app.wav_io import pcm16_array, wav_bytes
@@ -108,32 +109,42 @@ def _waiting_status(handles: Sequence[Any], started: float) -> str:
     return f"**Decoding…** {len(handles) - waiting} of {len(handles)} lines running; the other {waiting}: {note} ({elapsed:.1f} s)"
 
 
-def resolve_profile(voice: Any, text: str | None = None) -> Any:
-    """The voice's profile, analysed once for all the lines of a run; a bad clip raises gr.Error.
+def resolve_page_params(params: SpeechParams) -> SpeechParams:
+    """``params`` with the voice analysed once for all the lines of a run; a bad clip raises gr.Error.
 
-    ``text``: what the clip says, when the visitor typed it (the voice is then matched on it).
+    ``params.voice_text``: what the clip says, when the visitor typed it (the voice is then matched on it).
     """
-    from tts_app.voice import resolve_voice
+    from tts_app.engine.input_processing import resolve_params  # the voice package is heavy: first run only
 
     try:
-        return resolve_voice(voice, text=(text or "").strip() or None)
+        return resolve_params(params)
     except ValueError as exc:  # VoiceError: one line, ready for the page
         raise UserError(f"This voice cannot be used: {exc}") from exc
 
 
-def _submit_all(
-    engine: Any, lines: Sequence[str], profile: Any, seed: int, speed: float, strength: float, normalize: bool,
-    owner: str | None = None, client: str | None = None,
-) -> list[Any]:
+def _run_params(asked: SpeechParams, owner: str | None) -> SpeechParams:
+    """A run's params: the voice resolved, and the server's words and this visitor's own (read in every run)."""
+    return replace(resolve_page_params(asked), lexicon=lexicon_for(owner))
+
+
+def spoken_without(params: SpeechParams, lines: Sequence[str], engine: Any, model: str) -> tuple[SpeechParams, str]:
+    """The page speaks a line without what its model does not honour: the params without it, and a
+    one-line note saying what was left out ("" when nothing was)."""
+    from tts_app.engine.input_processing import without_refused  # the voice package is heavy: first run only
+
+    kept, refused = without_refused(params, lines, engine.backend.capabilities)
+    dropped = [r.asked for r in refused if r.param != "input"]  # SSML cannot be dropped: the engine refuses it
+    if not dropped:
+        return kept, ""
+    return kept, f"{model} does not support {', '.join(dropped)}: spoken without it."
+
+
+def _submit_all(engine: Any, lines: Sequence[str], params: SpeechParams) -> list[Any]:
     """Submit every line as one group: they enter the engine together (so they batch), or none does."""
     from tts_app.engine import EngineBusy, LineRejected
 
-    lexicon = lexicon_for(owner)  # the server's words and this visitor's own, read in every run
     try:
-        return engine.submit_many(
-            lines, voice=profile, seed=seed, speed=speed, voice_strength=strength, lexicon=lexicon, normalize=normalize,
-            client=client,
-        )
+        return engine.submit_many(lines, params)
     except EngineBusy as exc:
         raise UserError(f"The server is busy: {exc}.") from exc
     except LineRejected as exc:
@@ -219,12 +230,18 @@ async def _generate(
     session = owner_of(request) or "anonymous"
     try:
         lines = parse_lines(form.text)
-        voice, voice_label = resolve_voice(form.voice_mode, form.builtin_voice, form.reference_clip, session)
+        voice, voice_label = voice_choice(form.voice_mode, form.builtin_voice, form.reference_clip, session)
     except (TextLimitError, VoiceChoiceError) as exc:
         raise UserError(str(exc)) from exc
     speed_value, seed_value, strength_value = _settings_values(form.speed, form.seed, form.voice_strength)
     model_id = check_model(form.model)
-    voice_text = form.voice_text if form.voice_mode == MODE_UPLOAD else None
+    voice_text = (form.voice_text or "").strip() or None if form.voice_mode == MODE_UPLOAD else None
+    # The checkbox's tick is each model's own reading (the embedded voice expands; the others read as given).
+    normalize = None if form.normalize is not False else False
+    try:
+        asked = SpeechParams(seed_value, speed_value, voice, voice_text, strength_value, normalize, client=f"page:{session}")
+    except ValueError as exc:  # a seed past the largest, say: one line for the page
+        raise UserError(str(exc)) from exc
     started = time.perf_counter()
 
     if not model_loaded(model_id):
@@ -235,11 +252,10 @@ async def _generate(
         raise UserError(f"{model_label(model_id)} cannot be loaded: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
     if voice is not None:
         yield {outputs.status: "**Analysing the reference…**"}
-    profile = await asyncio.to_thread(resolve_profile, voice, voice_text)
-    handles = await asyncio.to_thread(
-        _submit_all, engine, lines, profile, seed_value, speed_value, strength_value, form.normalize is not False,
-        session, f"page:{session}",
-    )
+    params, note = spoken_without(await asyncio.to_thread(_run_params, asked, session), lines, engine, model_label(model_id))
+    if note:
+        gr.Warning(note)
+    handles = await asyncio.to_thread(_submit_all, engine, lines, params)
     runs.add(session, handles)
     stats = engine.stats()
     prebuffer_s = prebuffer_for(float(stats.get("step_time_s") or 0.0), int(stats.get("rows_stepped") or 0), len(lines))
@@ -388,10 +404,11 @@ def prepare_voice(
     if voice_mode == MODE_UPLOAD and not reference_clip:
         return
     try:
-        voice, _label = resolve_voice(voice_mode, builtin_voice, reference_clip, owner_of(request))
+        voice, _label = voice_choice(voice_mode, builtin_voice, reference_clip, owner_of(request))
         if voice is None:
             return
-        profile = resolve_profile(voice, voice_text if voice_mode == MODE_UPLOAD else None)
+        typed = (voice_text or "").strip() or None if voice_mode == MODE_UPLOAD else None
+        profile = resolve_page_params(SpeechParams(voice=voice, voice_text=typed)).voice
         if engine_loaded():  # never load the model from here
             profile.streamer(1.0, int(get_engine().sample_rate))
     except (gr.Error, VoiceChoiceError):

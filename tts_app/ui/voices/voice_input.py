@@ -32,8 +32,8 @@ def default_builtin() -> str | None:
     return names[0] if names else None
 
 
-def resolve_voice(mode: str | None, builtin: str | None, upload: str | None, owner: str | None = None) -> tuple[Any, str]:
-    """The engine's ``voice`` argument for the page's controls, and a short label for history.
+def voice_choice(mode: str | None, builtin: str | None, upload: str | None, owner: str | None = None) -> tuple[Any, str]:
+    """What the page's controls name as the voice (``SpeechParams.voice``, resolved later), and a short label for history.
 
     Built-in and operator voices go to the engine by name (the engine's voice library caches
     their profiles); ``owner``'s own saved voices as their profile; an uploaded or recorded

@@ -1,0 +1,102 @@
+"""What each backend honours, declared where the server can read it without loading the model (no torch here).
+
+A request that asks a model for something it does not honour is refused before it is queued
+(``UnsupportedParameter``), or, on the page, spoken without it and noted (``Capabilities.refusals``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+# ISO 639-1 code -> the name Qwen3-TTS's checkpoints key their language table with (config.json).
+QWEN3_LANGUAGES = {
+    "zh": "chinese", "en": "english", "ja": "japanese", "ko": "korean", "de": "german",
+    "fr": "french", "ru": "russian", "pt": "portuguese", "es": "spanish", "it": "italian",
+}  # fmt: skip
+
+
+class UnsupportedParameter(ValueError):
+    """A request asks a model for what it does not honour; ``param`` names the request field."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One thing a request asks that the model does not honour: the request field and what it asked."""
+
+    param: str
+    asked: str
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend honours. ``normalize``: it can spell out numbers, dates and abbreviations
+    (``normalize_default``: it does so unless told not to). ``word_timings``: "model" (its own
+    durations), "aligned" (forced alignment, unless TTS_APP_ALIGN_WORDS=0) or "none".
+    ``languages``: ISO 639-1 codes it reads. ``max_text_chars``: the longest line it takes."""
+
+    speed: bool
+    ssml: bool
+    lexicon: bool
+    normalize: bool
+    normalize_default: bool
+    voice_strength: bool
+    word_timings: str
+    languages: tuple[str, ...]
+    max_text_chars: int
+
+    def as_json(self) -> dict[str, Any]:
+        """The fields as ``/v1/models`` lists them."""
+        data = asdict(self)
+        data["languages"] = list(self.languages)
+        return data
+
+    def refusals(self, params: Any, texts: Sequence[str]) -> list[Refusal]:
+        """What ``params`` (a SpeechParams) and ``texts`` ask that this model does not honour; [] when all is honoured.
+
+        Only what a caller asked for counts: a default value (speed 1, full voice strength, the
+        model's own reading) never does, nor a lexicon none of whose words occur in the texts.
+        """
+        from ..text.ssml import is_ssml  # the text package is heavy (num2words): the catalogue lists capabilities without it
+
+        found = []
+        if not self.speed and params.speed != 1.0:
+            found.append(Refusal("speed", f"speed {params.speed:g}"))
+        if not self.ssml and any(is_ssml(t) for t in texts):
+            found.append(Refusal("input", "SSML input"))
+        lexicon = params.lexicon
+        if not self.lexicon and lexicon is not None and any(lexicon.matches(t) for t in texts):
+            found.append(Refusal("lexicon", "lexicon pronunciations"))
+        if params.normalize is True and not self.normalize:
+            found.append(Refusal("normalize", "normalize (spelling out numbers, dates and abbreviations)"))
+        if not self.voice_strength and params.voice is not None and params.voice_strength != 1.0:
+            found.append(Refusal("voice_strength", f"voice_strength {params.voice_strength:g}"))
+        if params.language is not None and params.language not in self.languages:
+            found.append(Refusal("language", f"language {params.language!r} (it reads: {', '.join(self.languages)})"))
+        return found
+
+    def check(self, params: Any, texts: Sequence[str], model: str) -> None:
+        """Raise UnsupportedParameter (one line, naming the parameter and the model) for the first refusal."""
+        found = self.refusals(params, texts)
+        if found:
+            raise UnsupportedParameter(f"model {model!r} does not support {found[0].asked}", found[0].param)
+
+
+PIPER = Capabilities(
+    speed=True, ssml=True, lexicon=True, normalize=True, normalize_default=True, voice_strength=True,
+    word_timings="model", languages=("en",), max_text_chars=5000,
+)  # fmt: skip
+# Qwen3-TTS and Chatterbox read the text as given (no SSML, lexicon or number expansion), at their own
+# pace, and clone a reference voice whole (their speaker conditioning has no strength).
+QWEN3 = Capabilities(
+    speed=False, ssml=False, lexicon=False, normalize=False, normalize_default=False, voice_strength=False,
+    word_timings="aligned", languages=tuple(QWEN3_LANGUAGES), max_text_chars=10_000,
+)  # fmt: skip
+CHATTERBOX = Capabilities(
+    speed=False, ssml=False, lexicon=False, normalize=False, normalize_default=False, voice_strength=False,
+    word_timings="none", languages=("en",), max_text_chars=500,
+)  # fmt: skip
