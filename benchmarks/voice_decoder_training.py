@@ -110,7 +110,8 @@ def sentence_latents(sentences: list[str]) -> tuple[list[np.ndarray], list[np.nd
 
 def merge(paths: list[Path]) -> str:
     parts = [json.loads(p.read_text()) for p in paths]
-    variants = [v for v in parts[0]["variants"] if v != FILTER]
+    # only variants every voice finished: a cut-off run leaves the later ones out of the choice
+    variants = [v for v in parts[0]["variants"] if v != FILTER and all(v in p["variants"] for p in parts)]
     sims_plain = {p["voice"]: p["plain"][0] for p in parts}
     wer_plain = float(np.mean([p["plain"][1] for p in parts]))
     results = {(p["voice"], v): tuple(p["variants"][v]["score"]) for p in parts for v in [*variants, FILTER] if v in p["variants"]}
@@ -146,6 +147,8 @@ def merge(paths: list[Path]) -> str:
             f"| **mean** | | | | | **{np.mean(gains):+.3f}** (lowest {min(gains):+.3f}) | {np.mean(fgains):+.3f} | "
             f"{100 * wer_plain:.1f}% | {100 * np.mean(wers):.1f}% | | | |"
         )
+    every = sorted({v for p in parts for v in p["variants"] if v != FILTER}, key=lambda v: (v not in variants, v))
+    variants = every
     lines += ["", "Every variant on every voice (gain / WER / train CPU s / steps run, best step):", ""]
     lines.append("| voice | " + " | ".join([*variants, FILTER]) + " |")
     lines.append("| --- |" + " --- |" * (len(variants) + 1))
