@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from tts_app.cli import main
 
 sys.exit(main())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tts_app import settings
 
-from .stream import WordAligner
+from tts_app.align.stream import WordAligner
 
 __all__ = ["WordAligner", "enabled"]
 

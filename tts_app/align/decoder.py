@@ -15,7 +15,7 @@ import numpy as np
 
 from tts_app import settings
 
-from .pronounce import phones_for
+from tts_app.align.pronounce import phones_for
 
 RATE = 16000
 FRAME_S = 0.01  # PocketSphinx's frames: 100 a second

@@ -13,11 +13,11 @@ from math import gcd
 import numpy as np
 from scipy.signal import resample_poly
 
-from ..backends.base import WordTiming
-from ..text.words import clause_ends, written_words
-from . import decoder
-from .pauses import PauseFinder
-from .pronounce import dictionary_key
+from tts_app.backends.base import WordTiming
+from tts_app.text.words import clause_ends, written_words
+from tts_app.align import decoder
+from tts_app.align.pauses import PauseFinder
+from tts_app.align.pronounce import dictionary_key
 
 _WINDOW_WORDS = 64  # words offered to one clause's alignment: a clause between two pauses is far shorter
 # A stretch without a pause is cut this long at its quietest moment: PocketSphinx's time grows with

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from ..text.errors import TextError
-from .capabilities import Capabilities
+from tts_app.text.errors import TextError
+from tts_app.backends.capabilities import Capabilities
 
 if TYPE_CHECKING:  # a type only: backends sit below the engine and never import it
-    from ..engine.params import SpeechParams
+    from tts_app.engine.params import SpeechParams
 
 
 @dataclass

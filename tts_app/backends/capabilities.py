@@ -61,7 +61,7 @@ class Capabilities:
         Only what a caller asked for counts: a default value (speed 1, full voice strength, the
         model's own reading) never does, nor a lexicon none of whose words occur in the texts.
         """
-        from ..text.ssml import is_ssml  # the text package is heavy (num2words): the catalogue lists capabilities without it
+        from tts_app.text.ssml import is_ssml  # the text package is heavy (num2words): the catalogue lists capabilities without it
 
         found = []
         if not self.speed and params.speed != 1.0:

@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..config import SPEED_MAX, SPEED_MIN
-from ..model import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
-from ..text import TextError, TextOptions, prepare_text, to_ids, word_id_spans
-from .base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
-from .capabilities import PIPER
-from .word_clock import WordClock
+from tts_app.config import SPEED_MAX, SPEED_MIN
+from tts_app.model import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
+from tts_app.text import TextError, TextOptions, prepare_text, to_ids, word_id_spans
+from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
+from tts_app.backends.capabilities import PIPER
+from tts_app.backends.word_clock import WordClock
 
 if TYPE_CHECKING:
-    from ..engine.params import SpeechParams
+    from tts_app.engine.params import SpeechParams
 
 _LOGGER = logging.getLogger(__name__)
 

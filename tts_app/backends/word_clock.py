@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .base import WordTiming
+from tts_app.backends.base import WordTiming
 
 
 @dataclass

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from .official import official
+from tts_app.chatterbox.official import official
 
 N_TIMESTEPS = 10  # the official flow_inference's Euler steps (non-meanflow S3Gen)
 

@@ -18,10 +18,10 @@ from typing import Any, Sequence
 import torch
 from torch import nn
 
-from ..qwen3.kv_cache import SlotHandle, SlotPool
-from ..qwen3.layers import DecoderStack, causal_mask
-from .config import ChatterboxSampling, T3Tokens
-from .sampling import guided, next_tokens
+from tts_app.qwen3.kv_cache import SlotHandle, SlotPool
+from tts_app.qwen3.layers import DecoderStack, causal_mask
+from tts_app.chatterbox.config import ChatterboxSampling, T3Tokens
+from tts_app.chatterbox.sampling import guided, next_tokens
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .official import official
+from tts_app.chatterbox.official import official
 
 S3GEN_SR = 24000
 S3_SR = 16000

@@ -20,14 +20,14 @@ from torch import nn
 
 from tts_app import settings
 
-from ..models_available import CHATTERBOX_ENV as ENV_VAR
-from ..models_available import CHATTERBOX_FILES as FILES
-from ..models_available import CHATTERBOX_REPO as REPO_ID
-from ..models_available import hf_cache_snapshot
-from ..models_available import is_chatterbox_checkpoint as is_checkpoint
-from ..qwen3.layers import DecoderStack, LayerDims
-from .config import T3Tokens
-from .official import official
+from tts_app.models_available import CHATTERBOX_ENV as ENV_VAR
+from tts_app.models_available import CHATTERBOX_FILES as FILES
+from tts_app.models_available import CHATTERBOX_REPO as REPO_ID
+from tts_app.models_available import hf_cache_snapshot
+from tts_app.models_available import is_chatterbox_checkpoint as is_checkpoint
+from tts_app.qwen3.layers import DecoderStack, LayerDims
+from tts_app.chatterbox.config import T3Tokens
+from tts_app.chatterbox.official import official
 
 logger = logging.getLogger(__name__)
 

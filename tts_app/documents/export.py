@@ -11,7 +11,7 @@ from tts_app.backends.base import WordTiming
 from tts_app.captions import to_srt, to_vtt
 from tts_app.ffmpeg_path import ffmpeg_exe
 
-from .job import ChapterMark
+from tts_app.documents.job import ChapterMark
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from tts_app.backends.base import WordTiming
 from tts_app.engine.params import SpeechParams
 from tts_app.text.document import ParsedDocument
 
-from .progress import time_left_s
+from tts_app.documents.progress import time_left_s
 
 
 class JobStatus(enum.Enum):

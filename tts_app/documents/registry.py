@@ -21,8 +21,8 @@ from tts_app import settings
 from tts_app.file_sizes import folder_bytes
 from tts_app.text.document import ParsedDocument
 
-from .job import DocumentJob, DocumentSettings, JobStatus
-from .runner import run_job
+from tts_app.documents.job import DocumentJob, DocumentSettings, JobStatus
+from tts_app.documents.runner import run_job
 
 logger = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from tts_app.engine.params import SpeechParams
 from tts_app.text.document import DocumentPiece
 from tts_app.wav_io import GrowingWav
 
-from .export import write_captions, write_chaptered
-from .job import ChapterMark, DocumentJob, JobStatus
-from .progress import engine_prior_s_per_char
+from tts_app.documents.export import write_captions, write_chaptered
+from tts_app.documents.job import ChapterMark, DocumentJob, JobStatus
+from tts_app.documents.progress import engine_prior_s_per_char
 
 logger = logging.getLogger(__name__)
 

@@ -1,14 +1,14 @@
 """The engine: request queue, continuous batching and streaming handles."""
 
-from .engine import Engine, EngineClosed, LineRejected
-from ..backends.base import WordTiming
-from ..backends.capabilities import Capabilities, UnsupportedParameter
-from .handle import AudioChunk, RequestCancelled, RequestHandle
-from .metrics import RequestMetrics
-from .params import SpeechParams
-from .qos_settings import QosSettings, app_policy
-from .request import RequestStatus
-from .scheduler import EngineBusy, Scheduler
+from tts_app.engine.engine import Engine, EngineClosed, LineRejected
+from tts_app.backends.base import WordTiming
+from tts_app.backends.capabilities import Capabilities, UnsupportedParameter
+from tts_app.engine.handle import AudioChunk, RequestCancelled, RequestHandle
+from tts_app.engine.metrics import RequestMetrics
+from tts_app.engine.params import SpeechParams
+from tts_app.engine.qos_settings import QosSettings, app_policy
+from tts_app.engine.request import RequestStatus
+from tts_app.engine.scheduler import EngineBusy, Scheduler
 
 __all__ = [
     "AudioChunk",

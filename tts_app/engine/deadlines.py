@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ..backends.base import StepEstimate
-from .qos_settings import QosSettings
-from .request import Request
-from .step_costs import StepCosts
+from tts_app.backends.base import StepEstimate
+from tts_app.engine.qos_settings import QosSettings
+from tts_app.engine.request import Request
+from tts_app.engine.step_costs import StepCosts
 
 
 def deadline(req: Request, q: QosSettings) -> float:

@@ -10,15 +10,15 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..backends.base import Backend, RowInput, StepEstimate, StepOutput
-from . import deadlines
-from .handle import RequestHandle
-from .metrics import EngineCounters
-from .params import SpeechParams
-from .qos_settings import QosSettings
-from .request import Request, RequestStatus
-from .scheduler import EngineBusy, Scheduler
-from .step_costs import StepCosts, StreamLoad
+from tts_app.backends.base import Backend, RowInput, StepEstimate, StepOutput
+from tts_app.engine import deadlines
+from tts_app.engine.handle import RequestHandle
+from tts_app.engine.metrics import EngineCounters
+from tts_app.engine.params import SpeechParams
+from tts_app.engine.qos_settings import QosSettings
+from tts_app.engine.request import Request, RequestStatus
+from tts_app.engine.scheduler import EngineBusy, Scheduler
+from tts_app.engine.step_costs import StepCosts, StreamLoad
 
 _LOGGER = logging.getLogger(__name__)
 _LOG_EVERY_S = 10.0
@@ -38,8 +38,8 @@ class LineRejected(ValueError):
 
 
 def _default_backend(precision: str) -> Backend:
-    from ..backends.piper import PiperBackend
-    from ..model.loader import load_default_voice
+    from tts_app.backends.piper import PiperBackend
+    from tts_app.model.loader import load_default_voice
 
     return PiperBackend(load_default_voice(precision=precision))
 

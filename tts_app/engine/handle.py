@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, AsyncIterator, Iterator
 
 import numpy as np
 
-from ..backends.base import WordTiming
-from .metrics import RequestMetrics
-from .request import Request, RequestStatus
+from tts_app.backends.base import WordTiming
+from tts_app.engine.metrics import RequestMetrics
+from tts_app.engine.request import Request, RequestStatus
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from tts_app.engine.engine import Engine
 
 
 class RequestCancelled(RuntimeError):

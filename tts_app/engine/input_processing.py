@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from ..backends.capabilities import Capabilities, Refusal
-from ..voice import resolve_voice
-from .params import SpeechParams
+from tts_app.backends.capabilities import Capabilities, Refusal
+from tts_app.voice import resolve_voice
+from tts_app.engine.params import SpeechParams
 
 
 def resolve_params(params: SpeechParams) -> SpeechParams:

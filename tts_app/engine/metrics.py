@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .request import Request
+from tts_app.engine.request import Request
 
 
 @dataclass(frozen=True)

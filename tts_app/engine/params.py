@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
-from ..config import SPEED_MAX, SPEED_MIN
+from tts_app.config import SPEED_MAX, SPEED_MIN
 
 if TYPE_CHECKING:  # types only: the engine core never imports the voice or text packages
     import numpy as np
 
-    from ..text import Lexicon
-    from ..voice import VoiceProfile
+    from tts_app.text import Lexicon
+    from tts_app.voice import VoiceProfile
 
 # What a caller may name a voice with; tts_app.engine.input_processing.resolve_params turns it into a VoiceProfile.
 VoiceRef = Union["VoiceProfile", str, Path, "tuple[np.ndarray, int]", None]

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..backends.base import RowInput
+from tts_app.backends.base import RowInput
 
 _IDS = itertools.count(1)
 

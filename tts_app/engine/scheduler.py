@@ -7,9 +7,9 @@ import math
 from collections import Counter, deque
 from typing import Iterable
 
-from .qos_settings import QosSettings
-from .request import Request, RequestStatus
-from .step_costs import StreamLoad
+from tts_app.engine.qos_settings import QosSettings
+from tts_app.engine.request import Request, RequestStatus
+from tts_app.engine.step_costs import StreamLoad
 
 _FREE = StreamLoad(0.0, 0.0)  # nothing measured costs anything (a fake model)
 

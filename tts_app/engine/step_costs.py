@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..backends.base import StepEstimate
+from tts_app.backends.base import StepEstimate
 
 _MAX_RATIO = 10.0  # one odd step (a page fault, a first shape) moves an estimate at most this much
 

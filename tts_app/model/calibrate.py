@@ -21,8 +21,8 @@ import numpy as np
 
 from tts_app import settings
 
-from .cpu import cpu_model, usable_flags
-from .runtime import StageSession
+from tts_app.model.cpu import cpu_model, usable_flags
+from tts_app.model.runtime import StageSession
 
 _LOGGER = logging.getLogger(__name__)
 CANDIDATES = ("openvino", "onnxruntime")

@@ -28,7 +28,7 @@ import onnx
 import onnx.utils
 from onnx import helper, numpy_helper
 
-from .stream_decoder import stage_reach
+from tts_app.model.stream_decoder import stage_reach
 
 DP_NOISE = "/dp/RandomNormalLike_output_0"
 ENC_INPUTS = ("input", "input_lengths", "scales", DP_NOISE)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from .piper_vits import PiperVits
-from .precision import check_precision
+from tts_app.model.piper_vits import PiperVits
+from tts_app.model.precision import check_precision
 
 
 def load_default_voice(threads: int | None = None, precision: str = "exact") -> PiperVits:

@@ -9,15 +9,15 @@ from typing import Sequence
 
 import numpy as np
 
-from ..config import VoiceModelConfig
-from .calibrate import cached_choice, choice_key, measure_choice, save_choice
-from .durations import phoneme_frames
-from .graph_split import DP_NOISE, FLOW_INPUTS, DecoderStageGraph, StageGraphs, split_piper_graph
-from .model_cache import ShapeLog, model_cache_dir
-from .precision import check_precision, decoder_kind
-from .quantize import calibration_ids, int8_path, load_int8, quantize_stage
-from .runtime import SessionOptions, StageSession, open_session, pick_device, quiet_blas_threads, uses_openvino
-from .stream_decoder import (
+from tts_app.config import VoiceModelConfig
+from tts_app.model.calibrate import cached_choice, choice_key, measure_choice, save_choice
+from tts_app.model.durations import phoneme_frames
+from tts_app.model.graph_split import DP_NOISE, FLOW_INPUTS, DecoderStageGraph, StageGraphs, split_piper_graph
+from tts_app.model.model_cache import ShapeLog, model_cache_dir
+from tts_app.model.precision import check_precision, decoder_kind
+from tts_app.model.quantize import calibration_ids, int8_path, load_int8, quantize_stage
+from tts_app.model.runtime import SessionOptions, StageSession, open_session, pick_device, quiet_blas_threads, uses_openvino
+from tts_app.model.stream_decoder import (
     SHAPE_STEP_FRAMES,
     DecoderStage,
     DecoderStream,
@@ -28,8 +28,8 @@ from .stream_decoder import (
     stream_input_lengths,
     take_output,
 )
-from .warm_up import normal_shape, warm_model
-from .windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, plan_windows
+from tts_app.model.warm_up import normal_shape, warm_model
+from tts_app.model.windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, plan_windows
 
 _LOGGER = logging.getLogger(__name__)
 LATENT_CHANNELS = 192

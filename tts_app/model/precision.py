@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tts_app import settings
 
-from .cpu import usable_flags
+from tts_app.model.cpu import usable_flags
 
 PRECISIONS = ("exact", "fast")
 BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})

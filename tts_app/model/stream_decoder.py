@@ -35,7 +35,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from .runtime import StageSession
+from tts_app.model.runtime import StageSession
 
 SHAPE_STEP_FRAMES = 16  # stage inputs are padded to a multiple of this many latent frames where safe
 

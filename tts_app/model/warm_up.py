@@ -23,11 +23,11 @@ import numpy as np
 
 from tts_app import settings
 
-from .stream_decoder import stream_input_lengths
-from .windows import plan_windows
+from tts_app.model.stream_decoder import stream_input_lengths
+from tts_app.model.windows import plan_windows
 
 if TYPE_CHECKING:
-    from .piper_vits import PiperVits
+    from tts_app.model.piper_vits import PiperVits
 
 _LOGGER = logging.getLogger(__name__)
 # Chunk lengths (latent frames) whose streamed decoder shapes are warmed: from just over one

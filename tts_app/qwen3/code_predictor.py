@@ -10,9 +10,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .config import CodePredictorConfig, TalkerConfig
-from .layers import DecoderStack, LayerDims, causal_mask
-from .sampling import sample_tokens
+from tts_app.qwen3.config import CodePredictorConfig, TalkerConfig
+from tts_app.qwen3.layers import DecoderStack, LayerDims, causal_mask
+from tts_app.qwen3.sampling import sample_tokens
 
 
 class CodePredictorModel(DecoderStack):

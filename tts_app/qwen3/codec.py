@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import CodecConfig
-from .layers import DecoderStack, LayerDims, causal_mask
+from tts_app.qwen3.config import CodecConfig
+from tts_app.qwen3.layers import DecoderStack, LayerDims, causal_mask
 
 
 class CausalConv1d(nn.Module):

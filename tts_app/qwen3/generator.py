@@ -18,11 +18,11 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from .cuda_graph import StepGraphs, round_up
-from .kv_cache import SlotHandle, SlotPool, StaticKVCache
-from .layers import causal_mask
-from .sampling import SamplingParams, draw_noise, sample_tokens
-from .talker import Talker
+from tts_app.qwen3.cuda_graph import StepGraphs, round_up
+from tts_app.qwen3.kv_cache import SlotHandle, SlotPool, StaticKVCache
+from tts_app.qwen3.layers import causal_mask
+from tts_app.qwen3.sampling import SamplingParams, draw_noise, sample_tokens
+from tts_app.qwen3.talker import Talker
 
 logger = logging.getLogger(__name__)
 

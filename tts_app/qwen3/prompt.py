@@ -19,8 +19,8 @@ from typing import Optional
 
 import torch
 
-from .config import Qwen3TTSConfig
-from .talker import Talker
+from tts_app.qwen3.config import Qwen3TTSConfig
+from tts_app.qwen3.talker import Talker
 
 
 @dataclass

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import SpeakerEncoderConfig
+from tts_app.qwen3.config import SpeakerEncoderConfig
 
 logger = logging.getLogger(__name__)
 

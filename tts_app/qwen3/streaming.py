@@ -11,7 +11,7 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from .codec import CodecDecoder
+from tts_app.qwen3.codec import CodecDecoder
 
 
 @torch.inference_mode()

@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .code_predictor import CodePredictor
-from .config import TalkerConfig
-from .layers import DecoderStack, LayerDims
+from tts_app.qwen3.code_predictor import CodePredictor
+from tts_app.qwen3.config import TalkerConfig
+from tts_app.qwen3.layers import DecoderStack, LayerDims
 
 
 class TalkerModel(DecoderStack):

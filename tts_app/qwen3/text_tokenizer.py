@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from .prompt import PromptTokens
+from tts_app.qwen3.prompt import PromptTokens
 
 # Pre-tokenisation regex of the Qwen2 tokenizer.
 QWEN2_SPLIT = (
@@ -25,7 +25,7 @@ class TextTokenizer:
         try:
             from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
         except ImportError as e:
-            from .weights import WeightsMissing
+            from tts_app.qwen3.weights import WeightsMissing
 
             raise WeightsMissing("the Qwen3-TTS text tokenizer needs `tokenizers`: pip install -r requirements-gpu.txt") from e
         if (path / "tokenizer.json").is_file():

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from .config import tiny_configs
-from .generator import BatchedGenerator, RowState
-from .prompt import PromptTokens, build_prompt
-from .sampling import SamplingParams
-from .talker import Talker
+from tts_app.qwen3.config import tiny_configs
+from tts_app.qwen3.generator import BatchedGenerator, RowState
+from tts_app.qwen3.prompt import PromptTokens, build_prompt
+from tts_app.qwen3.sampling import SamplingParams
+from tts_app.qwen3.talker import Talker
 
 ROLE = [290, 10, 11]
 

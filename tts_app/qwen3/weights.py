@@ -17,11 +17,11 @@ from torch import nn
 
 from tts_app import settings
 
-from .codec import CodecDecoder
-from .config import CodecConfig, Qwen3TTSConfig
-from .speaker_encoder import SpeakerEncoder
-from .talker import Talker
-from .text_tokenizer import TextTokenizer
+from tts_app.qwen3.codec import CodecDecoder
+from tts_app.qwen3.config import CodecConfig, Qwen3TTSConfig
+from tts_app.qwen3.speaker_encoder import SpeakerEncoder
+from tts_app.qwen3.talker import Talker
+from tts_app.qwen3.text_tokenizer import TextTokenizer
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .number_words import digits
+from tts_app.text.number_words import digits
 
 # Titles always precede a name, so their dot never ends a sentence.
 _TITLES = {

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import TextError
-from .markdown_blocks import markdown_blocks
+from tts_app.text.errors import TextError
+from tts_app.text.markdown_blocks import markdown_blocks
 
 MAX_DOCUMENT_CHARS = 200_000
 PIECE_CHARS = 400  # one engine request: a few sentences, so the first audio comes quickly

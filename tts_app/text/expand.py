@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from .abbreviations import expand_abbreviations, expand_acronyms, expand_web
-from .normalize_numbers import expand_numbers
+from tts_app.text.abbreviations import expand_abbreviations, expand_acronyms, expand_web
+from tts_app.text.normalize_numbers import expand_numbers
 
 _SPACES = re.compile(r"[ \t]+")
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import TextError
-from .slots import PhonemeSlots, check_ipa
+from tts_app.text.errors import TextError
+from tts_app.text.slots import PhonemeSlots, check_ipa
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def load_lexicon(path: str | Path) -> Lexicon:
 
 def saved_lexicon_path() -> Path:
     """The server's lexicon: lexicon.json next to the saved voices."""
-    from ..voice.library import voices_dir  # the text side needs no voice code unless a lexicon is saved
+    from tts_app.voice.library import voices_dir  # the text side needs no voice code unless a lexicon is saved
 
     return voices_dir() / LEXICON_FILE
 

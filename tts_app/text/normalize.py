@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from .errors import TextError
+from tts_app.text.errors import TextError
 
 # Letters of scripts other than Latin make espeak's English voice spell out
 # "Chinese letter" and the like; we drop them and say so if nothing is left.

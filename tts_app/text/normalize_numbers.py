@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from .abbreviations import MONTHS, sentence_goes_on
-from .number_words import cardinal, digits, fraction, ordinal, year
+from tts_app.text.abbreviations import MONTHS, sentence_goes_on
+from tts_app.text.number_words import cardinal, digits, fraction, ordinal, year
 
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"  # 1,234.5 or 1234.5
 _SIGN = r"[-\u2212]?"

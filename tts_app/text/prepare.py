@@ -9,15 +9,15 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from .chunk import Chunk, chunk_sentences
-from .errors import TextError
-from .expand import expand_text
-from .lexicon import Lexicon
-from .normalize import normalize_text
-from .phonemize import phonemize
-from .slots import SLOT_RE, PhonemeSlots, ipa_symbols
-from .ssml import JOIN, Segment, is_ssml, parse_ssml
-from .words import NO_WORD, clause_ends, label_phonemes, shown_word, word_phonemes, written_words
+from tts_app.text.chunk import Chunk, chunk_sentences
+from tts_app.text.errors import TextError
+from tts_app.text.expand import expand_text
+from tts_app.text.lexicon import Lexicon
+from tts_app.text.normalize import normalize_text
+from tts_app.text.phonemize import phonemize
+from tts_app.text.slots import SLOT_RE, PhonemeSlots, ipa_symbols
+from tts_app.text.ssml import JOIN, Segment, is_ssml, parse_ssml
+from tts_app.text.words import NO_WORD, clause_ends, label_phonemes, shown_word, word_phonemes, written_words
 
 _SENTENCE_END = (".", "!", "?")
 _MARKS = frozenset(".,;:!?")

@@ -7,7 +7,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .errors import TextError
+from tts_app.text.errors import TextError
 
 _FIRST, _LAST = 0xE000, 0xF8FF  # Unicode's private-use area: no rule and no user text matches it
 SLOT_RE = re.compile("([\ue000-\uf8ff])")

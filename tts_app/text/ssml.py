@@ -15,13 +15,13 @@ from xml.etree.ElementTree import Element, ParseError
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import DefusedXMLParser
 
-from .abbreviations import spell
-from .errors import TextError
-from .normalize import clean_chars
-from .normalize_numbers import month_day, telephone
-from .number_words import cardinal, ordinal, year
-from .slots import PhonemeSlots
-from .ssml_limits import LimitedTreeBuilder, ssml_max_depth, ssml_max_elements
+from tts_app.text.abbreviations import spell
+from tts_app.text.errors import TextError
+from tts_app.text.normalize import clean_chars
+from tts_app.text.normalize_numbers import month_day, telephone
+from tts_app.text.number_words import cardinal, ordinal, year
+from tts_app.text.slots import PhonemeSlots
+from tts_app.text.ssml_limits import LimitedTreeBuilder, ssml_max_depth, ssml_max_elements
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from xml.etree.ElementTree import Element, TreeBuilder
 
 from tts_app import settings
 
-from .errors import TextError
+from tts_app.text.errors import TextError
 
 MAX_DEPTH_ENV = "TTS_APP_SSML_MAX_DEPTH"
 MAX_ELEMENTS_ENV = "TTS_APP_SSML_MAX_ELEMENTS"
