@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tts_app.backends.base import WordTiming
+from tts_app.text.word_timing import WordTiming
 
 MAX_CUE_WORDS = 10
 MAX_CUE_CHARS = 60

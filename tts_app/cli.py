@@ -14,7 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from tts_app.cli_library import LibraryError, add_library_commands, run_lexicon, run_voice
-from tts_app.text import TextError
+from tts_app.text import TextError, load_lexicon
 
 _LOGGER = logging.getLogger("tts_app")
 
@@ -73,9 +73,9 @@ def _write(handle, path: Path, sample_rate: int, stream: bool) -> None:
 
 
 def synth(args: argparse.Namespace) -> dict:
-    from tts_app.engine import Engine, SpeechParams
-    from tts_app.engine.input_processing import resolve_params
-    from tts_app.text import load_lexicon
+    from tts_app.engine import Engine, SpeechParams  # the model runtime loads only for the command that speaks
+    from tts_app.engine.input_processing import resolve_params  # the voice stack loads only for the command that speaks
+    from tts_app.text import load_lexicon  # the text stack loads only for the command that speaks
 
     lines = _read_lines(args.input)
     try:
@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "fetch":
-            from tts_app.models_available import fetch
+            from tts_app.models_available import fetch  # start-up: only the command that fetches needs it
 
             print(json.dumps({"model": args.model, "path": str(fetch(args.model, args.dir))}))
         elif args.command in ("voice", "lexicon"):

@@ -41,8 +41,8 @@ def add_library_commands(sub: Any) -> None:
 
 def run_voice(args: argparse.Namespace) -> Any:
     """One ``voice`` command; returns what to print as JSON."""
-    from tts_app.api.voice_aliases import OPENAI_VOICES
-    from tts_app.voice import default_library, make_profile
+    from tts_app.api.voice_aliases import OPENAI_VOICES  # start-up: the API side loads on first use
+    from tts_app.voice import default_library, make_profile  # start-up: the voice package loads its DSP stack on first use
 
     library = default_library()
     if args.action == "list":
@@ -63,8 +63,8 @@ def run_voice(args: argparse.Namespace) -> Any:
 
 def run_lexicon(args: argparse.Namespace) -> Any:
     """One ``lexicon`` command; returns what to print as JSON."""
-    from tts_app.text import load_lexicon, parse_lexicon, saved_lexicon
-    from tts_app.text.lexicon import save_lexicon, saved_lexicon_path
+    from tts_app.text import load_lexicon, parse_lexicon, saved_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
+    from tts_app.text.lexicon import save_lexicon, saved_lexicon_path  # start-up: the text stack (espeak, lexicons) loads on first use
 
     current = saved_lexicon_path()
     if current.exists():

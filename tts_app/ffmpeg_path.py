@@ -30,7 +30,7 @@ def _system_ffmpeg() -> str | None:
 
 def _wheel_ffmpeg() -> str | None:
     try:
-        import imageio_ffmpeg
+        import imageio_ffmpeg  # only when no system ffmpeg is found
     except ImportError:
         return None
     try:

@@ -42,7 +42,7 @@ class ModelUnavailable(ValueError):
 
 def _create_fast() -> "Engine":
     """The embedded voice in the fast precision: a second model in memory, with its own batches."""
-    from tts_app.engine import Engine, app_policy
+    from tts_app.engine import Engine, app_policy  # start-up: the engine and its model runtime load on first use
 
     return create_lowered(lambda: Engine(precision="fast", policy=app_policy()), "fast-engine-create")
 

@@ -49,7 +49,7 @@ class SweepResult:
 
 def store_root() -> Path:
     """<Gradio's cache folder>/tts_app_outputs."""
-    from tts_app.upload_paths import upload_root
+    from tts_app.upload_paths import upload_root  # gradio (which it loads) is heavy: only when a file is stored
 
     return upload_root() / "tts_app_outputs"
 

@@ -9,7 +9,7 @@ DEFAULT_VOICE = "default"  # the model's own voice, no reference clip
 
 def builtin_voices() -> dict[str, Path]:
     """Built-in voice name (the clip's file stem in tts_app/assets/voices) to clip path, sorted by name."""
-    from tts_app.voice import default_library
+    from tts_app.voice import default_library  # start-up: the voice package loads its DSP stack on first use
 
     return {entry.name: entry.path for entry in default_library().entries() if entry.builtin}
 
@@ -24,6 +24,6 @@ def builtin_voice_path(name: str) -> Path:
 
 def voice_names() -> list[str]:
     """Every name ``SpeechParams.voice`` accepts: built-in voices first, then saved ones."""
-    from tts_app.voice import default_library
+    from tts_app.voice import default_library  # start-up: the voice package loads its DSP stack on first use
 
     return default_library().names()

@@ -13,7 +13,7 @@ from math import gcd
 import numpy as np
 from scipy.signal import resample_poly
 
-from tts_app.backends.base import WordTiming
+from tts_app.text.word_timing import WordTiming
 from tts_app.text.words import clause_ends, written_words
 from tts_app.align import decoder
 from tts_app.align.pauses import PauseFinder

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from tts_app.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json_body, replies
 from tts_app.api.openai_speech import api_voice, error_response, read_body
 from tts_app.config import SPEED_MAX, SPEED_MIN
-from tts_app.text.document import MAX_DOCUMENT_CHARS
+from tts_app.text import TextError
+from tts_app.text.document import MAX_DOCUMENT_CHARS, parse_document
 from tts_app.voice_names import DEFAULT_VOICE
 from tts_app.wav_io import streaming_wav_header
 
@@ -71,10 +73,10 @@ async def start_document(request: Request) -> Response:
     if refused is not None:
         return refused
 
-    from tts_app.documents import ClientJobsFull, JobsBusy, api_client, document_jobs
-    from tts_app.engine.params import SpeechParams
-    from tts_app.text import TextError
-    from tts_app.text.document import parse_document
+    from tts_app.documents import ClientJobsFull, JobsBusy, api_client, document_jobs  # start-up: the document jobs load on first use
+    from tts_app.engine.params import SpeechParams  # start-up: with the document jobs
+    from tts_app.text import TextError  # start-up: the text stack (espeak, lexicons) loads on first use
+    from tts_app.text.document import parse_document  # start-up: the text stack (espeak, lexicons) loads on first use
 
     # The address uvicorn gives (a trusted proxy's X-Forwarded-For already applied).
     clients = api_client(request.client.host if request.client else "unknown")
@@ -95,7 +97,7 @@ async def start_document(request: Request) -> Response:
 
 @router.get("/v1/documents/{job_id}", response_model=None, responses=replies(200, {"application/json": JSON_OBJECT}, 404))
 async def document_progress(job_id: str) -> Response:
-    from tts_app.documents import document_jobs
+    from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
 
     job = document_jobs().get(job_id)
     if job is None:
@@ -107,7 +109,7 @@ async def document_progress(job_id: str) -> Response:
 
 @router.delete("/v1/documents/{job_id}", response_model=None, responses=replies(200, {"application/json": JSON_OBJECT}, 404))
 async def stop_document(job_id: str) -> Response:
-    from tts_app.documents import document_jobs
+    from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
 
     job = document_jobs().get(job_id)
     if job is None:
@@ -120,7 +122,7 @@ async def stop_document(job_id: str) -> Response:
             responses=replies(200, {media: BINARY for _kind, media in FILES.values()}, 404, 409))
 async def document_file(job_id: str, name: str) -> Response:
     """A job's file; ``audio.wav`` streams while the job runs."""
-    from tts_app.documents import document_jobs
+    from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
 
     job = document_jobs().get(job_id)
     if job is None:
@@ -162,8 +164,6 @@ async def _follow_wav(job: Any) -> AsyncIterator[bytes]:
 
 
 def _sample_rate(job: Any) -> int:
-    import struct
-
     try:
         with open(job.wav_path, "rb") as f:
             return struct.unpack("<I", f.read(28)[24:28])[0]

@@ -45,7 +45,7 @@ from tts_app.api.limits import MAX_BODY_BYTES, BodyError, read_json_body
 from tts_app.api.openapi_docs import BINARY, GUARD_ERRORS, json_body, replies
 from tts_app.api.voice_aliases import VoiceAliasError, api_voice_names, library_voice
 from tts_app.config import SPEED_MAX, SPEED_MIN
-from tts_app.models_available import capabilities_of
+from tts_app.models_available import EMBEDDED_ID, capabilities_of
 from tts_app.shutdown import shutting_down
 from tts_app.voice_names import DEFAULT_VOICE
 
@@ -53,7 +53,7 @@ logger = logging.getLogger(__name__)
 
 router = APIRouter()
 
-MODEL_ID = "piper-joe-medium"
+MODEL_ID = EMBEDDED_ID
 # Names OpenAI clients send by default; all of them mean the one model served here.
 MODEL_ALIASES = frozenset({MODEL_ID, "tts-1", "tts-1-hd", "gpt-4o-mini-tts", "default"})
 MAX_INPUT_CHARS = 4096  # OpenAI's limit for this endpoint
@@ -211,7 +211,7 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
     from tts_app.engine import EngineBusy, SpeechParams, UnsupportedParameter  # the engine package is heavy; imported on first request
     from tts_app.engine.input_processing import resolve_params
     from tts_app.model_engines import ModelUnavailable, engine_for  # one engine per model, created on first use
-    from tts_app.text import parse_lexicon, saved_lexicon
+    from tts_app.text import parse_lexicon, saved_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
 
     model_id = MODEL_ID if body.model in MODEL_ALIASES else body.model
     capabilities = capabilities_of(model_id)

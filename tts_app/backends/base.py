@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from tts_app.text.errors import TextError
+from tts_app.text.word_timing import WordTiming
 from tts_app.backends.capabilities import Capabilities
 
 if TYPE_CHECKING:  # a type only: backends sit below the engine and never import it
@@ -33,16 +34,6 @@ class RowInput:
     text: str
     params: SpeechParams
     parsed: object = None
-
-
-@dataclass(frozen=True)
-class WordTiming:
-    """Where a written word is heard in the request's audio, in seconds from its first sample."""
-
-    word: str
-    start: float
-    end: float
-    source: str = "model"  # "model": the model's own durations; "aligned": forced alignment; "even": a clause shared out by length
 
 
 @dataclass

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from tts_app.config import SPEED_MAX, SPEED_MIN
+from tts_app.models_available import EMBEDDED_ID
 from tts_app.model import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
 from tts_app.text import TextError, TextOptions, prepare_text, to_ids, word_id_spans
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
@@ -73,7 +74,7 @@ class PiperRow:
 class PiperBackend(Backend):
     """Piper en_US-joe-medium, batched across requests and streamed window by window."""
 
-    name = "piper-joe-medium"
+    name = EMBEDDED_ID
     capabilities = PIPER
 
     def __init__(

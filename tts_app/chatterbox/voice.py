@@ -31,7 +31,7 @@ class VoiceConds:
 @torch.inference_mode()
 def conditionals(model: Any, audio: np.ndarray, sample_rate: int, exaggeration: float) -> VoiceConds:
     """Analyse a mono clip as the official code does from a file (librosa's resampling, the same cuts)."""
-    import librosa
+    import librosa  # heavy (about 1 s): only when a Chatterbox voice is prepared
 
     audio = np.asarray(audio, dtype=np.float32).reshape(-1)
     if audio.size < MIN_REFERENCE_S * sample_rate:

@@ -109,7 +109,7 @@ def _t3(cfg: dict[str, Any], state: dict[str, torch.Tensor], device: torch.devic
 
 
 def load_chatterbox(path: Path, device: torch.device, dtype: torch.dtype = torch.float32) -> LoadedChatterbox:
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file  # optional dependency (requirements-gpu.txt): only when weights load
 
     cfg = llama_config(path)
     state = load_file(str(path / "t3_cfg.safetensors"))

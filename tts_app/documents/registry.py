@@ -198,8 +198,8 @@ def document_jobs() -> DocumentJobs:
     global _jobs
     with _jobs_lock:
         if _jobs is None:
-            from tts_app.shared_engine import get_engine
-            from tts_app.upload_paths import upload_root
+            from tts_app.shared_engine import get_engine  # start-up: the shared engine loads on first use
+            from tts_app.upload_paths import upload_root  # gradio (which it loads) is heavy: only when a file is stored
 
             # Beside the output store, not in it: its size cap must not take a document being written.
             _jobs = DocumentJobs(upload_root() / "tts_app_documents", get_engine)

@@ -51,7 +51,7 @@ def _pause_after(piece: DocumentPiece, following: DocumentPiece | None) -> float
 
 def _submit(engine: Any, job: DocumentJob, params: SpeechParams, index: int) -> Any:
     """Queue piece ``index``; while the engine queue is full, wait (a document is never refused midway)."""
-    from tts_app.engine import EngineBusy
+    from tts_app.engine import EngineBusy  # start-up: the engine and its model runtime load on first use
 
     piece_params = replace(params, seed=params.seed + index, stream=False)
     while True:

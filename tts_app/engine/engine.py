@@ -38,8 +38,8 @@ class LineRejected(ValueError):
 
 
 def _default_backend(precision: str) -> Backend:
-    from tts_app.backends.piper import PiperBackend
-    from tts_app.model.loader import load_default_voice
+    from tts_app.backends.piper import PiperBackend  # start-up: the backend loads its model runtime: only when no backend is given
+    from tts_app.model.loader import load_default_voice  # start-up: tts_app.model loads the model runtime (about 1 s): only when used
 
     return PiperBackend(load_default_voice(precision=precision))
 

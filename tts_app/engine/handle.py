@@ -6,7 +6,7 @@ import asyncio
 import threading
 from contextlib import aclosing, closing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AsyncIterator, Iterator
+from typing import Any, AsyncIterator, Iterator, Protocol
 
 import numpy as np
 
@@ -14,8 +14,19 @@ from tts_app.backends.base import WordTiming
 from tts_app.engine.metrics import RequestMetrics
 from tts_app.engine.request import Request, RequestStatus
 
-if TYPE_CHECKING:
-    from tts_app.engine.engine import Engine
+
+
+class EngineSide(Protocol):
+    """What a handle asks of the engine that made it (engine.py's Engine, which imports this module)."""
+
+    sample_rate: int
+    qos: Any
+
+    def stats(self) -> dict: ...
+    def _queue_position(self, req: Request) -> int: ...
+    def _eta(self, req: Request) -> float: ...
+    def _buffered(self, req: Request) -> float: ...
+    def _wake(self) -> None: ...
 
 
 class RequestCancelled(RuntimeError):
@@ -33,7 +44,7 @@ class AudioChunk:
 class RequestHandle:
     """Returned by ``Engine.submit``. Chunks are float32 mono at ``engine.sample_rate``."""
 
-    def __init__(self, engine: "Engine", req: Request) -> None:
+    def __init__(self, engine: EngineSide, req: Request) -> None:
         self._engine = engine
         self._req = req
         self._chunks: list[AudioChunk] = []
@@ -64,7 +75,7 @@ class RequestHandle:
         return self._req.id
 
     @property
-    def engine(self) -> "Engine":
+    def engine(self) -> EngineSide:
         """The engine serving this request (its stats give queue estimates)."""
         return self._engine
 

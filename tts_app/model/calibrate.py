@@ -36,8 +36,8 @@ MEASURE_VERSION = 2
 
 
 def choice_key(threads: int) -> str:
-    import onnxruntime
-    import openvino
+    import onnxruntime  # heavy runtime: imported only on the path that uses it
+    import openvino  # heavy runtime: imported only on the path that uses it
 
     return json.dumps([MEASURE_VERSION, cpu_model(), sorted(usable_flags()), threads, openvino.get_version(), onnxruntime.__version__])
 

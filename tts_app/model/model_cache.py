@@ -44,7 +44,7 @@ def file_digest(path: str) -> str:
 def model_cache_dir(model_path: str) -> Path | None:
     """The cache folder of this voice file under this OpenVINO version (created), or None."""
     try:
-        import openvino as ov
+        import openvino as ov  # heavy runtime: imported only on the path that uses it
 
         version = ov.get_version().split("-")[0]
     except ImportError:

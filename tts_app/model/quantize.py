@@ -31,7 +31,7 @@ def calibration_ids() -> list[list[int]]:
 def int8_path(cache_dir: Path | None, stage: int) -> Path | None:
     if cache_dir is None:
         return None
-    import nncf
+    import nncf  # heavy (seconds): only when a model is quantised
 
     digest = hashlib.sha256(CALIBRATION_IDS.read_bytes()).hexdigest()[:8]
     return cache_dir / f"decoder{stage}-int8-nncf{nncf.__version__}-{digest}.xml"
@@ -41,7 +41,7 @@ def load_int8(path: Path | None) -> Any:
     """The cached int8 stage, or None."""
     if path is None or not path.exists():
         return None
-    import openvino as ov
+    import openvino as ov  # heavy runtime: imported only on the path that uses it
 
     try:
         return ov.Core().read_model(str(path))
@@ -52,8 +52,8 @@ def load_int8(path: Path | None) -> Any:
 
 def quantize_stage(model: bytes, samples_BxCxN: Sequence[np.ndarray], path: Path | None) -> Any:
     """int8 OpenVINO model of one decoder stage (ONNX bytes), calibrated on ``samples``; saved to ``path``."""
-    import nncf
-    import openvino as ov
+    import nncf  # heavy (seconds): only when a model is quantised
+    import openvino as ov  # heavy runtime: imported only on the path that uses it
 
     graph = ov.Core().read_model(model, b"")
     samples = list(samples_BxCxN)[:MAX_CALIBRATION_SAMPLES]

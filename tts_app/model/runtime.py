@@ -42,7 +42,7 @@ class SessionOptions:
 
 class _OpenVinoSession:
     def __init__(self, model: "bytes | Any", options: SessionOptions) -> None:
-        import openvino as ov
+        import openvino as ov  # heavy runtime: imported only on the path that uses it
 
         core = ov.Core()
         if options.cache_dir is not None:
@@ -75,7 +75,7 @@ class _OpenVinoSession:
 
 class _OrtSession:
     def __init__(self, model: bytes, providers: list[str], threads: int, optimize: bool) -> None:
-        import onnxruntime as ort
+        import onnxruntime as ort  # heavy runtime: imported only on the path that uses it
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
@@ -101,14 +101,14 @@ def quiet_blas_threads() -> None:
     Its idle threads busy-wait after each product; the OpenVINO call that followed a
     200x513 @ 513x40 product ran at half speed (32 -> 66 ms, measured on 2 cores).
     """
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # only when BLAS threads are capped
 
     threadpool_limits(1, user_api="blas")
 
 
 def pick_device() -> str:
     """"cuda" where onnxruntime has CUDA, else "cpu"."""
-    import onnxruntime as ort
+    import onnxruntime as ort  # heavy runtime: imported only on the path that uses it
 
     return "cuda" if "CUDAExecutionProvider" in ort.get_available_providers() else "cpu"
 

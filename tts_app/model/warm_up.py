@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -26,8 +26,7 @@ from tts_app import settings
 from tts_app.model.stream_decoder import stream_input_lengths
 from tts_app.model.windows import plan_windows
 
-if TYPE_CHECKING:
-    from tts_app.model.piper_vits import PiperVits
+PiperVits = Any  # piper_vits.PiperVits, which imports this module: the hints name it without importing it
 
 _LOGGER = logging.getLogger(__name__)
 # Chunk lengths (latent frames) whose streamed decoder shapes are warmed: from just over one

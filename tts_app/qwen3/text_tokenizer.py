@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from tts_app.qwen3.errors import WeightsMissing
 from tts_app.qwen3.prompt import PromptTokens
 
 # Pre-tokenisation regex of the Qwen2 tokenizer.
@@ -23,10 +24,8 @@ class TextTokenizer:
     @classmethod
     def from_dir(cls, path: Path) -> "TextTokenizer":
         try:
-            from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+            from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers  # optional dependency (requirements-gpu.txt): only when Qwen3 weights load
         except ImportError as e:
-            from tts_app.qwen3.weights import WeightsMissing
-
             raise WeightsMissing("the Qwen3-TTS text tokenizer needs `tokenizers`: pip install -r requirements-gpu.txt") from e
         if (path / "tokenizer.json").is_file():
             tok = Tokenizer.from_file(str(path / "tokenizer.json"))

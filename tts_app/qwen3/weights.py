@@ -19,6 +19,7 @@ from tts_app import settings
 
 from tts_app.qwen3.codec import CodecDecoder
 from tts_app.qwen3.config import CodecConfig, Qwen3TTSConfig
+from tts_app.qwen3.errors import WeightsMissing
 from tts_app.qwen3.speaker_encoder import SpeakerEncoder
 from tts_app.qwen3.talker import Talker
 from tts_app.qwen3.text_tokenizer import TextTokenizer
@@ -32,10 +33,6 @@ HOW_TO_GET = (
     f"cache; to fetch them (about 2.5 GB) run `huggingface-cli download {KNOWN_REPOS[0]} --local-dir DIR` "
     "and `pip install -r requirements-gpu.txt`"
 )
-
-
-class WeightsMissing(RuntimeError):
-    """Raised with a one-line explanation of how to get the weights."""
 
 
 @dataclass
@@ -82,7 +79,7 @@ def find_checkpoint(model_path: Optional[str] = None) -> Path:
 
 def _read_safetensors(directory: Path) -> dict[str, torch.Tensor]:
     try:
-        from safetensors.torch import load_file
+        from safetensors.torch import load_file  # optional dependency (requirements-gpu.txt): only when weights load
     except ImportError as e:
         raise WeightsMissing("reading Qwen3-TTS weights needs safetensors: pip install -r requirements-gpu.txt") from e
     state: dict[str, torch.Tensor] = {}

@@ -14,6 +14,7 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 
+from tts_app.text.phonemize import phonemize
 from tts_app.text.slots import SLOT_RE, PhonemeSlots, ipa_symbols
 
 NO_WORD = -1  # label of a space, a punctuation mark, or a phoneme no written word claimed
@@ -185,8 +186,6 @@ def _align(want: Sequence[int], have: Sequence[int]) -> list[tuple[int, int, int
 
 @functools.lru_cache(maxsize=8192)
 def _espeak_word(word: str, espeak_voice: str) -> tuple[str, ...]:
-    from tts_app.text.phonemize import phonemize
-
     return tuple(p for sentence in phonemize(word, espeak_voice) for p in sentence)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from tts_app.voice.eq import FirStream
 from tts_app.voice.errors import VoiceError
@@ -18,8 +18,14 @@ from tts_app.voice.plan import AdaptPlan, cached_plan
 from tts_app.voice.psola import PsolaStream
 from tts_app.voice.specfilter import SpectralFilterStream
 
-if TYPE_CHECKING:
-    from tts_app.voice.profile import VoiceProfile
+
+
+class ProfileLike(Protocol):
+    """What the adapter reads of a voice profile (profile.VoiceProfile, which imports this module)."""
+
+    cache_key: str
+    stats: Any  # analysis.VoiceStats
+    class_map: Any  # classmap.ClassMap, or None
 
 _LIMIT_KNEE = 0.9  # above this |sample| the limiter bends smoothly toward 1.0
 
@@ -130,7 +136,7 @@ def check_strength(strength: float) -> float:
     return value
 
 
-def streamer_for(profile: "VoiceProfile | None", strength: float = 1.0, sample_rate: int = 22050) -> StreamingAdapter:
+def streamer_for(profile: "ProfileLike | None", strength: float = 1.0, sample_rate: int = 22050) -> StreamingAdapter:
     """A fresh per-request adapter; strength 0 or no profile gives a pass-through one."""
     strength = check_strength(strength)
     if profile is None or strength == 0.0:
@@ -139,6 +145,6 @@ def streamer_for(profile: "VoiceProfile | None", strength: float = 1.0, sample_r
     return StreamingAdapter(plan, sample_rate)
 
 
-def adapt(audio_22k: np.ndarray, profile: "VoiceProfile | None", strength: float = 1.0, sample_rate: int = 22050) -> np.ndarray:
+def adapt(audio_22k: np.ndarray, profile: "ProfileLike | None", strength: float = 1.0, sample_rate: int = 22050) -> np.ndarray:
     """Adapt a whole utterance toward ``profile``; same length out, bit-identical copy at strength 0."""
     return run_adapter(audio_22k, streamer_for(profile, strength, sample_rate).plan, sample_rate)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tts_app.voice.adapt import run_adapter
 from tts_app.voice.analysis import ANALYSIS_RATE, VoiceStats, to_analysis_rate
 from tts_app.voice.classmap import N_CLASSES, ClassMap, fit_class_map
 from tts_app.voice.model_voice import model_voice
@@ -52,7 +53,6 @@ class ParallelData:
 def parallel_data(audio: np.ndarray, sample_rate: int, stats: VoiceStats, text: str | None) -> ParallelData:
     """Find the clip's words (typed, else recognised) and have the model voice say them."""
     from tts_app.voice import transcript as words  # lazy: recogniser and piper load on first use
-    from tts_app.voice.adapt import run_adapter  # adapt imports plan; keep import order simple
 
     ref = to_analysis_rate(audio, sample_rate)
     plan = make_plan(stats, 1.0, ANALYSIS_RATE)

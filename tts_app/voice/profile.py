@@ -7,6 +7,7 @@ so that a cloning model can take the same reference the adapter uses.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 import logging
@@ -255,8 +256,6 @@ def _clean_text(text: str | None) -> str | None:
 
 
 def _text_key(text: str | None) -> str:
-    import hashlib
-
     return hashlib.sha256((text or "").encode()).hexdigest()[:12]
 
 

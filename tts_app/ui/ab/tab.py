@@ -97,7 +97,7 @@ def _side_settings(model: str, voice: str, strength: float, seed: float, speed: 
 
 
 def _submit_pair(text: str, sides: list[dict[str, Any]], owner: str | None = None) -> list[Any]:
-    from tts_app.engine import EngineBusy
+    from tts_app.engine import EngineBusy  # start-up: the engine and its model runtime load on first use
 
     try:
         engines = [engine_for(side["model"]) for side in sides]  # both sides on one model share its batches

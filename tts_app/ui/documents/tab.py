@@ -15,6 +15,8 @@ from typing import Any
 import gradio as gr
 
 from tts_app.ui.common.user_error import UserError
+from tts_app.ui.speak.handlers import _settings_values, resolve_page_params
+from tts_app.ui.voices.voice_input import MODE_UPLOAD, VoiceChoiceError, voice_choice
 
 MAX_UPLOAD_BYTES = 1_500_000  # 200,000 characters of UTF-8, and then some
 POLL_S = 1.0
@@ -97,12 +99,10 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
           voice_text: str | None, strength: float, speed: float, seed: float,
           request: gr.Request | None = None) -> tuple[str, str, Any]:  # fmt: skip
     """Start a job with the Speak tab's voice and settings; returns (job id, progress, timer)."""
-    from tts_app.documents import ClientJobsFull, JobsBusy, document_jobs, page_client
-    from tts_app.engine.params import SpeechParams
-    from tts_app.text import TextError
-    from tts_app.text.document import parse_document
-    from tts_app.ui.speak.handlers import _settings_values, resolve_page_params
-    from tts_app.ui.voices.voice_input import MODE_UPLOAD, VoiceChoiceError, voice_choice
+    from tts_app.documents import ClientJobsFull, JobsBusy, document_jobs, page_client  # start-up: the document jobs load on first use
+    from tts_app.engine.params import SpeechParams  # start-up: with the document jobs
+    from tts_app.text import TextError  # start-up: the text stack (espeak, lexicons) loads on first use
+    from tts_app.text.document import parse_document  # start-up: the text stack (espeak, lexicons) loads on first use
 
     if not (text or "").strip():
         raise UserError("The document is empty: paste some text or upload a file.")
@@ -124,7 +124,7 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
 
 def poll(job_id: str | None) -> tuple[str, Any]:
     """The job's progress box; the timer stops once the job is over."""
-    from tts_app.documents import document_jobs
+    from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
 
     job = document_jobs().get(job_id or "")
     if job is None:
@@ -134,7 +134,7 @@ def poll(job_id: str | None) -> tuple[str, Any]:
 
 
 def stop(job_id: str | None) -> tuple[str, Any]:
-    from tts_app.documents import document_jobs
+    from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
 
     document_jobs().cancel(job_id or "")
     return poll(job_id)

@@ -45,7 +45,7 @@ def lexicon_rows(request: gr.Request = None) -> list[list[str]]:  # type: ignore
 
 
 def _id_map() -> Any:
-    from tts_app.shared_engine import get_engine
+    from tts_app.shared_engine import get_engine  # start-up: the shared engine loads on first use
 
     return get_engine().backend.model.config.phoneme_id_map
 
@@ -63,7 +63,7 @@ def save_rows(rows: Any, request: gr.Request = None) -> str:  # type: ignore[ass
 
 def say_it(word: str, pronunciation: str) -> tuple[int, np.ndarray]:
     """Speak one entry in a carrier sentence, before it is saved."""
-    from tts_app.shared_engine import get_engine
+    from tts_app.shared_engine import get_engine  # start-up: the shared engine loads on first use
 
     word = (word or "").strip()
     if not word:

@@ -55,7 +55,7 @@ VISITOR_LEXICONS = VisitorLexicons()
 
 def lexicon_for(owner: str | None) -> Any | None:
     """The lexicon of ``owner``'s runs: the server's, with the visitor's entries laid over it."""
-    from tts_app.text import Lexicon, saved_lexicon
+    from tts_app.text import Lexicon, saved_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
 
     server, mine = saved_lexicon(), VISITOR_LEXICONS.get(owner)
     if mine is None or server is None:

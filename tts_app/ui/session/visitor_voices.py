@@ -20,9 +20,9 @@ TOTAL_ENV = "TTS_APP_VISITOR_VOICES_TOTAL"
 
 def taken_names() -> set[str]:
     """Lower-cased names no visitor may use: built-in and operator voices, OpenAI voices and aliases, reserved words."""
-    from tts_app.api.voice_aliases import OPENAI_VOICES, VoiceAliasError, voice_aliases
-    from tts_app.voice.library import RESERVED_NAMES
-    from tts_app.voice_names import voice_names
+    from tts_app.api.voice_aliases import OPENAI_VOICES, VoiceAliasError, voice_aliases  # start-up: the API side loads on first use
+    from tts_app.voice.library import RESERVED_NAMES  # start-up: the voice package loads its DSP stack on first use
+    from tts_app.voice_names import voice_names  # start-up: the voice library loads on first use
 
     try:
         aliases = set(voice_aliases())
@@ -49,7 +49,7 @@ class VisitorVoices:
 
     def check_new(self, owner: str | None, name: str) -> None:
         """ValueError (one line) unless ``owner`` may save a new voice called ``name``."""
-        from tts_app.voice.library import check_name
+        from tts_app.voice.library import check_name  # start-up: the voice package loads its DSP stack on first use
 
         check_name(name)
         if not owner:

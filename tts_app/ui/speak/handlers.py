@@ -141,7 +141,7 @@ def spoken_without(params: SpeechParams, lines: Sequence[str], engine: Any, mode
 
 def _submit_all(engine: Any, lines: Sequence[str], params: SpeechParams) -> list[Any]:
     """Submit every line as one group: they enter the engine together (so they batch), or none does."""
-    from tts_app.engine import EngineBusy, LineRejected
+    from tts_app.engine import EngineBusy, LineRejected  # start-up: the engine and its model runtime load on first use
 
     try:
         return engine.submit_many(lines, params)

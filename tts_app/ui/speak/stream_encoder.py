@@ -17,7 +17,7 @@ def tune_stream_encoder(start_wait_s: float = ENCODER_START_WAIT_S) -> None:
     and retries with a back-off (10 s to first sound in the browser test). The wait ends as soon
     as frames arrive, so a quick start costs nothing.
     """
-    from gradio import audio_stream_encoder
+    from gradio import audio_stream_encoder  # gradio is heavy: only when the page encodes a stream
 
     if isinstance(getattr(audio_stream_encoder, "STARTUP_WAIT", None), (int, float)):
         audio_stream_encoder.STARTUP_WAIT = max(float(audio_stream_encoder.STARTUP_WAIT), start_wait_s)

@@ -89,7 +89,7 @@ def clip_for_report(mode: str | None, builtin: str | None, upload: str | None) -
 
 def saved_profile(name: str, owner: str | None = None) -> Any:
     """``owner``'s saved voice ``name``, else the operator's (VoiceError for an unknown name)."""
-    from tts_app.voice import default_library
+    from tts_app.voice import default_library  # start-up: the voice package loads its DSP stack on first use
 
     mine = VISITOR_VOICES.get(owner, name)
     return mine if mine is not None else default_library().load(name)

@@ -14,7 +14,7 @@ import gradio as gr
 
 from tts_app.ui.session.owner import owner_of
 from tts_app.ui.session.visitor_voices import VISITOR_VOICES
-from tts_app.ui.voices.voice_input import voice_choices
+from tts_app.ui.voices.voice_input import default_builtin, voice_choices
 from tts_app.voice_names import DEFAULT_VOICE
 
 logger = logging.getLogger(__name__)
@@ -52,8 +52,6 @@ def save_voice(
 def delete_voice(name: str | None, save_as: str | None = None, request: gr.Request = None) -> tuple[str, Any, Any]:  # type: ignore[assignment]
     """Delete this visitor's saved voice ``name`` (no other voice); returns status, voice-list and
     "Save this voice as…" box updates (the box is emptied when it holds the deleted name)."""
-    from tts_app.ui.voices.voice_input import default_builtin
-
     owner = owner_of(request)
     try:
         if not name:
