@@ -19,11 +19,11 @@ from tts_app import settings
 # should stop the start with one line naming the variable, not a traceback.
 settings.exit_on_bad_values()
 
-from tts_app.models_available import CHATTERBOX_ENV  # noqa: E402
-from tts_app.models_available import ENV_VAR as QWEN3_PATH_ENV  # noqa: E402
-from tts_app.models_available import is_chatterbox_checkpoint, is_checkpoint  # noqa: E402
-from tts_app.server import launch  # noqa: E402
-from tts_app.ui.layout import build_demo  # noqa: E402
+from tts_app.models.available import CHATTERBOX_ENV  # noqa: E402
+from tts_app.models.available import ENV_VAR as QWEN3_PATH_ENV  # noqa: E402
+from tts_app.models.available import is_chatterbox_checkpoint, is_checkpoint  # noqa: E402
+from tts_app.web.server import launch  # noqa: E402
+from tts_app.web.ui.layout import build_demo  # noqa: E402
 
 demo = build_demo()
 
@@ -38,11 +38,11 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if args.precision not in ("exact", "fast"):
         parser.error(f"--precision must be exact or fast, got {args.precision!r}")
-    os.environ["TTS_APP_PRECISION"] = args.precision  # read by tts_app/shared_engine.py
+    os.environ["TTS_APP_PRECISION"] = args.precision  # read by tts_app/catalog/shared_engine.py
     if args.model_path:
         folder = Path(args.model_path).expanduser()
         if is_checkpoint(folder):
-            os.environ[QWEN3_PATH_ENV] = args.model_path  # read by tts_app/models_available.py on every page load
+            os.environ[QWEN3_PATH_ENV] = args.model_path  # read by tts_app/models/available.py on every page load
         elif is_chatterbox_checkpoint(folder):
             os.environ[CHATTERBOX_ENV] = args.model_path
         else:

@@ -1,4 +1,4 @@
-"""Forced-alignment word timings (tts_app/align) against the embedded voice's own durations, and their cost.
+"""Forced-alignment word timings (tts_app/captions) against the embedded voice's own durations, and their cost.
 
 Each evaluation sentence is spoken by the Piper backend (seed 0, one request at a time, the
 backend's own prepare/step, 2 threads); its audio pieces are fed in order to the aligner, as
@@ -21,7 +21,7 @@ from common import load_backend, load_sentences, machine_info, markdown_table, p
 def _speak(backend, text: str) -> tuple[list[np.ndarray], list, float, float]:
     """(audio pieces, model words, wall s, CPU s) of one request through prepare/step."""
     from tts_app.backends.base import RowInput
-    from tts_app.engine.params import SpeechParams
+    from tts_app.backends.params import SpeechParams
 
     wall, cpu = time.perf_counter(), time.process_time()
     (state,) = backend.prepare([RowInput(0, text, SpeechParams(seed=0))])
@@ -36,7 +36,7 @@ def _speak(backend, text: str) -> tuple[list[np.ndarray], list, float, float]:
 
 def _align(text: str, pieces: list[np.ndarray], rate: int) -> tuple[list, int, float, float]:
     """(aligned words, how many came before the last piece, wall s, CPU s)."""
-    from tts_app.align import WordAligner
+    from tts_app.captions import WordAligner
 
     wall, cpu = time.perf_counter(), time.process_time()
     aligner, words, early = WordAligner(text, rate), [], 0

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 import numpy as np
 import soundfile as sf
 
-from tts_app.api.audio_formats import FORMATS, open_encoder
+from tts_app.audio.formats import FORMATS, open_encoder
 from tts_app.assets import BUILTIN_VOICES_DIR
 
 CLIP = BUILTIN_VOICES_DIR / "lj_female_us.wav"

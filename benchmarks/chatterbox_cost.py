@@ -24,12 +24,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from benchmarks.common import machine_info, print_machine  # noqa: E402
-from tts_app.chatterbox import s3gen_batch  # noqa: E402
-from tts_app.chatterbox.config import ChatterboxSampling, T3Tokens  # noqa: E402
-from tts_app.chatterbox.official import official  # noqa: E402
-from tts_app.chatterbox.t3_generator import T3Generator, T3Prompt  # noqa: E402
-from tts_app.chatterbox.voice import conditionals  # noqa: E402
-from tts_app.chatterbox.weights import LoadedChatterbox, backbone_from_state, llama_config  # noqa: E402
+from tts_app.models.chatterbox import s3gen_batch  # noqa: E402
+from tts_app.models.chatterbox.config import ChatterboxSampling, T3Tokens  # noqa: E402
+from tts_app.models.chatterbox.official import official  # noqa: E402
+from tts_app.models.chatterbox.t3_generator import T3Generator, T3Prompt  # noqa: E402
+from tts_app.models.chatterbox.voice import conditionals  # noqa: E402
+from tts_app.models.chatterbox.weights import LoadedChatterbox, backbone_from_state, llama_config  # noqa: E402
 
 TEXT_TOKENS = 60  # a sentence of about 60 characters
 

@@ -135,7 +135,7 @@ def summarize_sequential(results: Sequence[Timed]) -> dict[str, float]:
 def load_backend(threads: int, precision: str = "exact") -> Any:
     """``PiperBackend`` over the embedded voice with ``threads`` CPU threads (cached per count and precision)."""
     from tts_app.backends.piper import PiperBackend
-    from tts_app.model.loader import load_default_voice
+    from tts_app.models.piper.loader import load_default_voice
 
     return PiperBackend(load_default_voice(threads=threads, precision=precision))
 
@@ -162,7 +162,7 @@ def drive_backend(backend: Any, texts: Sequence[str], batch: int) -> BackendRun:
     from collections import deque
 
     from tts_app.backends.base import RowInput
-    from tts_app.engine.params import SpeechParams
+    from tts_app.backends.params import SpeechParams
 
     pending = deque(enumerate(texts))
     active: list[tuple[int, Any]] = []
@@ -210,7 +210,7 @@ def _lscpu_field(lscpu: str, name: str) -> str:
 
 def machine_info() -> dict[str, Any]:
     """Where and when the run happened, the CPU and its ISA flags, and how busy the machine was."""
-    from tts_app.model.cpu import isa_summary
+    from tts_app.models.piper.cpu import isa_summary
 
     try:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout

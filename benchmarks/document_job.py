@@ -49,7 +49,7 @@ def main() -> int:
     args = parse_args(__doc__, extra)
     from tts_app.documents import DocumentJobs, DocumentSettings
     from tts_app.engine import Engine
-    from tts_app.engine.params import SpeechParams
+    from tts_app.backends.params import SpeechParams
     from tts_app.text.document import parse_document
 
     info = machine_info()

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 import common
 from tts_app.engine import Engine
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 
 NAME = "engine_load"
 _ENGINE_DEFAULTS = inspect.signature(Engine.__init__).parameters  # the table follows the engine's own defaults
@@ -43,7 +43,7 @@ def _extra_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep-threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--sweep-passes", type=int, default=2)
     parser.add_argument("--single-repeats", type=int, default=10)
-    parser.add_argument("--precision", choices=["exact", "fast"], default="exact", help="the engine's precision (tts_app/model/precision.py)")
+    parser.add_argument("--precision", choices=["exact", "fast"], default="exact", help="the engine's precision (tts_app/models/piper/precision.py)")
     parser.add_argument("--single-only", action="store_true",
                         help=f"only the one-client {SINGLE_WORDS}-word time to first audio (results/{NAME}_single.json)")
 

@@ -41,7 +41,7 @@ def _extra_args(parser: argparse.ArgumentParser) -> None:
 # -- quality ---------------------------------------------------------------------------
 def synthesize(backend: Any, text: str, seed: int) -> np.ndarray:
     from tts_app.backends.base import RowInput
-    from tts_app.engine.params import SpeechParams
+    from tts_app.backends.params import SpeechParams
 
     (state,) = backend.prepare([RowInput(0, text, SpeechParams(seed=seed))])
     audio = []

@@ -32,12 +32,12 @@ def _extra_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-requests", type=int, default=32, help="requests per batched run (multiple of 16)")
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 4, 8, 16])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--precision", choices=["exact", "fast"], default="exact", help="the model's precision (tts_app/model/precision.py)")
+    parser.add_argument("--precision", choices=["exact", "fast"], default="exact", help="the model's precision (tts_app/models/piper/precision.py)")
 
 
 def whole_synthesize(backend: Any, text: str) -> Timed:
     """Model level without windows: text_to_latents, then one decode of the whole utterance."""
-    from tts_app.model import LatentRequest
+    from tts_app.models.piper import LatentRequest
 
     t0 = time.perf_counter()
     parsed = backend.check_text(text)

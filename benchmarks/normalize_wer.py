@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 from scipy.signal import resample_poly  # noqa: E402
 
 from benchmarks.voice_similarity import cpu_name, word_errors  # noqa: E402
-from tts_app.engine.params import SpeechParams  # noqa: E402
+from tts_app.backends.params import SpeechParams  # noqa: E402
 
 logger = logging.getLogger("normalize_wer")
 SENTENCES = REPO_ROOT / "benchmarks" / "data" / "normalization_sentences.tsv"

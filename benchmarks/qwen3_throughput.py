@@ -24,13 +24,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from tts_app.qwen3.codec import CodecDecoder  # noqa: E402
-from tts_app.qwen3.config import CodecConfig, CodePredictorConfig, Qwen3TTSConfig, TalkerConfig, tiny_configs  # noqa: E402
-from tts_app.qwen3.generator import BatchedGenerator  # noqa: E402
-from tts_app.qwen3.prompt import PromptTokens, build_prompt  # noqa: E402
-from tts_app.qwen3.sampling import SamplingParams  # noqa: E402
-from tts_app.qwen3.streaming import decode_new_audio  # noqa: E402
-from tts_app.qwen3.talker import Talker  # noqa: E402
+from tts_app.models.qwen3.codec import CodecDecoder  # noqa: E402
+from tts_app.models.qwen3.config import CodecConfig, CodePredictorConfig, Qwen3TTSConfig, TalkerConfig, tiny_configs  # noqa: E402
+from tts_app.models.qwen3.generator import BatchedGenerator  # noqa: E402
+from tts_app.models.qwen3.prompt import PromptTokens, build_prompt  # noqa: E402
+from tts_app.models.qwen3.sampling import SamplingParams  # noqa: E402
+from tts_app.models.qwen3.streaming import decode_new_audio  # noqa: E402
+from tts_app.models.qwen3.talker import Talker  # noqa: E402
 
 SIZES = {
     "0.6b": dict(hidden_size=1024, intermediate_size=3072),

@@ -59,7 +59,7 @@ def reach(diff: np.ndarray, frame: int, hop: int, threshold: float) -> dict[str,
 # -- 2./3. streamed vs whole ------------------------------------------------------------
 def sentence_latents(backend: Any, text: str) -> np.ndarray:
     """Latents [192, T] of a sentence's first chunk, seed 0."""
-    from tts_app.model import LatentRequest
+    from tts_app.models.piper import LatentRequest
 
     ids = backend.check_text(text).chunk_ids[0]
     (z_CxT,) = backend.model.text_to_latents([LatentRequest(ids=ids, rng=np.random.default_rng(0))])
@@ -68,7 +68,7 @@ def sentence_latents(backend: Any, text: str) -> np.ndarray:
 
 def streamed_decode(model: Any, z_CxT: np.ndarray) -> np.ndarray:
     """Decode window by window through one decoder stream, as the backend does."""
-    from tts_app.model import plan_windows
+    from tts_app.models.piper import plan_windows
 
     stream = model.new_decoder_stream()
     return np.concatenate([model.decode_stream([stream], [z_CxT[:, w.start : w.end]], [w.last])[0] for w in plan_windows(z_CxT.shape[1])])

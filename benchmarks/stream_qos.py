@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 import common
 from tts_app.engine import Engine, EngineBusy, RequestStatus
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 
 NAME = "stream_qos"
 BURSTS = (0.5, 0.75, 1.0, 1.5)

@@ -43,7 +43,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 from scipy.signal import resample_poly  # noqa: E402
-from tts_app.engine.params import SpeechParams  # noqa: E402
+from tts_app.backends.params import SpeechParams  # noqa: E402
 
 logger = logging.getLogger("voice_similarity")
 
@@ -132,7 +132,7 @@ def word_errors(ref: str, hyp: str) -> tuple[int, int]:
 
 def parse_config(text: str):
     """'v1' -> no class map; 'k8' -> 8 classes, parallel; 'k8-nearest' -> 8 classes, nearest-class fallback."""
-    from tts_app.voice.conversion import ConversionConfig
+    from tts_app.voice.matching.conversion import ConversionConfig
 
     text = text.strip()
     if text == "v1":
@@ -166,7 +166,7 @@ class Table:
 
 def streaming_check(profile, audio: np.ndarray, strength: float, sample_rate: int) -> tuple[float, float, bool]:
     """Max |streamed - whole| and SNR (dB) over several chunkings, and whether lengths all matched."""
-    from tts_app.voice import adapt
+    from tts_app.voice.matching import adapt
 
     whole = adapt(audio, profile, strength, sample_rate)
     rng = np.random.default_rng(0)
@@ -208,9 +208,10 @@ def main() -> int:
 
     if args.merge:
         return merge(args)
-    from tts_app.voice import adapt, default_library
-    from tts_app.voice import conversion
-    from tts_app.voice.conversion import fit, parallel_data
+    from tts_app.voice import default_library
+    from tts_app.voice.matching import adapt
+    from tts_app.voice.matching import conversion
+    from tts_app.voice.matching.conversion import fit, parallel_data
 
     conversion.RECOGNISE_TRANSCRIPT = args.recognise
 

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.signal import resample_poly
 
 from common import load_backend, load_sentences, machine_info, markdown_table, parse_args, print_machine, report, write_results
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 
 FRAME_S = 0.01  # PocketSphinx's frame rate: 100 frames a second
 

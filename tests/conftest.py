@@ -22,7 +22,7 @@ from tests.support.skip_guard import (  # noqa: F401  (pytest hooks, registered 
 from tests.support.app_server import serve_app
 from tests.support.paths import ARTIFACTS, DATA
 
-# --- the model (tests of tts_app/model, tts_app/backends, tts_app/engine) ----------------
+# --- the model (tests of tts_app/models/piper, tts_app/backends, tts_app/engine) ----------------
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +35,7 @@ def sentences() -> list[str]:
 @pytest.fixture(scope="session")
 def vits():
     """The embedded Piper VITS voice, loaded once."""
-    from tts_app.model.loader import load_default_voice
+    from tts_app.models.piper.loader import load_default_voice
 
     return load_default_voice()
 
@@ -48,7 +48,7 @@ def piper_backend(vits):
     return PiperBackend(vits)
 
 
-# --- the app server (tests of app.py, tts_app/ui, tts_app/api) ----------------------------
+# --- the app server (tests of app.py, tts_app/web/ui, tts_app/web/api) ----------------------------
 
 
 @pytest.fixture(scope="session")

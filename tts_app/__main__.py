@@ -1,5 +1,5 @@
 import sys
 
-from tts_app.cli import main
+from tts_app.cli.commands import main
 
 sys.exit(main())

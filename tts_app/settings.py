@@ -65,7 +65,7 @@ def _float(name: str, default: float, doc: str, section: str = SECURITY, low: fl
 SETTINGS: tuple[Setting, ...] = (
     # The API
     Setting("TTS_APP_VOICE_ALIASES", "path", None, "JSON file mapping OpenAI voice names (alloy, ...) to voices served here",
-            "OpenAI-compatible speech API", shown_default="tts_app/api/openai_voices.json"),
+            "OpenAI-compatible speech API", shown_default="tts_app/catalog/openai_voices.json"),
     _int("TTS_APP_MAX_API_BODY_BYTES", 64 * 1024, "largest `POST /v1/audio/speech` body (413 over it); "
          "4,096 characters of input, even all escaped as \\uXXXX, plus the other fields fit in 64 KB"),
     Setting("TTS_APP_CORS_ORIGINS", "list", (), "origins a browser page may call `/v1` from (`*`: any); CORS is off without",

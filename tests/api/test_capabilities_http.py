@@ -14,7 +14,7 @@ import soundfile as sf
 from tests.support.app_server import serve_app
 from tests.support.qwen3_tiny import tiny_backend, write_checkpoint
 
-from tts_app.models_available import CHATTERBOX_FILES
+from tts_app.models.available import CHATTERBOX_FILES
 
 pytestmark = pytest.mark.slow  # starts its own server with a tiny Qwen3 checkpoint
 

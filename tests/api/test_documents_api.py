@@ -11,7 +11,7 @@ import httpx
 import pytest
 import soundfile as sf
 
-from tts_app.ffmpeg_path import ffmpeg_exe
+from tts_app.audio.ffmpeg_path import ffmpeg_exe
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,9 @@ import httpx
 import numpy as np
 import pytest
 
-from tts_app.ui.speak import live_channel
-from tts_app.ui.speak.live_channel import LiveChannels, LiveChannelsFull
-from tts_app.ui.speak.live_player import UNKNOWN_GAP_S, expected_gap_s, live_html
+from tts_app.web import live_channel
+from tts_app.web.live_channel import LiveChannels, LiveChannelsFull
+from tts_app.web.ui.speak.live_player import UNKNOWN_GAP_S, expected_gap_s, live_html
 
 TIMEOUT = httpx.Timeout(120.0)
 
@@ -91,7 +91,7 @@ def _first_line_wait_s(row_window_s: float, rows: int, emits_rows: bool) -> floa
     """Play the engine's first two steps on a clock: every row decodes its first window (FIRST of
     WINDOW frames, costing that share of a full window), then its next full window, row after row.
     Returns the time between the first line's first piece and its second one."""
-    from tts_app.model.windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES
+    from tts_app.models.piper.windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES
 
     clock, emitted = 0.0, []  # when the first line's pieces leave the engine
     for frames in (FIRST_WINDOW_FRAMES, WINDOW_FRAMES):
@@ -131,7 +131,7 @@ def test_the_route_streams_a_channel_once(monkeypatch: pytest.MonkeyPatch) -> No
     from fastapi import FastAPI
     from fastapi.testclient import TestClient
 
-    from tts_app.api import live
+    from tts_app.web.api import live
 
     channels = LiveChannels()
     monkeypatch.setattr(live, "LIVE_CHANNELS", channels)
@@ -171,7 +171,7 @@ def test_unknown_or_hostile_live_paths_are_404(app_server: str, path: str) -> No
 
 
 def test_only_a_page_streaming_run_gets_a_channel_and_none_when_all_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tts_app.ui.speak import handlers
+    from tts_app.web.ui.speak import handlers
 
     channels = LiveChannels()
     monkeypatch.setattr(handlers, "LIVE_CHANNELS", channels)

@@ -20,10 +20,10 @@ import pytest
 import soundfile as sf
 
 from tests.support.paths import REPO
-from tts_app.api.audio_formats import MAX_FFMPEG_ENCODERS, open_encoder
-from tts_app.api.voice_aliases import ALIASES_ENV, OPENAI_VOICES, library_voice, voice_aliases
-from tts_app.config import SPEED_MAX, SPEED_MIN
-from tts_app.ffmpeg_path import ffmpeg_exe
+from tts_app.audio.formats import MAX_FFMPEG_ENCODERS, open_encoder
+from tts_app.catalog.voice_aliases import ALIASES_ENV, OPENAI_VOICES, library_voice, voice_aliases
+from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
+from tts_app.audio.ffmpeg_path import ffmpeg_exe
 
 pytestmark = pytest.mark.slow
 
@@ -146,7 +146,7 @@ def test_a_broken_alias_file_is_a_one_line_server_error(tmp_path, monkeypatch: p
     from fastapi import FastAPI
     from fastapi.testclient import TestClient
 
-    from tts_app.api.openai_speech import router
+    from tts_app.web.api.openai_speech import router
 
     path = tmp_path / "aliases.json"
     path.write_text("[1, 2")
@@ -182,7 +182,7 @@ def test_speed_scales_the_whole_length_pauses_included(http: httpx.Client) -> No
 
 
 def test_frame_counts_divide_evenly_by_speed() -> None:
-    from tts_app.model.durations import phoneme_frames
+    from tts_app.models.piper.durations import phoneme_frames
 
     w_N = np.exp(np.random.default_rng(0).normal(1.0, 0.9, size=300)).astype(np.float32)  # predicted frames per id
     stock_N = np.ceil(w_N * 1.0).astype(np.int64)

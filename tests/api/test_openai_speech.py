@@ -151,7 +151,7 @@ def test_the_fast_embedded_voice_through_http(artifacts_dir) -> None:
     selectors): same words, same length as the exact voice. Elsewhere naming it is a one-line 400."""
     from tests.support.app_server import serve_app
 
-    from tts_app.models_available import EMBEDDED_FAST_ID, fast_variant_offered
+    from tts_app.models.available import EMBEDDED_FAST_ID, fast_variant_offered
 
     offered = fast_variant_offered({})
     body = {"model": EMBEDDED_FAST_ID, "input": "The fast voice says the same words.", "response_format": "pcm"}

@@ -8,8 +8,8 @@ from fastapi.testclient import TestClient
 
 @pytest.mark.parametrize("loaded", [False, True])
 def test_readiness_follows_the_engine(monkeypatch: pytest.MonkeyPatch, loaded: bool) -> None:
-    import tts_app.server as server
-    from tts_app.ui.layout import build_demo
+    import tts_app.web.server as server
+    from tts_app.web.ui.layout import build_demo
 
     monkeypatch.setattr(server, "engine_loaded", lambda: loaded)
     with TestClient(server.create_app(build_demo())) as client:

@@ -321,9 +321,9 @@ def test_gradio_own_upload_folder_check_runs_for_the_mounted_app() -> None:
     """The second layer alone: the app without FileDataGuard still refuses (Gradio's check, switched on)."""
     from fastapi.testclient import TestClient
 
-    from tts_app.file_guard import FileDataGuard
-    from tts_app.server import create_app
-    from tts_app.ui.layout import build_demo
+    from tts_app.web.guards.file_guard import FileDataGuard
+    from tts_app.web.server import create_app
+    from tts_app.web.ui.layout import build_demo
 
     app = create_app(build_demo())
     app.user_middleware = [m for m in app.user_middleware if m.cls is not FileDataGuard]

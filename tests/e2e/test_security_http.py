@@ -355,7 +355,7 @@ def _soft_limit_below_hard() -> None:
 
 
 def test_the_soft_descriptor_limit_is_raised_to_the_hard_one() -> None:
-    code = "from tts_app.connection_guard import raise_open_file_limit; import resource; raise_open_file_limit(); print(*resource.getrlimit(resource.RLIMIT_NOFILE))"
+    code = "from tts_app.web.guards.connection_guard import raise_open_file_limit; import resource; raise_open_file_limit(); print(*resource.getrlimit(resource.RLIMIT_NOFILE))"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True,
                          preexec_fn=_soft_limit_below_hard).stdout.split()
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]

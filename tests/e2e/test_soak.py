@@ -19,7 +19,7 @@ import pytest
 
 from tts_app.assets import BUILTIN_VOICES_DIR
 from tests.support.app_server import serve_app
-from tts_app.file_sizes import folder_bytes
+from tts_app.storage.file_sizes import folder_bytes
 
 pytestmark = pytest.mark.slow
 

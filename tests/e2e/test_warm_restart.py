@@ -23,8 +23,8 @@ TIMEOUT = httpx.Timeout(300.0)
 
 
 def test_the_page_says_when_the_model_will_be_ready(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import tts_app.ui.speak.loading_status as status
-    from tts_app import load_time
+    import tts_app.web.ui.speak.loading_status as status
+    from tts_app.catalog import load_time
 
     monkeypatch.setenv("TTS_APP_CACHE_DIR", str(tmp_path))
     (tmp_path / "load_seconds.txt").write_text("40.0\n")

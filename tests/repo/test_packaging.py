@@ -48,7 +48,7 @@ def test_every_pin_is_the_requirements_files_pin() -> None:
 
 def test_the_built_in_voices_live_in_the_package_with_their_attribution() -> None:
     from tts_app.assets import BUILTIN_VOICES_DIR
-    from tts_app.voice_names import builtin_voices
+    from tts_app.catalog.voices import builtin_voices
 
     assert BUILTIN_VOICES_DIR.is_relative_to(REPO / "tts_app")
     assert (BUILTIN_VOICES_DIR / "SOURCES.md").is_file()

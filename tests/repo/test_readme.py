@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from tests.support.paths import REPO
-from tts_app.ui.common.model_picker import FAST_NOTE
+from tts_app.web.ui.common.model_picker import FAST_NOTE
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 # Every section other parts of the project (and other pages) point to.

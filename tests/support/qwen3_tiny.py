@@ -6,11 +6,11 @@ The module-scoped ``one_thread`` fixture those tests use lives in tests/unit/con
 from __future__ import annotations
 
 from tts_app.backends.qwen3 import Qwen3Backend
-from tts_app.qwen3.codec import CodecDecoder
-from tts_app.qwen3.prompt import PromptTokens
-from tts_app.qwen3.sampling import SamplingParams
-from tts_app.qwen3.speaker_encoder import SpeakerEncoder
-from tts_app.qwen3.tiny import tiny_talker
+from tts_app.models.qwen3.codec import CodecDecoder
+from tts_app.models.qwen3.prompt import PromptTokens
+from tts_app.models.qwen3.sampling import SamplingParams
+from tts_app.models.qwen3.speaker_encoder import SpeakerEncoder
+from tests.support.qwen3_talker import tiny_talker
 
 
 class CharTokenizer:

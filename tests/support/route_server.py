@@ -20,8 +20,8 @@ def serve_routes(engine: object, monkeypatch: pytest.MonkeyPatch) -> Iterator[st
     import uvicorn
     from fastapi import FastAPI
 
-    import tts_app.model_engines as model_engines
-    from tts_app.api.openai_speech import router
+    import tts_app.catalog.engines as model_engines
+    from tts_app.web.api.openai_speech import router
 
     monkeypatch.setattr(model_engines, "engine_for", lambda model_id: engine)
     app = FastAPI()

@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tts_app
 
 from tts_app.engine import Engine  # noqa: E402
-from tts_app.engine.params import SpeechParams  # noqa: E402
+from tts_app.backends.params import SpeechParams  # noqa: E402
 
 
 def rss_mb() -> float:

@@ -6,7 +6,7 @@ import re
 
 from markdown_it import MarkdownIt
 
-from tts_app.ui.api_help.tab import api_help_markdown
+from tts_app.web.ui.api_help.tab import api_help_markdown
 
 
 def test_api_help_has_no_stray_backticks() -> None:

@@ -15,7 +15,7 @@ from gradio_client.exceptions import AppError
 
 from tests.support.paths import REPO
 from tts_app.assets import BUILTIN_VOICES_DIR
-from tts_app.server import WARM_UP_LINES
+from tts_app.web.server import WARM_UP_LINES
 
 pytestmark = pytest.mark.slow
 

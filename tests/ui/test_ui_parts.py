@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from tts_app.ui.common.run_figures import RunFigures, describe_batches
-from tts_app.ui.common.text_lines import TextLimitError, parse_lines
-from tts_app.ui.history.takes import Take, add_take, history_table, history_zip
-from tts_app.ui.session.active_runs import ActiveRuns
-from tts_app.ui.speak.stream_pacer import StreamPacer
-from tts_app.wav_io import join_with_pauses, streaming_wav_header, to_pcm16, wav_bytes, write_wav
+from tts_app.web.ui.common.run_figures import RunFigures, describe_batches
+from tts_app.web.ui.common.text_lines import TextLimitError, parse_lines
+from tts_app.web.ui.history.takes import Take, add_take, history_table, history_zip
+from tts_app.web.ui.session.active_runs import ActiveRuns
+from tts_app.web.ui.speak.stream_pacer import StreamPacer
+from tts_app.audio.wav_io import join_with_pauses, streaming_wav_header, to_pcm16, wav_bytes, write_wav
 
 
 def test_each_non_empty_line_is_an_utterance() -> None:
@@ -75,7 +75,7 @@ def test_pacer_first_piece_is_small_and_the_runway_follows_at_once() -> None:
 
 
 def test_prebuffer_outlasts_the_engine_step() -> None:
-    from tts_app.ui.speak.stream_pacer import MAX_PREBUFFER_S, PREBUFFER_S, UNKNOWN_STEP_PREBUFFER_S, prebuffer_for
+    from tts_app.web.ui.speak.stream_pacer import MAX_PREBUFFER_S, PREBUFFER_S, UNKNOWN_STEP_PREBUFFER_S, prebuffer_for
 
     assert prebuffer_for(0.0, 0, 5) == UNKNOWN_STEP_PREBUFFER_S  # no step timed yet
     assert UNKNOWN_STEP_PREBUFFER_S > 64 * 256 / 22050  # more than the engine's first window
@@ -85,7 +85,7 @@ def test_prebuffer_outlasts_the_engine_step() -> None:
 
 
 def test_pacer_flushes_a_short_run() -> None:
-    from tts_app.ui.speak.stream_pacer import FIRST_PIECE_S, PREBUFFER_S
+    from tts_app.web.ui.speak.stream_pacer import FIRST_PIECE_S, PREBUFFER_S
 
     short = int(PREBUFFER_S * 1000) - 50  # under the pre-buffer: held until the run ends
     pacer = StreamPacer(1000)
@@ -155,7 +155,7 @@ def test_active_runs_cancel_only_that_session() -> None:
 
 def test_stop_cancels_in_the_page_registry_it_is_given() -> None:
     """Stop reads the registry its page owns (build_demo makes one per page), not a module-level one."""
-    from tts_app.ui.speak.handlers import stop  # here: it loads gradio, which the rest of this file does not need
+    from tts_app.web.ui.speak.handlers import stop  # here: it loads gradio, which the rest of this file does not need
 
     class Handle:
         cancelled = False
@@ -173,7 +173,7 @@ def test_stop_cancels_in_the_page_registry_it_is_given() -> None:
 
 def test_run_model_streams_lines_in_order_and_collects_figures() -> None:
     from tts_app.engine.handle import AudioChunk, WordTiming
-    from tts_app.ui.speak.run_model import LINE_PAUSE_S, LineFailed, SpeakRun
+    from tts_app.web.ui.speak.run_model import LINE_PAUSE_S, LineFailed, SpeakRun
 
     rate = 1000
     run = SpeakRun(["one", "two"], rate, streaming=True)
@@ -202,7 +202,7 @@ def test_wheel_ffmpeg_is_put_on_path_when_the_system_has_none(monkeypatch: pytes
     import shutil
     import subprocess
 
-    from tts_app import ffmpeg_path
+    from tts_app.audio import ffmpeg_path
 
     empty = tmp_path / "bin"
     empty.mkdir()
@@ -224,9 +224,9 @@ def test_wheel_ffmpeg_is_put_on_path_when_the_system_has_none(monkeypatch: pytes
 
 
 def test_model_selector_lists_what_is_here_and_refuses_the_rest(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tts_app.models_available import CHATTERBOX_ENV, CHATTERBOX_FILES, CHATTERBOX_ID, EMBEDDED_ID, ENV_VAR
-    from tts_app.ui.common.model_picker import check_model, model_choices, model_help, refresh
-    from tts_app.ui.common.user_error import UserError
+    from tts_app.models.available import CHATTERBOX_ENV, CHATTERBOX_FILES, CHATTERBOX_ID, EMBEDDED_ID, ENV_VAR
+    from tts_app.web.ui.common.model_picker import check_model, model_choices, model_help, refresh
+    from tts_app.web.ui.common.user_error import UserError
 
     monkeypatch.delenv(ENV_VAR, raising=False)
     monkeypatch.delenv(CHATTERBOX_ENV, raising=False)

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from tts_app import session_sweeper
-from tts_app.ui.session import files as session_files
-from tts_app.ui.session import owner
-from tts_app.ui.session.active_runs import ActiveRuns
-from tts_app.ui.session.visitor_voices import PER_VISITOR_ENV, TOTAL_ENV, VisitorVoices
+from tts_app.web import session_sweeper
+from tts_app.web.ui.session import files as session_files
+from tts_app.web.ui.session import owner
+from tts_app.web.ui.session.active_runs import ActiveRuns
+from tts_app.web.ui.session.visitor_voices import PER_VISITOR_ENV, TOTAL_ENV, VisitorVoices
 
 PROFILE = SimpleNamespace(name="x")  # the store keeps profiles as given; no analysis needed here
 

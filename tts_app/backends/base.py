@@ -16,10 +16,10 @@ import numpy as np
 
 from tts_app.text.errors import TextError
 from tts_app.text.word_timing import WordTiming
-from tts_app.backends.capabilities import Capabilities
+from tts_app.models.capabilities import Capabilities
 
 if TYPE_CHECKING:  # a type only: backends sit below the engine and never import it
-    from tts_app.engine.params import SpeechParams
+    from tts_app.backends.params import SpeechParams
 
 
 @dataclass

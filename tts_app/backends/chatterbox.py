@@ -17,14 +17,14 @@ import numpy as np
 import torch
 
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
-from tts_app.backends.capabilities import CHATTERBOX
-from tts_app.chatterbox import s3gen_batch
-from tts_app.chatterbox.config import ChatterboxSampling
-from tts_app.chatterbox.official import ChatterboxMissing, official
-from tts_app.chatterbox.streaming import ChunkPlan, RowStream, join, window_noise
-from tts_app.chatterbox.t3_generator import T3Generator, T3Prompt, T3Row
-from tts_app.chatterbox.voice import VoiceCache, VoiceConds, conditionals, with_exaggeration
-from tts_app.chatterbox.weights import LoadedChatterbox, WeightsMissing, find_checkpoint, load_chatterbox
+from tts_app.models.capabilities import CHATTERBOX
+from tts_app.models.chatterbox import s3gen_batch
+from tts_app.models.chatterbox.config import ChatterboxSampling
+from tts_app.models.chatterbox.official import ChatterboxMissing, official
+from tts_app.models.chatterbox.streaming import ChunkPlan, RowStream, join, window_noise
+from tts_app.models.chatterbox.t3_generator import T3Generator, T3Prompt, T3Row
+from tts_app.models.chatterbox.voice import VoiceCache, VoiceConds, conditionals, with_exaggeration
+from tts_app.models.chatterbox.weights import LoadedChatterbox, WeightsMissing, find_checkpoint, load_chatterbox
 from tts_app.text.errors import TextError
 
 S3_TOKENS_PER_S = 25  # Chatterbox's speech tokens: 25 a second of audio

@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from tts_app.config import SPEED_MAX, SPEED_MIN
-from tts_app.models_available import EMBEDDED_ID
-from tts_app.model import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
+from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
+from tts_app.models.available import EMBEDDED_ID
+from tts_app.models.piper import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
 from tts_app.text import TextError, TextOptions, prepare_text, to_ids, word_id_spans
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
-from tts_app.backends.capabilities import PIPER
+from tts_app.models.capabilities import PIPER
 from tts_app.backends.word_clock import WordClock
 
 if TYPE_CHECKING:
-    from tts_app.engine.params import SpeechParams
+    from tts_app.backends.params import SpeechParams
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -14,19 +14,19 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import torch
 
-from tts_app import align
+from tts_app import captions as align
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
-from tts_app.backends.capabilities import QWEN3, QWEN3_LANGUAGES
-from tts_app.qwen3.codec import CodecDecoder
-from tts_app.qwen3.config import Qwen3TTSConfig
-from tts_app.qwen3.generator import BatchedGenerator, RowState
-from tts_app.qwen3.prompt import build_prompt
-from tts_app.qwen3.sampling import SamplingParams
-from tts_app.qwen3.speaker_encoder import SpeakerEncoder
-from tts_app.qwen3.streaming import decode_new_audio
-from tts_app.qwen3.talker import Talker
-from tts_app.qwen3.text_tokenizer import TextTokenizer
-from tts_app.qwen3.weights import WeightsMissing, find_checkpoint, load_qwen3
+from tts_app.models.capabilities import QWEN3, QWEN3_LANGUAGES
+from tts_app.models.qwen3.codec import CodecDecoder
+from tts_app.models.qwen3.config import Qwen3TTSConfig
+from tts_app.models.qwen3.generator import BatchedGenerator, RowState
+from tts_app.models.qwen3.prompt import build_prompt
+from tts_app.models.qwen3.sampling import SamplingParams
+from tts_app.models.qwen3.speaker_encoder import SpeakerEncoder
+from tts_app.models.qwen3.streaming import decode_new_audio
+from tts_app.models.qwen3.talker import Talker
+from tts_app.models.qwen3.text_tokenizer import TextTokenizer
+from tts_app.models.qwen3.weights import WeightsMissing, find_checkpoint, load_qwen3
 
 logger = logging.getLogger(__name__)
 

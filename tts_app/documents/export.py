@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tts_app.backends.base import WordTiming
-from tts_app.captions import to_srt, to_vtt
-from tts_app.ffmpeg_path import ffmpeg_exe
+from tts_app.captions.subtitles import to_srt, to_vtt
+from tts_app.audio.ffmpeg_path import ffmpeg_exe
 
 from tts_app.documents.job import ChapterMark
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tts_app.backends.base import WordTiming
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 from tts_app.text.document import ParsedDocument
 
 from tts_app.documents.progress import time_left_s

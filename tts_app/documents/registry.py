@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tts_app import settings
-from tts_app.file_sizes import folder_bytes
+from tts_app.storage.file_sizes import folder_bytes
 from tts_app.text.document import ParsedDocument
 
 from tts_app.documents.job import DocumentJob, DocumentSettings, JobStatus
@@ -198,8 +198,8 @@ def document_jobs() -> DocumentJobs:
     global _jobs
     with _jobs_lock:
         if _jobs is None:
-            from tts_app.shared_engine import get_engine  # start-up: the shared engine loads on first use
-            from tts_app.upload_paths import upload_root  # gradio (which it loads) is heavy: only when a file is stored
+            from tts_app.catalog.shared_engine import get_engine  # start-up: the shared engine loads on first use
+            from tts_app.storage.upload_paths import upload_root  # gradio (which it loads) is heavy: only when a file is stored
 
             # Beside the output store, not in it: its size cap must not take a document being written.
             _jobs = DocumentJobs(upload_root() / "tts_app_documents", get_engine)

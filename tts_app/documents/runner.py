@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from tts_app.captions import shift
+from tts_app.captions.subtitles import shift
 from tts_app.engine.input_processing import resolve_params
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 from tts_app.text.document import DocumentPiece
-from tts_app.wav_io import GrowingWav
+from tts_app.audio.wav_io import GrowingWav
 
 from tts_app.documents.export import write_captions, write_chaptered
 from tts_app.documents.job import ChapterMark, DocumentJob, JobStatus

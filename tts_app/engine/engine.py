@@ -14,7 +14,7 @@ from tts_app.backends.base import Backend, RowInput, StepEstimate, StepOutput
 from tts_app.engine import deadlines
 from tts_app.engine.handle import RequestHandle
 from tts_app.engine.metrics import EngineCounters
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request, RequestStatus
 from tts_app.engine.scheduler import EngineBusy, Scheduler
@@ -39,7 +39,7 @@ class LineRejected(ValueError):
 
 def _default_backend(precision: str) -> Backend:
     from tts_app.backends.piper import PiperBackend  # start-up: the backend loads its model runtime: only when no backend is given
-    from tts_app.model.loader import load_default_voice  # start-up: tts_app.model loads the model runtime (about 1 s): only when used
+    from tts_app.models.piper.loader import load_default_voice  # start-up: tts_app.models.piper loads the model runtime (about 1 s): only when used
 
     return PiperBackend(load_default_voice(precision=precision))
 
@@ -84,7 +84,7 @@ class Engine:
         max_wait_ms: float = 0.0,  # benchmarks/engine_load.py sweep: 0 and 5 ms give the same throughput, 0 the lower p95 TTFA
         max_queue: int = 256,
         first_audio_first: bool = True,
-        precision: str = "exact",  # the embedded voice's: "exact" (float32) or "fast" (tts_app/model/precision.py)
+        precision: str = "exact",  # the embedded voice's: "exact" (float32) or "fast" (tts_app/models/piper/precision.py)
         policy: str = "deadline",
         qos: QosSettings | None = None,
         clock: Callable[[], float] | None = None,
@@ -221,7 +221,7 @@ class Engine:
         return snap
 
     def qos_figures(self) -> dict:
-        """What a server operator scrapes (tts_app/api/metrics.py): the listeners' histograms and the
+        """What a server operator scrapes (tts_app/web/api/metrics.py): the listeners' histograms and the
         queue and capacity now. Histograms are copies, taken under the engine's lock."""
         with self._lock:
             c = self._counters

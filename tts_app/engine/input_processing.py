@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from tts_app.backends.capabilities import Capabilities, Refusal
+from tts_app.models.capabilities import Capabilities, Refusal
 from tts_app.voice import resolve_voice
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 
 
 def resolve_params(params: SpeechParams) -> SpeechParams:

@@ -5,14 +5,14 @@
     stream = profile.streamer(0.8)                   # per request: process(chunk)... flush()
 """
 
-from tts_app.voice.adapt import StreamingAdapter, adapt
-from tts_app.voice.analysis import VoiceStats
+from tts_app.voice.matching.adapt import StreamingAdapter, adapt
+from tts_app.voice.analysis.stats import VoiceStats
 from tts_app.voice.cache import CacheInfo
 from tts_app.voice.errors import VoiceError
-from tts_app.voice.ingest import Reference, load_reference
+from tts_app.voice.analysis.ingest import Reference, load_reference
 from tts_app.voice.library import VoiceEntry, VoiceLibrary, default_library, voices_dir
 from tts_app.voice.profile import VoiceProfile, clear_profile_cache, load_profile, make_profile, profile_cache_info
-from tts_app.voice.report import ReferenceReport
+from tts_app.voice.analysis.report import ReferenceReport
 from tts_app.voice.resolve import resolve_voice
 
 __all__ = [

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from tts_app.voice.analysis import VoiceStats, analyze
+from tts_app.voice.analysis.stats import VoiceStats, analyze
 
 MODEL_VOICE_CLIP = Path(__file__).resolve().parent / "data" / "model_voice_joe.flac"
 

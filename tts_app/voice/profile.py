@@ -19,15 +19,15 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from tts_app.voice.adapt import StreamingAdapter, adapt, streamer_for
-from tts_app.voice.analysis import ANALYSIS_VERSION, VoiceStats, analyze
+from tts_app.voice.matching.adapt import StreamingAdapter, adapt, streamer_for
+from tts_app.voice.analysis.stats import ANALYSIS_VERSION, VoiceStats, analyze
 from tts_app.voice.cache import CacheInfo, LruCache
-from tts_app.voice.conversion import CONVERSION_VERSION, build_class_map
-from tts_app.voice.classmap import ClassMap
+from tts_app.voice.matching.conversion import CONVERSION_VERSION, build_class_map
+from tts_app.voice.matching.classmap import ClassMap
 from tts_app.voice.errors import VoiceError
-from tts_app.voice.ingest import AudioSource, analysis_bytes_of, content_hash, load_reference
-from tts_app.voice.memory_budget import analysis_budget
-from tts_app.voice.report import ReferenceReport
+from tts_app.voice.analysis.ingest import AudioSource, analysis_bytes_of, content_hash, load_reference
+from tts_app.voice.analysis.memory_budget import analysis_budget
+from tts_app.voice.analysis.report import ReferenceReport
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Word timings by forced alignment (tts_app/align): against the embedded voice's own durations, words the
+"""Word timings by forced alignment (tts_app/captions): against the embedded voice's own durations, words the
 dictionary lacks, audio it cannot place, and Qwen3-TTS (which gives no timings) through the engine."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tts_app.align import WordAligner
-from tts_app.align.pronounce import dictionary_key, guess_phones, phones_for
+from tts_app.captions import WordAligner
+from tts_app.captions.pronounce import dictionary_key, guess_phones, phones_for
 from tts_app.engine import Engine
 from tts_app.text.words import written_words
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 
 pytestmark = pytest.mark.slow
 
@@ -115,7 +115,7 @@ def test_alignment_time_grows_linearly_with_hostile_text() -> None:
 
 
 def test_a_long_stretch_without_pauses_is_cut_at_its_quietest(piper_engine, monkeypatch) -> None:
-    import tts_app.align.stream as stream
+    import tts_app.captions.stream as stream
 
     monkeypatch.setattr(stream, "_MAX_STRETCH_S", 1.0)  # a 1 s stretch counts as long; and no pause is long enough
     audio, model, pieces = _speak(piper_engine, CLAUSES)

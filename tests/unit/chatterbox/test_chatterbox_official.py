@@ -1,4 +1,4 @@
-"""Parity of the Chatterbox backend (tts_app/chatterbox) with the OFFICIAL chatterbox-tts 0.1.7 code, on CPU.
+"""Parity of the Chatterbox backend (tts_app/models/chatterbox) with the OFFICIAL chatterbox-tts 0.1.7 code, on CPU.
 
 The official side runs in its own venv with the pins the package declares (torch 2.6.0, transformers
 5.2.0; tests/reference_envs/chatterbox.sh), which builds a random-weight
@@ -32,7 +32,7 @@ import pytest
 import torch
 
 from tests.support.reference_env import REPO, fixture_dir, unavailable
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 
 pytestmark = pytest.mark.reference
 
@@ -80,13 +80,13 @@ def official() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def model(official):
-    from tts_app.chatterbox.weights import load_chatterbox
+    from tts_app.models.chatterbox.weights import load_chatterbox
 
     return load_chatterbox(official["ckpt"], torch.device("cpu"))
 
 
 def _voices(official, model) -> dict[str, Any]:
-    from tts_app.chatterbox.official import official as mod
+    from tts_app.models.chatterbox.official import official as mod
 
     load = mod("tts").Conditionals.load
     return {"builtin": model.builtin, "b": load(official["dir"] / "conds_b.pt"), "c": load(official["dir"] / "conds_c.pt")}
@@ -100,13 +100,13 @@ def _cases(official, model) -> list[tuple[dict[str, Any], Any]]:
 
 
 def _greedy(max_new: int):
-    from tts_app.chatterbox.config import ChatterboxSampling
+    from tts_app.models.chatterbox.config import ChatterboxSampling
 
     return ChatterboxSampling(min_p=1.0, top_p=1.0, max_new_tokens=max_new, valid_only=False)
 
 
 def _t3_tokens(model, cases, max_new: dict[str, int], tokens_per_call: int) -> list[list[int]]:
-    from tts_app.chatterbox.t3_generator import T3Generator, T3Prompt
+    from tts_app.models.chatterbox.t3_generator import T3Generator, T3Prompt
 
     gen = T3Generator(model.t3, model.backbone, model.tokens, max_batch=len(cases), max_seq_len=512)
     prompt = T3Prompt(model.t3, model.tokens)
@@ -122,7 +122,7 @@ def _t3_tokens(model, cases, max_new: dict[str, int], tokens_per_call: int) -> l
 
 
 def _flow_rows(cases) -> tuple[list[Any], list[torch.Generator]]:
-    from tts_app.chatterbox import s3gen_batch as sb
+    from tts_app.models.chatterbox import s3gen_batch as sb
 
     rows, gens = [], []
     for r, voice in cases:
@@ -151,8 +151,8 @@ def test_t3_batched_tokens_equal_official_solo(official, model):
 
 def test_t3_valid_only_never_samples_unused_ids(official, model):
     """With the product's default sampler, every token is a speech id or EOS (the official one also draws unused rows)."""
-    from tts_app.chatterbox.config import ChatterboxSampling
-    from tts_app.chatterbox.t3_generator import T3Generator, T3Prompt
+    from tts_app.models.chatterbox.config import ChatterboxSampling
+    from tts_app.models.chatterbox.t3_generator import T3Generator, T3Prompt
 
     cases = _cases(official, model)[:2]
     assert any((r["raw_speech_tokens"] > model.tokens.stop_speech).any() for r, _ in cases), "fixture draws unused ids"
@@ -170,8 +170,8 @@ def test_t3_rope_equals_transformers_llama3():
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
-    from tts_app.chatterbox.official import official as mod
-    from tts_app.qwen3.layers import Rotary
+    from tts_app.models.chatterbox.official import official as mod
+    from tts_app.models.layers.blocks import Rotary
 
     cfg = mod("models.t3.llama_configs").LLAMA_CONFIGS["Llama_520M"]
     theirs = LlamaRotaryEmbedding(LlamaConfig(**cfg))
@@ -182,7 +182,7 @@ def test_t3_rope_equals_transformers_llama3():
 # ---------------------------------------------------------------------------------------------- S3Gen
 
 def test_s3gen_ragged_batch_equals_official_solo(official, model):
-    from tts_app.chatterbox import s3gen_batch as sb
+    from tts_app.models.chatterbox import s3gen_batch as sb
 
     cases = _cases(official, model)
     assert len({r["speech_tokens"].numel() for r, _ in cases}) > 1 and len({id(v) for _, v in cases}) == 3
@@ -194,7 +194,7 @@ def test_s3gen_ragged_batch_equals_official_solo(official, model):
 
 
 def _batched_errors(official, model) -> list[float]:
-    from tts_app.chatterbox import s3gen_batch as sb
+    from tts_app.models.chatterbox import s3gen_batch as sb
 
     cases = _cases(official, model)
     rows, _ = _flow_rows(cases)
@@ -203,7 +203,7 @@ def _batched_errors(official, model) -> list[float]:
 
 def test_leak_1_lengths_of_any_shape(official, model, monkeypatch):
     """A (1, 1)-shaped prompt length (as some callers store it) must not collapse the batch's pad mask."""
-    from tts_app.chatterbox import s3gen_batch as sb
+    from tts_app.models.chatterbox import s3gen_batch as sb
 
     cases = [(r, SimpleNamespace(t3=v.t3, gen={**v.gen, "prompt_token_len": torch.as_tensor(v.gen["prompt_token_len"]).reshape(1, 1)}))
              for r, v in _cases(official, model)]
@@ -219,7 +219,7 @@ def test_leak_1_lengths_of_any_shape(official, model, monkeypatch):
 
 
 def test_leak_2_estimator_gets_the_padding_mask(official, model, monkeypatch):
-    from tts_app.chatterbox import s3gen_batch as sb
+    from tts_app.models.chatterbox import s3gen_batch as sb
 
     assert max(_batched_errors(official, model)) <= MEL_ATOL
     real, calls = sb._padding_mask, []
@@ -236,7 +236,7 @@ def test_leak_2_estimator_gets_the_padding_mask(official, model, monkeypatch):
 
 
 def test_leak_3_encoder_tail_is_zeroed(official, model, monkeypatch):
-    from tts_app.chatterbox import s3gen_batch as sb
+    from tts_app.models.chatterbox import s3gen_batch as sb
 
     monkeypatch.setattr(sb, "_zero_tail", lambda xs, masks: xs)
     errs = _batched_errors(official, model)
@@ -271,7 +271,7 @@ def test_backend_clip_voice_and_whole_mode_equal_official(official):
     import soundfile
 
     from tts_app.backends.base import RowInput
-    from tts_app.chatterbox.streaming import ChunkPlan
+    from tts_app.models.chatterbox.streaming import ChunkPlan
 
     ref = official["ref"]
     (c,) = ref["results_c"]
@@ -296,8 +296,8 @@ def test_backend_clip_voice_and_whole_mode_equal_official(official):
 def test_engine_refills_slots_and_rows_equal_solo_runs(official):
     """Three requests through the engine on a backend with two T3 slots: the third waits for a free slot,
     and every row's audio equals the same request run alone (whole-utterance mode, sampled, per-row seeds)."""
-    from tts_app.chatterbox.config import ChatterboxSampling
-    from tts_app.chatterbox.streaming import ChunkPlan
+    from tts_app.models.chatterbox.config import ChatterboxSampling
+    from tts_app.models.chatterbox.streaming import ChunkPlan
     from tts_app.engine import Engine
 
     texts = ["Short one.", "Hello there, how are you today?", "A third line waits."]
@@ -320,9 +320,9 @@ def test_streaming_chunks_vs_whole_decode(official, model, monkeypatch):
     lookahead) against one flow pass over all the tokens with the same noise; same length as the whole
     audio; joins without a step."""
     from tts_app.backends.base import RowInput
-    from tts_app.chatterbox import s3gen_batch as sb
-    from tts_app.chatterbox.config import ChatterboxSampling
-    from tts_app.chatterbox.streaming import window_noise
+    from tts_app.models.chatterbox import s3gen_batch as sb
+    from tts_app.models.chatterbox.config import ChatterboxSampling
+    from tts_app.models.chatterbox.streaming import window_noise
 
     voiced: list[torch.Tensor] = []
     real_vocode = sb.vocode
@@ -347,7 +347,7 @@ def test_streaming_chunks_vs_whole_decode(official, model, monkeypatch):
 
 
 def test_missing_weights_and_code_are_one_line_errors(tmp_path, monkeypatch):
-    from tts_app.chatterbox.weights import WeightsMissing, find_checkpoint
+    from tts_app.models.chatterbox.weights import WeightsMissing, find_checkpoint
 
     monkeypatch.delenv("TTS_APP_CHATTERBOX_PATH", raising=False)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
@@ -356,7 +356,7 @@ def test_missing_weights_and_code_are_one_line_errors(tmp_path, monkeypatch):
     assert "\n" not in str(err.value) and "TTS_APP_CHATTERBOX_PATH" in str(err.value)
     with pytest.raises(WeightsMissing, match="not a Chatterbox checkpoint"):
         find_checkpoint(str(tmp_path))
-    from tts_app.chatterbox.official import ChatterboxMissing, official as mod
+    from tts_app.models.chatterbox.official import ChatterboxMissing, official as mod
 
     with pytest.raises(ChatterboxMissing) as missing:
         mod("no_such_module")

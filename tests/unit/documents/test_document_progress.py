@@ -13,7 +13,7 @@ from tts_app.documents import runner as runner_module
 from tts_app.documents.progress import AUDIO_S_PER_CHAR, engine_prior_s_per_char, time_left_s
 from tts_app.engine import Engine
 from tts_app.text.document import parse_document
-from tts_app.ui.documents.tab import progress_html
+from tts_app.web.ui.documents.tab import progress_html
 
 # The job: a 21-character heading first, then paragraphs; it finished in 33 s.
 HEADING, TOTAL, PACE_S, START_S = 21, 3_000, 0.01, 3.0  # characters, characters, s per character, start-up

@@ -17,7 +17,7 @@ from tts_app.documents.job import ChapterMark
 from tts_app.engine import Engine
 from tts_app.text import TextError
 from tts_app.text.document import MAX_DOCUMENT_CHARS, parse_document
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 
 MARKDOWN = """Intro before any heading, with a [link](http://example.com/x) and `code`.
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.fake_backend import FakeBackend, expected
 from tts_app.engine import Engine, EngineBusy, EngineClosed, RequestCancelled, RequestStatus
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 
 
 @pytest.fixture

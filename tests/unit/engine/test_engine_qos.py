@@ -17,7 +17,7 @@ from tts_app.engine import deadlines
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request
 from tts_app.engine.step_costs import StepCosts
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 
 WORDS = 60  # 6 s of audio per stream
 
@@ -224,7 +224,7 @@ def test_one_client_cannot_take_every_slot_or_queue_place():
 
 
 def test_the_page_figures_show_each_line_s_stall():
-    from tts_app.ui.common.run_figures import FIGURE_HEADERS, RunFigures
+    from tts_app.web.ui.common.run_figures import FIGURE_HEADERS, RunFigures
 
     engine, _backend, _clock = sim_engine("fifo")
     texts = [words(WORDS) for _ in range(8)]

@@ -11,8 +11,8 @@ from tests.support.fake_backend import ClockedBackend, SimClock
 from tests.support.qwen3_tiny import tiny_backend as qwen3_tiny
 from tts_app.engine import Engine
 from tts_app.engine.qos_settings import QosSettings
-from tts_app.qwen3.sampling import SamplingParams
-from tts_app.engine.params import SpeechParams
+from tts_app.models.qwen3.sampling import SamplingParams
+from tts_app.backends.params import SpeechParams
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from tts_app.engine import Engine
 from tts_app.engine.qos_settings import QosSettings
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 
 LONG = ("The old lighthouse keeper walked slowly along the narrow path that led from the village "
         "down to the rocks where the waves broke against the stones every single evening of the year. "

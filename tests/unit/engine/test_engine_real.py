@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.paths import REPO
 from tts_app.engine import Engine
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 
 pytestmark = pytest.mark.slow
 

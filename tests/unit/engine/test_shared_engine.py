@@ -7,7 +7,7 @@ from tests.support.paths import REPO
 
 PROBE = """
 import os, threading
-from tts_app.shared_engine import ENGINE_NICENESS, close_engine, get_engine
+from tts_app.catalog.shared_engine import ENGINE_NICENESS, close_engine, get_engine
 engine = get_engine()
 assert get_engine() is engine
 audio = engine.submit("Priority check.").result(timeout=60)

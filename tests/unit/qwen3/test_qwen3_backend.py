@@ -11,10 +11,10 @@ import torch
 from tests.support.qwen3_tiny import tiny_backend as _backend
 from tests.support.qwen3_tiny import write_checkpoint
 from tts_app.backends.base import RowInput
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 from tts_app.backends.qwen3 import Qwen3Backend, WeightsMissing
-from tts_app.qwen3.prompt import PromptTokens
-from tts_app.qwen3.sampling import SamplingParams
+from tts_app.models.qwen3.prompt import PromptTokens
+from tts_app.models.qwen3.sampling import SamplingParams
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tts_app.qwen3.generator import BatchedGenerator
-from tts_app.qwen3.sampling import SamplingParams, sample_tokens
+from tts_app.models.qwen3.generator import BatchedGenerator
+from tts_app.models.qwen3.sampling import SamplingParams, sample_tokens
 
-from tts_app.qwen3.tiny import prompt_for, run_to_end, solo_codes, tiny_talker
+from tests.support.qwen3_talker import prompt_for, run_to_end, solo_codes, tiny_talker
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -49,7 +49,7 @@ def test_batched_equals_solo(tiny, greedy):
 def test_left_padded_prefill_equals_solo(tiny):
     """Prompts of different lengths (x-vector present on some rows) share one left-padded prefill."""
     cfg, talker = tiny
-    from tts_app.qwen3.prompt import PromptTokens, build_prompt
+    from tts_app.models.qwen3.prompt import PromptTokens, build_prompt
 
     torch.manual_seed(5)
     spk = torch.randn(cfg.talker_config.hidden_size)

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from tts_app.qwen3.codec import CodecDecoder
-from tts_app.qwen3.config import tiny_configs
-from tts_app.qwen3.streaming import decode_new_audio
+from tts_app.models.qwen3.codec import CodecDecoder
+from tts_app.models.qwen3.config import tiny_configs
+from tts_app.models.qwen3.streaming import decode_new_audio
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -17,9 +17,9 @@ transformers = pytest.importorskip("transformers", reason="transformers not inst
 from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
 from transformers.modeling_outputs import CausalLMOutputWithPast  # noqa: E402
 
-from tts_app.qwen3.generator import BatchedGenerator  # noqa: E402
-from tts_app.qwen3.sampling import SamplingParams  # noqa: E402
-from tts_app.qwen3.tiny import prompt_for, run_to_end, tiny_talker  # noqa: E402
+from tts_app.models.qwen3.generator import BatchedGenerator  # noqa: E402
+from tts_app.models.qwen3.sampling import SamplingParams  # noqa: E402
+from tests.support.qwen3_talker import prompt_for, run_to_end, tiny_talker  # noqa: E402
 
 pytestmark = [pytest.mark.reference, pytest.mark.usefixtures("one_thread")]
 

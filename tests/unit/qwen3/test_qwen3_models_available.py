@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.support.paths import REPO
-from tts_app.models_available import (
+from tts_app.models.available import (
     CHATTERBOX_ENV,
     CHATTERBOX_FILES,
     CHATTERBOX_ID,
@@ -110,7 +110,7 @@ def test_fetch_chatterbox_asks_for_the_five_files_only(tmp_path, monkeypatch):
     """The Chatterbox repository holds other models' files too (several GB): fetch takes what the backend loads."""
     import huggingface_hub
 
-    from tts_app.models_available import fetch
+    from tts_app.models.available import fetch
 
     asked = {}
 
@@ -127,7 +127,7 @@ def test_fetch_chatterbox_asks_for_the_five_files_only(tmp_path, monkeypatch):
 
 
 def test_the_fast_embedded_voice_is_offered_only_where_it_is_bf16(tmp_path, monkeypatch):
-    import tts_app.model.precision as precision
+    import tts_app.models.piper.precision as precision
 
     env = {"HF_HUB_CACHE": str(tmp_path)}
     monkeypatch.setattr(precision, "usable_flags", lambda flags=None: frozenset({"avx2", "avx512f", "avx512_bf16"}))

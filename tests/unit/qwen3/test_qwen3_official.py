@@ -1,4 +1,4 @@
-"""Parity of tts_app/qwen3 with the OFFICIAL Qwen3-TTS code (qwen-tts 0.1.1), on CPU in float32.
+"""Parity of tts_app/models/qwen3 with the OFFICIAL Qwen3-TTS code (qwen-tts 0.1.1), on CPU in float32.
 
 The official side runs in its own venv (tests/reference_envs/qwen_tts.sh, pinned transformers==4.57.3),
 which builds a tiny random-weight checkpoint in the released layout and records the official outputs
@@ -54,7 +54,7 @@ def official() -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def ours(official):
-    from tts_app.qwen3.weights import load_qwen3
+    from tts_app.models.qwen3.weights import load_qwen3
 
     return load_qwen3(official["ckpt"], torch.device("cpu"), torch.float32)
 
@@ -66,13 +66,13 @@ def _close(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
 
 
 def _icl(ours, ref):
-    from tts_app.qwen3.prompt import IclReference
+    from tts_app.models.qwen3.prompt import IclReference
 
     return IclReference(ours.tokenizer.reference_ids(ref["ref_text"]), ref["ref_code"])
 
 
 def _prompt(ours, ref, mode: str, i: int, language_id=None):
-    from tts_app.qwen3.prompt import build_prompt
+    from tts_app.models.qwen3.prompt import build_prompt
 
     tokens = ours.tokenizer.prompt_tokens(ref["texts"][i])
     icl = _icl(ours, ref) if mode == "icl" else None
@@ -80,14 +80,14 @@ def _prompt(ours, ref, mode: str, i: int, language_id=None):
 
 
 def _greedy(ref):
-    from tts_app.qwen3.sampling import SamplingParams
+    from tts_app.models.qwen3.sampling import SamplingParams
 
     return SamplingParams.greedy(repetition_penalty=ref["repetition_penalty"], max_new_tokens=ref["max_new_tokens"] - 1)
 
 
 def _generate(ours, ref, requests: list[tuple[str, int]], frames_per_step: int, language_id=None) -> list[torch.Tensor]:
-    from tts_app.qwen3.generator import BatchedGenerator
-    from tts_app.qwen3.tiny import run_to_end
+    from tts_app.models.qwen3.generator import BatchedGenerator
+    from tests.support.qwen3_talker import run_to_end
 
     gen = BatchedGenerator(ours.talker, ours.config.tts_pad_token_id, max_batch=len(requests), max_seq_len=128,
                            frames_per_step=frames_per_step)
@@ -116,7 +116,7 @@ def test_absent_config_keys_mean_official_defaults(official):
     they are absent (hidden // heads; 10000), so dropping them from config.json must not change our config."""
     import json
 
-    from tts_app.qwen3.config import Qwen3TTSConfig
+    from tts_app.models.qwen3.config import Qwen3TTSConfig
 
     data = json.loads((official["ckpt"] / "config.json").read_text())
     full = Qwen3TTSConfig.from_dict(data)
@@ -157,7 +157,7 @@ def test_prompt_with_language_equals_official(official, ours):
 
 
 def test_talker_logits_equal_official(official, ours):
-    from tts_app.qwen3.layers import causal_mask
+    from tts_app.models.layers.blocks import causal_mask
 
     ref = official["ref"]
     prompt, _ = _prompt(ours, ref, "xvec", 0)
@@ -208,7 +208,7 @@ def test_waveform_equals_official(official, ours):
 
 
 def test_streamed_waveform_equals_official_chunked_decode(official, ours):
-    from tts_app.qwen3.streaming import decode_new_audio
+    from tts_app.models.qwen3.streaming import decode_new_audio
 
     ref = official["ref"]
     codes = ref["long_codes"]
@@ -228,7 +228,7 @@ def test_backend_clone_request_equals_official(official):
 
     from tts_app.backends.base import RowInput
 
-    from tts_app.engine.params import SpeechParams
+    from tts_app.backends.params import SpeechParams
     from tts_app.backends.qwen3 import Qwen3Backend
 
     ref = official["ref"]

@@ -16,13 +16,13 @@ import tts_app.backends.qwen3 as qwen3_backend
 
 from tests.support.qwen3_tiny import CharTokenizer
 from tts_app.backends.qwen3 import Qwen3Backend
-from tts_app.captions import as_json, to_srt
+from tts_app.captions.subtitles import as_json, to_srt
 from tts_app.engine import Engine
-from tts_app.qwen3.codec import CodecDecoder
-from tts_app.qwen3.sampling import SamplingParams
-from tts_app.qwen3.tiny import tiny_talker
+from tts_app.models.qwen3.codec import CodecDecoder
+from tts_app.models.qwen3.sampling import SamplingParams
+from tests.support.qwen3_talker import tiny_talker
 from tts_app.text.words import written_words
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 

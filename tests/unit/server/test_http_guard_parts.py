@@ -16,11 +16,11 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from tts_app import log_throttle
-from tts_app.connection_guard import address_key
-from tts_app.cors import ApiCors
-from tts_app.multipart_parts import PartCounter, multipart_boundary
-from tts_app.upload_quota import UploadQuota
+from tts_app.web import log_throttle
+from tts_app.web.guards.connection_guard import address_key
+from tts_app.web.guards.cors import ApiCors
+from tts_app.web.guards.multipart_parts import PartCounter, multipart_boundary
+from tts_app.web.guards.upload_quota import UploadQuota
 
 
 def test_parts_are_counted_across_chunk_edges() -> None:

@@ -6,8 +6,8 @@ import os
 import time
 from pathlib import Path
 
-from tts_app.file_sizes import folder_bytes
-from tts_app.output_store import WAKE_EVERY_FILES, OutputStore, StoreLimits, sweep
+from tts_app.storage.file_sizes import folder_bytes
+from tts_app.storage.output_store import WAKE_EVERY_FILES, OutputStore, StoreLimits, sweep
 
 
 def _write(path: Path, size: int, mtime: float) -> None:

@@ -6,7 +6,7 @@ import datetime
 import threading
 from types import SimpleNamespace
 
-from tts_app.session_sweeper import sweep_sessions
+from tts_app.web.session_sweeper import sweep_sessions
 
 
 class _Stream:
@@ -50,7 +50,7 @@ def test_sessions_that_are_over_are_forgotten_with_their_streams() -> None:
 
 
 def test_what_a_forgotten_session_owned_is_forgotten_with_it() -> None:
-    from tts_app import session_sweeper
+    from tts_app.web import session_sweeper
 
     ended: list[str] = []
     blocks, _streams = _blocks(datetime.datetime.now())

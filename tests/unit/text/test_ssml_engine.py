@@ -5,7 +5,7 @@ import pytest
 
 from tts_app.engine import Engine
 from tts_app.text import parse_lexicon
-from tts_app.engine.params import SpeechParams
+from tts_app.backends.params import SpeechParams
 
 
 @pytest.fixture(scope="module")

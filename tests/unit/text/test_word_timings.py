@@ -15,8 +15,8 @@ from piper.phoneme_ids import phonemes_to_ids
 from tts_app.assets import BUILTIN_VOICES_DIR
 from tts_app.backends.base import WordTiming
 from tts_app.backends.word_clock import WordClock
-from tts_app.captions import cues, shift, to_srt, to_vtt
-from tts_app.engine.params import SpeechParams
+from tts_app.captions.subtitles import cues, shift, to_srt, to_vtt
+from tts_app.backends.params import SpeechParams
 from tts_app.text import TextOptions, parse_lexicon, prepare_text, word_id_spans
 from tts_app.text.words import NO_WORD, label_phonemes, written_words
 

@@ -8,8 +8,9 @@ import threading
 import numpy as np
 import pytest
 
-from tts_app.voice import VoiceError, adapt, resolve_voice
-from tts_app.voice.analysis import f0_track_hz
+from tts_app.voice import VoiceError, resolve_voice
+from tts_app.voice.matching import adapt
+from tts_app.voice.analysis.stats import f0_track_hz
 from tts_app.voice.model_voice import model_voice
 
 pytestmark = pytest.mark.slow
@@ -167,7 +168,7 @@ def test_threads_share_profiles_safely(speech_22k, female):
 def test_the_plan_is_built_once_per_voice(speech_22k, female):
     """What keeps the adapter fast: a voice's filter plan is made once and reused, whatever the audio.
     Its speed (x real time, CPU time) is measured by benchmarks/voice_similarity.py, not asserted here."""
-    from tts_app.voice.plan import _PLANS  # the plan cache's counters, read to see it is reused
+    from tts_app.voice.matching.plan import _PLANS  # the plan cache's counters, read to see it is reused
 
     adapt(speech_22k[:SR], female)  # plan built and cached
     before = _PLANS.info()

@@ -11,8 +11,8 @@ import soundfile as sf
 from scipy.signal import resample_poly, sosfiltfilt, butter
 
 from tts_app.assets import BUILTIN_VOICES_DIR
-from tts_app.voice.bands import band_centers_hz
-from tts_app.voice.ltas import content_cutoff_hz
+from tts_app.voice.analysis.bands import band_centers_hz
+from tts_app.voice.analysis.ltas import content_cutoff_hz
 
 VOICES = BUILTIN_VOICES_DIR
 
@@ -62,7 +62,8 @@ def test_real_clips_carry_their_band_and_a_phone_copy_does_not(tmp_path: Path) -
 def test_the_match_keeps_the_model_highs_above_a_band_limit(tmp_path: Path) -> None:
     """Before: the EQ and the class filters read the empty bands as a voice with no highs and cut
     them (the share of output energy above 4.5 kHz fell from -19 to -41 dB, WER +15 points)."""
-    from tts_app.voice import adapt, make_profile
+    from tts_app.voice import make_profile
+    from tts_app.voice.matching import adapt
     from tts_app.voice.model_voice import model_voice
 
     audio, rate = sf.read(VOICES / "f5_main.flac", dtype="float32")

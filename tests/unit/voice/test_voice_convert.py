@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 
 from tts_app.voice import make_profile
-from tts_app.voice import conversion, transcript
-from tts_app.voice.bands import N_BANDS
-from tts_app.voice.classmap import HOP, N_CEPS, ClassMap, dtw_path, fit_class_map
-from tts_app.voice.eq import design_fir
+from tts_app.voice.matching import conversion
+from tts_app.voice.analysis import transcript
+from tts_app.voice.analysis.bands import N_BANDS
+from tts_app.voice.matching.classmap import HOP, N_CEPS, ClassMap, dtw_path, fit_class_map
+from tts_app.voice.matching.eq import design_fir
 from tts_app.voice.model_voice import model_voice
 from tts_app.voice.profile import VoiceProfile, clear_profile_cache
-from tts_app.voice.specfilter import SpectralFilterStream
+from tts_app.voice.matching.specfilter import SpectralFilterStream
 
 SR = 22050
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from tts_app.assets import BUILTIN_VOICES_DIR
-from tts_app.voice import classmap
-from tts_app.voice.analysis import ANALYSIS_RATE, to_analysis_rate
-from tts_app.voice.denoise import KEEP_FRACTION, denoised, noise_floor, subtract_noise
-from tts_app.voice.ltas import band_power_db, shape_db
+from tts_app.voice.matching import classmap
+from tts_app.voice.analysis.stats import ANALYSIS_RATE, to_analysis_rate
+from tts_app.voice.analysis.denoise import KEEP_FRACTION, denoised, noise_floor, subtract_noise
+from tts_app.voice.analysis.ltas import band_power_db, shape_db
 
 VOICES = BUILTIN_VOICES_DIR
 

@@ -10,7 +10,7 @@ import soundfile as sf
 
 from tts_app.assets import BUILTIN_VOICES_DIR
 from tts_app.voice import ReferenceReport, VoiceError, load_reference
-from tts_app.voice.ingest import MAX_FILE_BYTES
+from tts_app.voice.analysis.ingest import MAX_FILE_BYTES
 
 VOICES = BUILTIN_VOICES_DIR
 

@@ -53,7 +53,7 @@ def test_a_hostile_clip_is_analysed_at_48_khz_mono(tmp_path: Path) -> None:
 
 
 def test_only_the_analysed_part_is_decoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tts_app.voice import ingest
+    from tts_app.voice.analysis import ingest
 
     monkeypatch.setattr(ingest, "MAX_ANALYSED_S", 3.0)
     ref = ingest.load_reference(hostile_clip(tmp_path / "h.wav", 5.0, rate=48_000, channels=2))
@@ -63,7 +63,7 @@ def test_only_the_analysed_part_is_decoded(tmp_path: Path, monkeypatch: pytest.M
 
 def test_analyses_wait_for_the_budget_and_an_impossible_one_is_refused() -> None:
     from tts_app.voice.errors import VoiceError
-    from tts_app.voice.memory_budget import MemoryBudget
+    from tts_app.voice.analysis.memory_budget import MemoryBudget
 
     budget = MemoryBudget(100)
     with pytest.raises(VoiceError, match="needs about 0 MB to analyse; the server's limit is 0 MB") as refused:

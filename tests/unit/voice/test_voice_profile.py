@@ -165,9 +165,9 @@ def test_resolve_voice_refusals(voice, message, library):
 def test_an_uploaded_clip_is_analysed_before_generate(tmp_path):
     # The page analyses an upload right after its report (handlers.prepare_voice, a queued event),
     # so the Generate that follows finds the profile built.
-    from tts_app.engine.params import SpeechParams
-    from tts_app.ui.speak.handlers import prepare_voice, resolve_page_params
-    from tts_app.ui.voices.voice_input import MODE_BUILTIN, MODE_DEFAULT, MODE_UPLOAD
+    from tts_app.backends.params import SpeechParams
+    from tts_app.web.ui.speak.handlers import prepare_voice, resolve_page_params
+    from tts_app.web.ui.voices.voice_input import MODE_BUILTIN, MODE_DEFAULT, MODE_UPLOAD
 
     clip = tmp_path / "upload.wav"
     sf.write(clip, voiced_clip(), 16000)

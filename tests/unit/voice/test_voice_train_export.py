@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-from tts_app.model.graph_split import DEC_OUTPUT, FLOW_OUTPUT  # noqa: E402
+from tts_app.models.piper.graph_split import DEC_OUTPUT, FLOW_OUTPUT  # noqa: E402
 from tts_app.voice.training.decoder import load_decoder  # noqa: E402
 from tts_app.voice.training.export import base_model_hash, export_onnx  # noqa: E402
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from tts_app.model import LatentRequest
+from tts_app.models.piper import LatentRequest
 
 
 def text_latents(text: str, seed: int = 0) -> np.ndarray:
     """z [192, T] for ``text`` (every chunk, one after another), from the project's own text stage."""
     from tts_app.backends.piper import PiperBackend  # lazy: loads the model and the text front end
-    from tts_app.model.loader import load_default_voice
+    from tts_app.models.piper.loader import load_default_voice
 
     model = load_default_voice()
     parsed = PiperBackend(model).check_text(text)

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from scipy.signal import resample_poly
 
-from tts_app.voice.classmap import dtw_path
+from tts_app.voice.matching.classmap import dtw_path
 from tts_app.voice.training.decoder import HOP, HifiGanDecoder
 from tts_app.voice.training.latents import text_latents
 from tts_app.voice.training.losses import SAMPLE_RATE

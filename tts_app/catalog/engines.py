@@ -1,0 +1,135 @@
+"""One engine per served model: the embedded voice's shared engine, plus (each created on its first request
+and kept) the embedded voice in the fast precision where that is bf16, a Qwen3-TTS engine per checkpoint
+and a Chatterbox engine when its checkpoint is found on this machine (``tts_app.models.available``)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tts_app import settings
+from tts_app.models.available import (
+    CHATTERBOX_ID,
+    EMBEDDED_FAST_ID,
+    EMBEDDED_ID,
+    capabilities_of,
+    fast_variant_offered,
+    find_models,
+    unknown_model_message,
+)
+from tts_app.catalog.shared_engine import create_lowered, engine_loaded, get_engine
+
+if TYPE_CHECKING:
+    from tts_app.engine import Engine
+
+logger = logging.getLogger(__name__)
+
+# Longest audio one request may produce (a public server must bound a generation that never says EOS).
+MAX_SECONDS_ENV = "TTS_APP_MAX_SECONDS"
+FRAMES_PER_SECOND = 12.5  # the 12 Hz codec: 24 kHz / 1,920 samples per frame
+CHATTERBOX_TOKENS_PER_SECOND = 25.0  # S3 speech tokens
+
+_lock = threading.Lock()
+_engines: dict[str, "Engine"] = {}
+
+
+class ModelUnavailable(ValueError):
+    """The requested model is not on this machine; the message says how to get it (one line)."""
+
+
+def _create_fast() -> "Engine":
+    """The embedded voice in the fast precision: a second model in memory, with its own batches."""
+    from tts_app.engine import Engine, app_policy  # start-up: the engine and its model runtime load on first use
+
+    return create_lowered(lambda: Engine(precision="fast", policy=app_policy()), "fast-engine-create")
+
+
+def _max_seconds() -> float:
+    return settings.value(MAX_SECONDS_ENV)
+
+
+def _create(path: Path) -> "Engine":
+    from tts_app.backends.qwen3 import Qwen3Backend  # torch: imported only when a Qwen3 model is requested
+    from tts_app.engine import Engine, app_policy
+    from tts_app.models.qwen3.sampling import SamplingParams
+
+    sampling = SamplingParams(max_new_tokens=max(2, math.ceil(_max_seconds() * FRAMES_PER_SECOND)))
+    # Same priority rule as the embedded engine (see shared_engine): created on a lowered thread.
+    return create_lowered(lambda: Engine(backend=Qwen3Backend.from_pretrained(str(path), sampling=sampling), policy=app_policy()), "qwen3-engine-create")
+
+
+def _create_chatterbox(path: Path) -> "Engine":
+    from tts_app.backends.chatterbox import ChatterboxBackend  # torch + the official modules: only when asked for
+    from tts_app.models.chatterbox.config import ChatterboxSampling
+    from tts_app.engine import Engine, app_policy
+
+    sampling = ChatterboxSampling(max_new_tokens=max(2, math.ceil(_max_seconds() * CHATTERBOX_TOKENS_PER_SECOND)))
+
+    def make() -> "Engine":
+        backend = ChatterboxBackend.from_pretrained(str(path), sampling=sampling)
+        return Engine(backend=backend, max_batch_size=backend.max_batch_size, policy=app_policy())
+
+    return create_lowered(make, "chatterbox-engine-create")
+
+
+def engine_for(model_id: str) -> "Engine":
+    """The engine serving ``model_id``; raises ``ModelUnavailable`` for a model not found here."""
+    if model_id == EMBEDDED_ID:
+        return get_engine()
+    with _lock:
+        if model_id == EMBEDDED_FAST_ID and model_id not in _engines:
+            if not fast_variant_offered():
+                raise ModelUnavailable(f"{EMBEDDED_FAST_ID!r} needs a CPU with bfloat16 instructions (AVX512-BF16 or AMX); use {EMBEDDED_ID!r}")
+            logger.info("loading the embedded voice in the fast precision")
+            _engines[model_id] = _create_fast()
+        if model_id not in _engines:
+            choice = next((c for c in find_models() if c.id == model_id and c.id != EMBEDDED_ID), None)
+            if choice is None or choice.path is None:
+                raise ModelUnavailable(unknown_model_message(model_id, EMBEDDED_ID))
+            logger.info("loading %s from %s", choice.label, choice.path)
+            _engines[model_id] = (_create_chatterbox if model_id == CHATTERBOX_ID else _create)(choice.path)
+        return _engines[model_id]
+
+
+def loaded_engines() -> dict[str, "Engine"]:
+    """Every engine created so far, by model id (the embedded voice's once it has loaded)."""
+    with _lock:
+        engines = dict(_engines)
+    if engine_loaded():
+        engines[EMBEDDED_ID] = get_engine()
+    return engines
+
+
+def model_loaded(model_id: str) -> bool:
+    """True once the engine serving ``model_id`` has been created (its model is in memory)."""
+    if model_id == EMBEDDED_ID:
+        return engine_loaded()
+    with _lock:
+        return model_id in _engines
+
+
+def _model_row(model_id: str, loaded: bool) -> dict[str, Any]:
+    capabilities = capabilities_of(model_id)
+    row = {"id": model_id, "object": "model", "owned_by": "tts_app", "loaded": loaded}
+    return row | ({"capabilities": capabilities.as_json()} if capabilities is not None else {})
+
+
+def served_models() -> list[dict[str, Any]]:
+    """OpenAI's model-list entries: the embedded voice, its fast variant where offered and each Qwen3-TTS or
+    Chatterbox checkpoint found, with ``loaded`` and ``capabilities`` (what each honours of a request)."""
+    rows = [_model_row(EMBEDDED_ID, engine_loaded())]
+    for c in find_models():
+        if c.id != EMBEDDED_ID and c.available:
+            rows.append(_model_row(c.id, c.id in _engines))
+    return rows
+
+
+def close_model_engines() -> None:
+    """Close the engines made on request (server shutdown; the embedded one has ``close_engine``)."""
+    with _lock:
+        for engine in _engines.values():
+            engine.close()
+        _engines.clear()

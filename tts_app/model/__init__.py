@@ -1,7 +1,0 @@
-"""Models: the embedded Piper VITS voice, split into batched stages."""
-
-from tts_app.model.piper_vits import LatentRequest, PiperVits
-from tts_app.model.stream_decoder import DecoderStream
-from tts_app.model.windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, Window, plan_windows
-
-__all__ = ["DecoderStream", "FIRST_WINDOW_FRAMES", "WINDOW_FRAMES", "LatentRequest", "PiperVits", "Window", "plan_windows"]

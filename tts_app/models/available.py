@@ -1,0 +1,205 @@
+"""Which speech models this machine can serve: the embedded voice, plus Qwen3-TTS and Chatterbox checkpoints
+found on disk.
+
+Search order: ``--model-path`` (or the ``model_path`` argument, whichever kind of checkpoint it holds),
+$TTS_APP_QWEN3_PATH / $TTS_APP_CHATTERBOX_PATH, then the Hugging Face cache (file-system lookup only).
+Nothing here downloads except ``fetch``, the explicit opt-in behind
+``python -m tts_app fetch {qwen3-0.6b,qwen3-1.7b,chatterbox} [--dir DIR]``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Optional
+
+from tts_app import settings
+from tts_app.models.capabilities import CHATTERBOX, PIPER, QWEN3, Capabilities
+
+logger = logging.getLogger(__name__)
+
+EMBEDDED_ID = "piper-joe-medium"
+# The embedded voice in the fast precision, offered beside it where that precision is bf16: there it
+# kept the words and the voice (WER +0.6 points, similarity to float32 0.9999) at 1.6-1.8x the
+# throughput. Not offered where fast means int8 (+20 WER points, BENCHMARKS.md).
+EMBEDDED_FAST_ID = "piper-joe-medium-fast"
+EMBEDDED_IDS = (EMBEDDED_ID, EMBEDDED_FAST_ID)
+ENV_VAR = "TTS_APP_QWEN3_PATH"
+CHATTERBOX_ID = "chatterbox"
+CHATTERBOX_ENV = "TTS_APP_CHATTERBOX_PATH"
+CHATTERBOX_REPO = "ResembleAI/chatterbox"
+CHATTERBOX_FILES = ("ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors", "tokenizer.json", "conds.pt")
+CHATTERBOX_GB = 3.2  # t3_cfg 2.1 GB + s3gen 1.1 GB; the repository's other files are not fetched
+
+
+@dataclass(frozen=True)
+class Qwen3Spec:
+    id: str
+    label: str
+    repo: str
+    download_gb: float
+    talker_hidden: int  # tells the sizes apart in a local folder's config.json
+
+
+QWEN3_MODELS: dict[str, Qwen3Spec] = {
+    s.id: s
+    for s in (
+        Qwen3Spec("qwen3-0.6b", "Qwen3-TTS 0.6B Base", "Qwen/Qwen3-TTS-12Hz-0.6B-Base", 2.5, 1024),
+        Qwen3Spec("qwen3-1.7b", "Qwen3-TTS 1.7B Base", "Qwen/Qwen3-TTS-12Hz-1.7B-Base", 4.5, 2048),
+    )
+}
+LOCAL_ID = "qwen3-local"  # a checkpoint of another size (e.g. a test's tiny one) given by path
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """One selectable model; ``path`` is None when it is not on this machine."""
+
+    id: str
+    label: str
+    path: Optional[Path] = None
+
+    @property
+    def available(self) -> bool:
+        return self.id in EMBEDDED_IDS or self.path is not None
+
+    @property
+    def how_to_get(self) -> str:
+        """One line telling a user how to make this model available."""
+        if not self.available and self.id == CHATTERBOX_ID:
+            return (
+                f"{self.label} is not on this machine: run `python -m tts_app fetch {CHATTERBOX_ID} --dir DIR` (about "
+                f"{CHATTERBOX_GB:g} GB, needs the Hugging Face hub) and `bash scripts/install_chatterbox.sh`, then start "
+                f"the app with --model-path DIR or {CHATTERBOX_ENV}=DIR"
+            )
+        spec = QWEN3_MODELS.get(self.id)
+        if self.available or spec is None:
+            return ""
+        return (
+            f"{self.label} is not on this machine: run `python -m tts_app fetch {self.id} --dir DIR` "
+            f"(about {spec.download_gb:g} GB, needs the Hugging Face hub) and start the app with --model-path DIR "
+            f"or {ENV_VAR}=DIR"
+        )
+
+
+def capabilities_of(model_id: str) -> Optional[Capabilities]:
+    """What the model ``model_id`` honours (read without loading it); None for a model this catalogue does not know."""
+    if model_id in EMBEDDED_IDS:
+        return PIPER
+    if model_id == CHATTERBOX_ID:
+        return CHATTERBOX
+    if model_id in QWEN3_MODELS or model_id == LOCAL_ID:
+        return QWEN3
+    return None
+
+
+def is_chatterbox_checkpoint(path: Path) -> bool:
+    return all((path / f).is_file() for f in CHATTERBOX_FILES)
+
+
+def is_checkpoint(path: Path) -> bool:
+    """A Qwen3-TTS checkpoint folder."""
+    return (
+        (path / "config.json").is_file()
+        and (path / "speech_tokenizer" / "config.json").is_file()
+        and any(path.glob("*.safetensors"))
+    )
+
+
+def _model_id(path: Path) -> str:
+    """Which known size a checkpoint folder holds, by its talker width; LOCAL_ID otherwise."""
+    try:
+        hidden = json.loads((path / "config.json").read_text(encoding="utf-8"))["talker_config"]["hidden_size"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return LOCAL_ID
+    return next((s.id for s in QWEN3_MODELS.values() if s.talker_hidden == hidden), LOCAL_ID)
+
+
+def hf_cache_snapshot(repo: str, env: Mapping[str, str], complete: Callable[[Path], bool] = is_checkpoint) -> Optional[Path]:
+    """The newest complete snapshot of ``repo`` in the local Hugging Face cache, if any."""
+    hub = env.get("HF_HUB_CACHE") or os.path.join(env.get("HF_HOME", os.path.join(Path.home(), ".cache", "huggingface")), "hub")
+    snaps = Path(hub) / ("models--" + repo.replace("/", "--")) / "snapshots"
+    if not snaps.is_dir():
+        return None
+    for snap in sorted(snaps.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
+        if complete(snap):
+            return snap
+    return None
+
+
+def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> list[ModelChoice]:
+    """The embedded voice first, then every Qwen3-TTS size and Chatterbox (with ``path`` None where none was found)."""
+    env = os.environ if env is None else env
+    found: dict[str, Path] = {}
+    for given, kinds in ((model_path, "qwen3 chatterbox"), (settings.value(ENV_VAR, env), "qwen3"),
+                         (settings.value(CHATTERBOX_ENV, env), "chatterbox")):
+        if not given:
+            continue
+        path = Path(given).expanduser()
+        if "qwen3" in kinds and is_checkpoint(path):
+            found.setdefault(_model_id(path), path)
+        elif "chatterbox" in kinds and is_chatterbox_checkpoint(path):
+            found.setdefault(CHATTERBOX_ID, path)
+        else:
+            logger.warning("%s is not a %s checkpoint", path, " or ".join(k.capitalize() for k in kinds.split()))
+    for spec in QWEN3_MODELS.values():
+        if spec.id not in found and (snap := hf_cache_snapshot(spec.repo, env)) is not None:
+            found[spec.id] = snap
+    if CHATTERBOX_ID not in found and (snap := hf_cache_snapshot(CHATTERBOX_REPO, env, is_chatterbox_checkpoint)) is not None:
+        found[CHATTERBOX_ID] = snap
+    choices = [ModelChoice(EMBEDDED_ID, "Embedded voice (Piper joe, CPU)")]
+    if fast_variant_offered(env):
+        choices.append(ModelChoice(EMBEDDED_FAST_ID, "Embedded voice, fast (bfloat16)"))
+    choices += [ModelChoice(s.id, s.label, found.get(s.id)) for s in QWEN3_MODELS.values()]
+    if LOCAL_ID in found:
+        choices.append(ModelChoice(LOCAL_ID, f"Qwen3-TTS ({found[LOCAL_ID].name})", found[LOCAL_ID]))
+    choices.append(ModelChoice(CHATTERBOX_ID, "Chatterbox (Resemble AI)", found.get(CHATTERBOX_ID)))
+    return choices
+
+
+def fast_variant_offered(env: Optional[Mapping[str, str]] = None) -> bool:
+    """Whether the embedded voice's fast precision is offered as a model of its own: on CPUs where it
+    is bf16, and when the server's own precision is not fast already."""
+    from tts_app.models.piper.precision import PRECISION_ENV, decoder_kind  # reads /proc/cpuinfo only
+
+    env = os.environ if env is None else env
+    return settings.value(PRECISION_ENV, env) != "fast" and decoder_kind("fast") == "bf16"
+
+
+FETCHABLE = (*QWEN3_MODELS, CHATTERBOX_ID)
+
+
+def fetch(model_id: str, directory: Optional[str] = None) -> Path:
+    """Download a Qwen3-TTS or Chatterbox checkpoint (the one explicit network use); returns its folder.
+
+    Raises ``ValueError`` with a one-line reason (unknown model, hub unreachable, incomplete download).
+    """
+    if model_id == CHATTERBOX_ID:
+        repo, files, complete = CHATTERBOX_REPO, list(CHATTERBOX_FILES), is_chatterbox_checkpoint
+    elif model_id in QWEN3_MODELS:
+        repo, files, complete = QWEN3_MODELS[model_id].repo, None, is_checkpoint
+    else:
+        raise ValueError(f"unknown model {model_id!r}; choose one of: {', '.join(FETCHABLE)}")
+    from huggingface_hub import snapshot_download  # installed with gradio
+
+    try:
+        path = Path(snapshot_download(repo, local_dir=directory, allow_patterns=files))
+    except Exception as e:  # network, auth and disk errors all come back as one line
+        raise ValueError(f"could not download {repo}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+    if not complete(path):
+        raise ValueError(f"{path} is not a complete {model_id} checkpoint after the download")
+    return path
+
+
+def unknown_model_message(model: str, served: str, model_path: Optional[str] = None) -> str:
+    """The 400 message for a request naming a model this server does not serve: how to get it, if we know it."""
+    choice = next((c for c in find_models(model_path) if c.id == model), None)
+    if choice is None:
+        known = ", ".join([served, *FETCHABLE])
+        return f"model {model!r} is not served here; use {served!r} (known models: {known})"
+    if not choice.available:
+        return choice.how_to_get
+    return f"{choice.label} was found at {choice.path} but this server does not serve it; use {served!r}"

@@ -1,0 +1,1 @@
+"""LLM pieces shared by the torch models: transformer blocks and the slot-indexed KV cache."""

@@ -1,0 +1,1 @@
+"""Files the server keeps on disk: uploads, generated files, and what they weigh."""

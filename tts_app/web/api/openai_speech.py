@@ -1,0 +1,290 @@
+"""An OpenAI-compatible ``POST /v1/audio/speech`` served by the app's one engine.
+
+Request fields follow OpenAI's: ``model`` (required, as OpenAI requires it), ``input``, ``voice`` (OpenAI's names are
+aliases, see voice_aliases.py), ``response_format`` (mp3 by default, opus, aac, flac,
+wav, pcm; see audio_formats.py), ``speed`` (config.SPEED_MIN to SPEED_MAX) and
+``instructions`` (accepted and ignored: this model takes no style prompt). The body
+streams as the engine produces audio. ``pcm`` is raw signed 16-bit little-endian mono
+at the engine's sample rate (OpenAI's own pcm is 24 kHz; ours is the model's rate,
+22,050 Hz for the default Piper voice, never resampled). The ``X-Sample-Rate`` header
+states the rate the body decodes at: the model's, except Opus (always 48 kHz). Extensions: ``seed``, ``voice_strength``, ``stream`` (false returns a
+complete file whose header states its length: WAV sizes, FLAC and MP3 totals), ``normalize``
+(false reads numbers and abbreviations as written; omitted: the model's own reading), ``lexicon``
+(word -> respelling or /ipa/, over the saved one) and ``language`` (a code ``/v1/models`` lists).
+Every invalid request gets a 4xx with an OpenAI-shaped JSON error; one that asks a model for what it
+does not honour (``/v1/models`` lists each model's ``capabilities``) a 400 ``unsupported_parameter``
+naming the parameter and the model, before anything is loaded or queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tts_app.audio.formats import (
+    DEFAULT_FORMAT,
+    FORMATS,
+    Encoder,
+    EncoderBusy,
+    EncoderUnavailable,
+    decoded_sample_rate,
+    open_encoder,
+)
+from tts_app.web.api.client_id import client_id
+from tts_app.web.api.disconnect import ClientGone, until_disconnect
+from tts_app.web.api.limits import MAX_BODY_BYTES, BodyError, read_json_body
+from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, json_body, replies
+from tts_app.catalog.voice_aliases import VoiceAliasError, api_voice_names, library_voice
+from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
+from tts_app.models.available import EMBEDDED_ID, capabilities_of
+from tts_app.web.shutdown import shutting_down
+from tts_app.catalog.voices import DEFAULT_VOICE
+
+logger = logging.getLogger(__name__)
+
+router = APIRouter()
+
+MODEL_ID = EMBEDDED_ID
+# Names OpenAI clients send by default; all of them mean the one model served here.
+MODEL_ALIASES = frozenset({MODEL_ID, "tts-1", "tts-1-hd", "gpt-4o-mini-tts", "default"})
+MAX_INPUT_CHARS = 4096  # OpenAI's limit for this endpoint
+
+
+class SpeechRequest(BaseModel):
+    """The JSON body of ``POST /v1/audio/speech``; unknown fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str = MODEL_ID
+    input: str = Field(min_length=1, max_length=MAX_INPUT_CHARS)
+    voice: str = DEFAULT_VOICE
+    response_format: Literal["mp3", "opus", "aac", "flac", "wav", "pcm"] = DEFAULT_FORMAT
+    speed: float = Field(default=1.0, ge=SPEED_MIN, le=SPEED_MAX)
+    instructions: str | None = Field(default=None, max_length=MAX_INPUT_CHARS)  # accepted, ignored (no style prompt)
+    stream_format: Literal["audio"] = "audio"  # OpenAI's "sse" is not offered
+    stream: bool = True
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+    voice_strength: float = Field(default=1.0, ge=0.0, le=1.0)
+    normalize: bool | None = None  # false reads numbers, dates and abbreviations as written; null: the model's own way
+    lexicon: dict[str, str] | None = Field(default=None, max_length=500)  # word -> respelling or /ipa/, over the saved one
+    language: str | None = Field(default=None, min_length=1, max_length=16)  # a code /v1/models lists; null: the model's own
+
+
+class OpenAISpeechRequest(SpeechRequest):
+    """``POST /v1/audio/speech``'s body: OpenAI requires ``model`` (any alias of a served model)."""
+
+    model: str
+
+
+async def until_shutdown(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``chunks`` until the server starts shutting down: the body then ends cleanly (a complete
+    chunked response, the encoder flushed) before uvicorn's grace period runs out."""
+    async for chunk in chunks:
+        if shutting_down():
+            break
+        yield chunk
+
+
+def error_response(
+    status: int,
+    message: str,
+    param: str | None = None,
+    code: str | None = None,
+    error_type: str = "invalid_request_error",
+    retry_after_s: float | None = None,
+) -> JSONResponse:
+    """An OpenAI-shaped error body; 429 and 503 say when to retry (``retry_after_s``, else 1 s)."""
+    body = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+    retry = max(1, math.ceil(retry_after_s)) if retry_after_s is not None else 1
+    headers = {"Retry-After": str(retry)} if status in (429, 503) else None
+    return JSONResponse(status_code=status, content=body, headers=headers)
+
+
+def _validation_error(exc: ValidationError) -> JSONResponse:
+    first = exc.errors()[0]
+    param = ".".join(str(part) for part in first.get("loc", ())) or None
+    message = first.get("msg", "invalid request")
+    if first.get("type") == "literal_error" and param == "response_format":
+        allowed = str(first.get("ctx", {}).get("expected", "")).replace("'", "").replace(" or ", ", ")
+        message = f"response_format must be one of: {allowed or ', '.join(FORMATS)}"
+    elif first.get("type") == "literal_error" and param == "stream_format":
+        message = "stream_format must be 'audio' (server-sent events are not offered)"
+    elif first.get("type") == "missing":
+        message = f"'{param}' is required"
+    else:
+        message = f"{param}: {message}" if param else message
+    return error_response(400, message, param=param, code="invalid_value")
+
+
+@router.get("/v1/models")
+async def list_models() -> dict[str, Any]:
+    """The models this server speaks with (OpenAI's list shape)."""
+    from tts_app.catalog.engines import served_models  # the embedded voice + Qwen3-TTS checkpoints found here
+
+    return {"object": "list", "data": await asyncio.to_thread(served_models)}
+
+
+@router.get("/v1/audio/voices")
+async def list_voices() -> dict[str, Any]:
+    """Voice names ``/v1/audio/speech`` accepts (``default`` is the model's own voice, then OpenAI's names)."""
+    try:
+        return {"voices": api_voice_names()}
+    except VoiceAliasError as exc:
+        logger.error("%s", exc)
+        return {"voices": [DEFAULT_VOICE], "error": "the voice alias file is invalid; see the server log"}
+
+
+@dataclass
+class Submitted:
+    """A validated request, on its way through the engine."""
+
+    body: SpeechRequest
+    engine: Any  # tts_app.engine.Engine
+    handle: Any  # tts_app.engine.RequestHandle
+
+
+async def read_body(request: Request, schema: type[BaseModel], max_bytes: int = MAX_BODY_BYTES) -> Any:
+    """The request's JSON body validated against ``schema``, or an OpenAI-shaped 4xx response."""
+    try:
+        payload = await read_json_body(request, max_bytes)
+    except BodyError as exc:
+        return error_response(exc.status, exc.message, code=exc.code)
+    if not isinstance(payload, dict):
+        return error_response(400, "the request body must be a JSON object", code="invalid_json")
+    try:
+        return schema.model_validate(payload)
+    except ValidationError as exc:
+        return _validation_error(exc)
+
+
+def api_voice(name: str) -> tuple[Any, JSONResponse | None]:
+    """The engine's voice for an API voice name, or (None, an error response)."""
+    try:
+        return library_voice(name), None
+    except VoiceAliasError as exc:
+        logger.error("%s", exc)
+        return None, error_response(500, "the server's voice alias file is invalid", code="voice_aliases_invalid", error_type="server_error")
+    except ValueError as exc:
+        return None, error_response(400, str(exc), param="voice", code="voice_not_found")
+
+
+async def whole_result(request: Request, handle: Any) -> Any:
+    """The request's whole audio, or a 499 response once its client has gone (the request is then cancelled)."""
+    try:
+        return await until_disconnect(request, handle.aresult())
+    except ClientGone:
+        logger.info("client gone: cancelled request %d", handle.id)
+        return Response(status_code=499)  # nobody reads it; nginx's "client closed request"
+    finally:
+        handle.cancel()  # a no-op once done; frees the request if the client left or this coroutine was cancelled
+
+
+async def whole_encoded(request: Request, handle: Any, encoder: Encoder) -> bytes | Response:
+    """The request's whole audio, encoded; a 499 response if its client left. The encoder is released."""
+    try:
+        audio = await whole_result(request, handle)
+        return audio if isinstance(audio, Response) else await encoder.whole(audio)
+    finally:
+        encoder.release()
+
+
+async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRequest) -> Submitted | JSONResponse:
+    """Read, validate and submit a speech request; an OpenAI-shaped 4xx/5xx response when it cannot run."""
+    body = await read_body(request, schema)
+    if isinstance(body, JSONResponse):
+        return body
+    if not body.input.strip():
+        return error_response(400, "input is empty", param="input", code="invalid_value")
+    voice, refused = api_voice(body.voice)
+    if refused is not None:
+        return refused
+
+    from tts_app.engine import EngineBusy, SpeechParams, UnsupportedParameter  # the engine package is heavy; imported on first request
+    from tts_app.engine.input_processing import resolve_params
+    from tts_app.catalog.engines import ModelUnavailable, engine_for  # one engine per model, created on first use
+    from tts_app.text import parse_lexicon, saved_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
+
+    model_id = MODEL_ID if body.model in MODEL_ALIASES else body.model
+    capabilities = capabilities_of(model_id)
+    try:
+        # The server's own words go only to a model that reads a lexicon; a request's own words are its ask.
+        lexicon = await asyncio.to_thread(saved_lexicon) if capabilities is None or capabilities.lexicon else None
+        if body.lexicon:
+            lexicon = parse_lexicon({**(lexicon.to_json_dict() if lexicon else {}), **body.lexicon})
+        params = SpeechParams(
+            body.seed, body.speed, voice, None, body.voice_strength, body.normalize, lexicon, body.language, body.stream,
+            client_id(request),
+        )  # fmt: skip
+        if capabilities is not None:  # before the model is loaded or anything queued
+            capabilities.check(params, [body.input], model_id)
+        engine = await asyncio.to_thread(engine_for, model_id)
+        handle = await asyncio.to_thread(lambda: engine.submit(body.input, resolve_params(params)))
+    except ModelUnavailable as exc:  # the message says how to get the model
+        return error_response(400, str(exc), param="model", code="model_not_found")
+    except UnsupportedParameter as exc:
+        return error_response(400, str(exc), param=exc.param, code="unsupported_parameter")
+    except EngineBusy as exc:  # the queue, this client's share of it, or a wait past the longest allowed
+        return error_response(503, str(exc), code="engine_busy", error_type="server_error", retry_after_s=exc.retry_after_s)
+    except ValueError as exc:
+        return error_response(400, str(exc), param="input", code="invalid_value")
+    return Submitted(body, engine, handle)
+
+
+def open_audio_encoder(fmt: str, submitted: Submitted) -> Encoder | JSONResponse:
+    """The encoder for ``fmt``, or an error response (the request is then cancelled)."""
+    try:
+        return open_encoder(fmt, int(submitted.engine.sample_rate))
+    except EncoderBusy as exc:
+        submitted.handle.cancel()
+        return error_response(503, str(exc), code="encoder_busy", error_type="server_error")
+    except EncoderUnavailable as exc:
+        submitted.handle.cancel()
+        return error_response(400, str(exc), param="response_format", code="unsupported_format")
+
+
+@router.post("/v1/audio/speech", response_model=None, openapi_extra=json_body(SpeechRequest),
+             responses=replies(200, {f.media_type: BINARY for f in FORMATS.values()}, *GUARD_ERRORS, 499, 500, 503))
+async def create_speech(request: Request) -> Response:
+    """Synthesize ``input`` and stream it back as mp3 (default), opus, aac, flac, wav or pcm.
+
+    OpenAI voice names are aliases of voices here; ``instructions`` is accepted and
+    ignored (this model takes no style prompt); ``"stream": false`` returns a
+    complete file whose header states its length.
+    """
+    submitted = await submit_speech(request, OpenAISpeechRequest)
+    if isinstance(submitted, JSONResponse):
+        return submitted
+    body, handle = submitted.body, submitted.handle
+    rate = decoded_sample_rate(body.response_format, int(submitted.engine.sample_rate))
+    headers = {"X-Sample-Rate": str(rate), "Cache-Control": "no-store"}
+    media_type = FORMATS[body.response_format].media_type
+    encoder = open_audio_encoder(body.response_format, submitted)
+    if isinstance(encoder, JSONResponse):
+        return encoder
+
+    if not body.stream:
+        data = await whole_encoded(request, handle, encoder)
+        if isinstance(data, Response):
+            return data
+        return Response(content=data, media_type=media_type, headers=headers)
+
+    async def body_chunks() -> AsyncIterator[bytes]:
+        try:
+            async with aclosing(encoder.stream(until_shutdown(handle.astream()))) as encoded:  # closed now, not at GC: ffmpeg stops
+                async for data in encoded:
+                    yield data
+        finally:
+            # Client gone or stream over: either way the engine request is finished with.
+            handle.cancel()
+            encoder.release()
+
+    return StreamingResponse(body_chunks(), media_type=media_type, headers=headers)

@@ -1,0 +1,1 @@
+"""ASGI guards in front of every route: headers, bodies, connections, CORS, uploads."""

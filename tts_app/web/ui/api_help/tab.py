@@ -1,0 +1,73 @@
+"""The API tab: how to call this server from code (the OpenAI-compatible route and the named Gradio endpoints)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from tts_app.models.available import EMBEDDED_ID as MODEL_ID
+from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
+
+
+def api_help_markdown() -> str:
+    """Markdown describing the OpenAI-compatible endpoint and the named Gradio endpoints."""
+    return f"""
+### OpenAI-compatible speech
+
+`POST /v1/audio/speech` with a JSON body, served by the same engine as this page (requests from
+both batch together). The body streams as audio is produced.
+
+| field | meaning |
+|---|---|
+| `model` | `{MODEL_ID}` (OpenAI names such as `tts-1` are accepted as aliases) |
+| `input` | the text, up to 4,096 characters |
+| `voice` | a built-in or operator-saved voice name (not a voice saved on the page: those are the visitor's alone), `default` (the model's own voice), or an OpenAI name (`alloy`, `nova`, ...: aliases, see the README) (`GET /v1/audio/voices` lists them) |
+| `response_format` | `mp3` (default), `opus`, `aac`, `flac`, `wav` or `pcm` (16-bit little-endian mono at the rate in the `X-Sample-Rate` header) |
+| `speed` | {SPEED_MIN:g} to {SPEED_MAX:g}; the length scales as 1/speed |
+| `instructions` | accepted and ignored (this model takes no style prompt) |
+| `seed`, `voice_strength`, `stream` | extensions: sampling seed, voice-matching strength 0 to 1, `false` for a complete file whose header states its length |
+
+```bash
+curl -s http://HOST/v1/audio/speech -H 'Content-Type: application/json' \\
+  -d '{{"model": "{MODEL_ID}", "input": "Hello there.", "voice": "lj_female_us", "response_format": "wav"}}' \\
+  -o hello.wav
+```
+
+```python
+from openai import OpenAI
+client = OpenAI(base_url="http://HOST/v1", api_key="unused")
+with client.audio.speech.with_streaming_response.create(
+        model="{MODEL_ID}", voice="default", input="Hello there.", response_format="wav") as response:
+    response.stream_to_file("hello.wav")
+```
+
+Invalid requests get a 4xx with `{{"error": {{"message": ..., "type": ..., "param": ..., "code": ...}}}}`.
+
+### Word timestamps and subtitles
+
+`POST /v1/audio/speech/captioned`, same body: `{{"audio": base64, "audio_format", "sample_rate", "words": [{{"word", "start", "end"}}]}}`;
+`"stream": true` gives one such JSON object per line (NDJSON) as audio is made; `response_format` `srt` or `vtt` returns subtitles.
+
+### Long documents
+
+`POST /v1/documents` `{{"input": "# Chapter\\n\\nText…", "markdown": true, "voice": "default"}}` → 202 `{{"id", …}}`;
+`GET /v1/documents/ID` (progress), `GET /v1/documents/ID/audio.wav` (streams while it runs), `audio.m4b`, `audio.mp3`,
+`captions.srt`, `captions.vtt`; `DELETE /v1/documents/ID` stops it.
+
+### Gradio endpoints (`gradio_client`)
+
+```python
+from gradio_client import Client
+client = Client("http://HOST/")
+stream, full, files, status, figures, captions = client.predict(
+    "First line.\\nSecond line.", "Built-in voice", "lj_female_us", None, 1.0, 1.0, 0, False,
+    api_name="/generate")
+```
+
+`/generate` (text, voice mode, built-in voice, reference clip, strength, speed, seed, streaming, what the clip says, normalise text, model),
+`/stop`, `/reference_report`, `/ab_render`, `/ab_reveal`, `/engine_stats`, `/read_document`, `/stop_document`.
+"""
+
+
+def build_api_tab() -> None:
+    """Lay out the API tab inside the current tab."""
+    gr.Markdown(api_help_markdown(), elem_id="api-help")

@@ -1,0 +1,100 @@
+"""The pronunciation lexicon panel: edit this visitor's own entries as a table, hear one before saving.
+
+A visitor's entries apply to their own runs only and are forgotten with their session
+(tts_app/web/ui/session/visitor_lexicon.py); the server's lexicon is the operator's (``python -m tts_app
+lexicon ...``). Handlers only translate table rows into tts_app.text calls and raise gr.Error
+with the one-line reason; the lexicon format and validation live in tts_app/text/lexicon.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import gradio as gr
+import numpy as np
+
+from tts_app.backends.params import SpeechParams
+from tts_app.text import parse_lexicon
+from tts_app.web.ui.common.user_error import UserError
+from tts_app.web.ui.session.owner import owner_of
+from tts_app.web.ui.session.visitor_lexicon import VISITOR_LEXICONS
+
+logger = logging.getLogger(__name__)
+
+HEADERS = ["word", "pronunciation (respelling, or /IPA/)"]
+SAY_IT_TEMPLATE = "Say {word} again."  # a carrier sentence: a word alone is read with list intonation
+
+
+def _rows_to_dict(rows: Any) -> dict[str, str]:
+    """Table rows (a list of lists or a DataFrame) to word -> pronunciation; empty rows dropped."""
+    values = rows.values.tolist() if hasattr(rows, "values") else list(rows or [])
+    out: dict[str, str] = {}
+    for row in values:
+        word, pron = (str(row[0] or "").strip(), str(row[1] or "").strip()) if len(row) >= 2 else ("", "")
+        if word or pron:
+            out[word] = pron
+    return out
+
+
+def lexicon_rows(request: gr.Request = None) -> list[list[str]]:  # type: ignore[assignment]
+    """This visitor's entries as table rows (one empty row when there are none)."""
+    lex = VISITOR_LEXICONS.get(owner_of(request))
+    rows = sorted(lex.to_json_dict().items()) if lex else []
+    return [list(r) for r in rows] or [["", ""]]
+
+
+def _id_map() -> Any:
+    from tts_app.catalog.shared_engine import get_engine  # start-up: the shared engine loads on first use
+
+    return get_engine().backend.model.config.phoneme_id_map
+
+
+def save_rows(rows: Any, request: gr.Request = None) -> str:  # type: ignore[assignment]
+    """Validate the table and keep it as this visitor's entries; gr.Error with the first problem."""
+    try:
+        lex = parse_lexicon(_rows_to_dict(rows))
+        lex.check(_id_map())
+        VISITOR_LEXICONS.put(owner_of(request), lex)
+    except ValueError as exc:  # TextError is one; so are the caps
+        raise UserError(str(exc)) from exc
+    return f"Saved {len(lex)} entries (for your runs on this page; forgotten when you close it)."
+
+
+def say_it(word: str, pronunciation: str) -> tuple[int, np.ndarray]:
+    """Speak one entry in a carrier sentence, before it is saved."""
+    from tts_app.catalog.shared_engine import get_engine  # start-up: the shared engine loads on first use
+
+    word = (word or "").strip()
+    if not word:
+        raise UserError("Type a word to hear it.")
+    try:
+        lex = parse_lexicon({word: pronunciation}) if (pronunciation or "").strip() else None
+        engine = get_engine()
+        audio = engine.submit(SAY_IT_TEMPLATE.format(word=word), SpeechParams(lexicon=lex)).result(timeout=60)
+    except ValueError as exc:  # TextError and bad settings: one line for the user
+        raise UserError(str(exc)) from exc
+    return engine.sample_rate, audio
+
+
+def build_lexicon_panel() -> None:
+    """Components and events of the panel; call inside a gr.Blocks (e.g. in a tab or an accordion)."""
+    gr.Markdown(
+        "Words here are read your way in your own runs on this page, until you close it (other visitors and "
+        "API callers are not affected). A pronunciation is a respelling (`Nguyen` -> `win`) or IPA between "
+        "slashes (`/ʃɪvˈɔːn/`)."
+    )
+    table = gr.Dataframe(elem_id="lexicon-table", headers=HEADERS, datatype=["str", "str"], column_count=(2, "fixed"), value=[["", ""]],
+                         interactive=True, label="Lexicon")  # fmt: skip
+    with gr.Row():
+        word = gr.Textbox(label="Word", scale=2)
+        pron = gr.Textbox(label="Pronunciation", scale=3)
+        say = gr.Button("Say it", scale=1)
+    preview = gr.Audio(label="Preview", interactive=False, autoplay=True)
+    with gr.Row():
+        save = gr.Button("Save lexicon", variant="primary")
+        reload = gr.Button("Reload")
+    status = gr.Markdown()
+    say.click(say_it, [word, pron], preview, api_visibility="private")
+    save.click(save_rows, table, status, api_visibility="private")
+    reload.click(lexicon_rows, None, table, api_visibility="private")

@@ -1,0 +1,179 @@
+"""The page's low-latency live player: Web Audio fed from ``GET /live/{token}``.
+
+The handler puts ``live_html`` in the page when a run starts; the head script sees the new token,
+fetches the run's audio (float32 samples as the engine makes them) and schedules each piece
+back to back on an AudioContext. Playback starts as early as it can without running dry: the
+first piece (the first line's first window) is scheduled so that it ends ``data-gap`` seconds
+after it arrived (when the first line's next window is due, predicted by ``expected_gap_s``), or
+at once when it is longer than that. A piece that arrives late is played as soon as it comes, and
+the gap is counted (``window.ttsLive.underruns``). The AudioContext is made in the Generate click, the
+user gesture browsers require for sound.
+
+``window.ttsLive.clock(run)`` is the take's clock for the captions; ``window.__ttsLiveTap(ctx,
+node)``, when a page defines it, is called with the player's output node (the browser test records
+what is played through it).
+"""
+
+from __future__ import annotations
+
+import html
+
+from tts_app.web.ui.speak.stream_pacer import MAX_PREBUFFER_S
+
+LIVE_IDLE = '<div class="live-idle muted">The live stream plays here.</div>'
+GAP_MARGIN = 1.5  # the next step may run this much slower than predicted before the player runs dry
+UNKNOWN_GAP_S = 1.0  # before the engine has timed any step
+
+
+def expected_gap_s(row_step_p90_s: float, rows: int, emits_rows: bool = False) -> float:
+    """Seconds from the first line's first piece to its next one, from the slow end (90th percentile)
+    of the engine's recent per-row step times (a row's full window).
+
+    A backend that emits rows as they are decoded sends the first line's next window after the
+    other lines' first windows and its own full one; otherwise only once every row's full window
+    of the next step is done.
+    """
+    if row_step_p90_s <= 0:
+        return UNKNOWN_GAP_S
+    # lazy: the page's modules do not load the model's runtime; by a run's start it is loaded
+    from tts_app.models.piper.windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES
+
+    rows = max(rows, 1)
+    # a first window costs about its share of a full one (64 of 160 frames)
+    row_steps = 1 + (rows - 1) * FIRST_WINDOW_FRAMES / WINDOW_FRAMES if emits_rows else rows
+    return min(MAX_PREBUFFER_S, GAP_MARGIN * row_step_p90_s * row_steps)
+
+
+def live_html(token: str, sample_rate: int, gap_s: float, run_id: str) -> str:
+    """The element the page's player starts on: its token, the sample rate, the expected wait for the
+    second piece (seconds: ``expected_gap_s``) and the run id the captions carry too."""
+    return (
+        f'<div class="live" data-token="{html.escape(token)}" data-rate="{int(sample_rate)}" '
+        f'data-gap="{gap_s:.3f}" data-run="{html.escape(run_id)}">'
+        '<span class="live-dot"></span><span class="live-status">Starting…</span></div>'
+    )
+
+
+LIVE_PLAYER_SCRIPT = """<script>
+(() => {
+  const LEAD_S = 0.04;  // first piece: scheduled this far ahead of the context's clock
+  const COALESCE_MS = 15;
+  const live = window.ttsLive = {
+    ctx: null, out: null, token: null, run: null, t0: null, next: 0, firstStart: null,
+    underruns: [], arrivals: [], received: 0, done: false, ended: false, abort: null, sources: new Set(),
+    make(rate) {
+      if (this.ctx && (!rate || this.ctx.sampleRate === rate)) return;
+      if (this.ctx) this.ctx.close();
+      const Ctx = window.AudioContext || window.webkitAudioContext;
+      try { this.ctx = new Ctx(rate ? { sampleRate: rate } : undefined); } catch (e) { this.ctx = new Ctx(); }
+      this.out = this.ctx.createGain();
+      this.out.connect(this.ctx.destination);
+      if (window.__ttsLiveTap) window.__ttsLiveTap(this.ctx, this.out);
+    },
+    arm() {  // in the Generate click: browsers start sound only after a user gesture
+      this.make(this.lastRate || 22050);
+      if (this.ctx.state !== 'running') this.ctx.resume();
+    },
+    stop() {
+      if (this.abort) this.abort.abort();
+      for (const s of this.sources) { try { s.stop(); } catch (e) {} }
+      this.sources.clear();
+      this.abort = null; this.t0 = null; this.firstStart = null; this.done = false; this.ended = false;
+      this.underruns = []; this.arrivals = []; this.received = 0;
+    },
+    clock(run) {  // seconds of this run's take played so far (null: not this run, or not started)
+      if (!this.ctx || run !== this.run || this.t0 === null) return null;
+      return this.ctx.currentTime - this.t0;
+    },
+    schedule(samples, rate) {
+      if (!samples.length) return;
+      const buf = this.ctx.createBuffer(1, samples.length, rate);
+      buf.copyToChannel(samples, 0);
+      const src = this.ctx.createBufferSource();
+      src.buffer = buf;
+      src.connect(this.out);
+      const now = this.ctx.currentTime;
+      if (this.next < now + 0.005) {  // late: play it now; the take's clock moves with it
+        const gap = now + LEAD_S - this.next;
+        this.underruns.push([performance.now(), gap]);
+        this.t0 += gap;
+        this.next += gap;
+      }
+      src.start(this.next);
+      this.next += buf.duration;
+      this.sources.add(src);
+      src.onended = () => this.sources.delete(src);
+    },
+    begin(pending, rate, delay) {
+      this.t0 = this.ctx.currentTime + Math.max(LEAD_S, delay);
+      this.next = this.t0;
+      this.firstStart = this.t0;
+      for (const p of pending) this.schedule(p, rate);
+    },
+    async start(el) {
+      this.stop();
+      const token = el.dataset.token, rate = +el.dataset.rate, gap = +el.dataset.gap;
+      this.token = token; this.run = el.dataset.run; this.lastRate = rate;
+      this.make(rate);
+      if (this.ctx.state !== 'running') this.ctx.resume();
+      const abort = this.abort = new AbortController();
+      const pending = [];
+      let carry = new Uint8Array(0);
+      try {
+        const reply = await fetch('/live/' + token, { signal: abort.signal, cache: 'no-store' });
+        if (!reply.ok) throw new Error('live stream: HTTP ' + reply.status);
+        const reader = reply.body.getReader();
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          const bytes = new Uint8Array(carry.length + value.length);
+          bytes.set(carry); bytes.set(value, carry.length);
+          const whole = bytes.length - (bytes.length % 4);
+          carry = bytes.slice(whole);
+          if (!whole) continue;
+          const samples = new Float32Array(bytes.slice(0, whole).buffer);
+          this.received += samples.length;
+          this.arrivals.push([performance.now(), samples.length / rate]);
+          if (this.t0 !== null) { this.schedule(samples, rate); continue; }
+          pending.push(samples);
+          if (pending.length === 1) {
+            // One engine piece can come in several reads: take what lands within COALESCE_MS as the
+            // first piece, then start so that it lasts until the next piece is due (gap after it came).
+            const came = this.ctx.currentTime;
+            setTimeout(() => {
+              if (abort.signal.aborted || this.t0 !== null) return;
+              const held = pending.reduce((n, p) => n + p.length, 0) / rate;
+              this.begin(pending.splice(0), rate, came + gap - held - this.ctx.currentTime);
+            }, COALESCE_MS);
+          }
+        }
+        if (this.t0 === null && pending.length) this.begin(pending.splice(0), rate, 0);
+        this.done = true;
+      } catch (err) {
+        if (abort.signal.aborted) return;
+        console.log('live player: ' + err);
+        this.done = true;
+      }
+    },
+  };
+  const show = () => {
+    const el = document.querySelector('#live-player .live[data-token]');
+    if (!el) return;
+    if (el.dataset.token !== live.token) { live.start(el); return; }
+    const status = el.querySelector('.live-status');
+    if (!status || !live.ctx) return;
+    const t = live.clock(live.run);
+    if (t === null) { status.textContent = live.done ? 'No audio' : 'Buffering…'; return; }
+    if (live.done && live.ctx.currentTime >= live.next) { live.ended = true; el.classList.add('ended'); }
+    const s = Math.max(0, Math.min(t, live.next - live.t0));
+    status.textContent = (live.ended ? 'Played ' : 'Playing ') + Math.floor(s / 60) + ':' + String(Math.floor(s % 60)).padStart(2, '0');
+  };
+  setInterval(show, 20);
+  document.addEventListener('click', (event) => {
+    const target = event.target;
+    if (!target || !target.closest) return;
+    if (target.closest('#generate-btn')) live.arm();
+    else if (target.closest('#stop-btn')) live.stop();
+  }, true);
+})();
+</script>"""

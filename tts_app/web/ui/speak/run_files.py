@@ -1,0 +1,57 @@
+"""The files of one Speak run: a WAV and its SRT/WebVTT captions per finished line, then the take's."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tts_app.captions.subtitles import to_srt, to_vtt
+from tts_app.web.ui.session.files import new_file
+from tts_app.web.ui.speak.run_model import SpeakRun
+from tts_app.audio.wav_io import write_wav
+
+
+def write_captions(session: str, stem: str, words: Sequence[Any]) -> list[str]:
+    """SRT and WebVTT files of ``words`` (none for a model without word timings)."""
+    if not words:
+        return []
+    paths = []
+    for suffix, render in ((".srt", to_srt), (".vtt", to_vtt)):
+        path = new_file(session, stem, suffix)
+        path.write_text(render(words), encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+@dataclass
+class RunFiles:
+    session: str
+    wavs: dict[int, str] = field(default_factory=dict)  # line index -> its WAV
+    captions: dict[int, list[str]] = field(default_factory=dict)  # line index -> its SRT and VTT
+    full: str = ""  # the joined take, once the run is over
+    take_captions: list[str] = field(default_factory=list)
+
+    def add_line(self, run: SpeakRun, index: int) -> None:
+        line, stem = run.lines[index], f"line-{index + 1:02d}"
+        self.wavs[index] = str(write_wav(new_file(self.session, stem, ".wav"), line.audio(), run.sample_rate))
+        self.captions[index] = write_captions(self.session, stem, line.words)
+
+    def finish(self, run: SpeakRun) -> str:
+        """Write the joined take and its captions; returns the take's WAV."""
+        self.full = str(write_wav(new_file(self.session, "all-lines", ".wav"), run.joined(), run.sample_rate))
+        self.take_captions = write_captions(self.session, "all-lines", run.take_words())
+        return self.full
+
+    def line_items(self, run: SpeakRun) -> list[dict[str, str]]:
+        """What the line players show: index, text and WAV of every finished line."""
+        return [{"index": str(i + 1), "text": run.lines[i].text, "path": self.wavs[i]} for i in sorted(self.wavs)]
+
+    def listing(self) -> list[str]:
+        """Every file for the downloads box: the WAVs (lines, then the take), then the captions."""
+        order = sorted(self.wavs)
+        wavs = [self.wavs[i] for i in order] + ([self.full] if self.full else [])
+        return [*wavs, *(p for i in order for p in self.captions[i]), *self.take_captions]
+
+    def line_files(self, count: int) -> list[str]:
+        return [self.wavs.get(i, "") for i in range(count)]
