@@ -14,7 +14,7 @@ import gradio as gr
 
 from tts_app.web.ui.session.owner import owner_of
 from tts_app.web.ui.session.visitor_voices import VISITOR_VOICES
-from tts_app.web.ui.voices.voice_input import default_builtin, voice_choices
+from tts_app.web.ui.voices.voice_input import MODE_BUILTIN, default_builtin, voice_choices
 from tts_app.catalog.voices import DEFAULT_VOICE
 
 logger = logging.getLogger(__name__)
@@ -28,7 +28,6 @@ def save_voice(
     name: str | None, reference_clip: str | None, voice_text: str | None = None, request: gr.Request = None  # type: ignore[assignment]
 ) -> tuple[str, Any, Any]:
     """Analyse the uploaded clip and keep its profile as this visitor's voice ``name``; returns status, mode and voice-list updates."""
-    from tts_app.web.ui.voices.voice_input import MODE_BUILTIN
     from tts_app.voice import resolve_voice  # heavy: imported on first use
 
     owner = owner_of(request)
