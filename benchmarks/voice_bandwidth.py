@@ -55,8 +55,7 @@ def main() -> None:
     common.print_machine(info)
     from voice_similarity import Scorer, Synth
 
-    from tts_app.voice import default_library
-    from tts_app.voice.matching import adapt
+    from tts_app.voice import adapt, default_library
     from tts_app.voice.analysis import ltas
     from tts_app.voice.matching import plan
     from tts_app.voice.profile import clear_profile_cache, make_profile

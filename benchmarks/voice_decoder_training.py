@@ -52,8 +52,7 @@ def parse_variant(text: str):
 def run_voice(name: str, args, scorer: Scorer, sentences: list[str], latents: list[np.ndarray], plain: list[np.ndarray]) -> dict:
     import torch
 
-    from tts_app.voice import default_library
-    from tts_app.voice.matching import adapt
+    from tts_app.voice import adapt, default_library
     from tts_app.voice.training.decoder import load_decoder
     from tts_app.voice.training.finetune import finetune
     from tts_app.voice.training.pairs import build_pairs

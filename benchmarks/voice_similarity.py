@@ -166,7 +166,7 @@ class Table:
 
 def streaming_check(profile, audio: np.ndarray, strength: float, sample_rate: int) -> tuple[float, float, bool]:
     """Max |streamed - whole| and SNR (dB) over several chunkings, and whether lengths all matched."""
-    from tts_app.voice.matching import adapt
+    from tts_app.voice import adapt
 
     whole = adapt(audio, profile, strength, sample_rate)
     rng = np.random.default_rng(0)
@@ -208,8 +208,7 @@ def main() -> int:
 
     if args.merge:
         return merge(args)
-    from tts_app.voice import default_library
-    from tts_app.voice.matching import adapt
+    from tts_app.voice import adapt, default_library
     from tts_app.voice.matching import conversion
     from tts_app.voice.matching.conversion import fit, parallel_data
 

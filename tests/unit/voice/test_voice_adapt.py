@@ -8,8 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from tts_app.voice import VoiceError, resolve_voice
-from tts_app.voice.matching import adapt
+from tts_app.voice import VoiceError, adapt, resolve_voice
 from tts_app.voice.analysis.stats import f0_track_hz
 from tts_app.voice.model_voice import model_voice
 

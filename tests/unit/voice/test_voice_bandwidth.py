@@ -63,7 +63,7 @@ def test_the_match_keeps_the_model_highs_above_a_band_limit(tmp_path: Path) -> N
     """Before: the EQ and the class filters read the empty bands as a voice with no highs and cut
     them (the share of output energy above 4.5 kHz fell from -19 to -41 dB, WER +15 points)."""
     from tts_app.voice import make_profile
-    from tts_app.voice.matching import adapt
+    from tts_app.voice import adapt
     from tts_app.voice.model_voice import model_voice
 
     audio, rate = sf.read(VOICES / "f5_main.flac", dtype="float32")
