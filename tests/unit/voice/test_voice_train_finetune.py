@@ -13,13 +13,14 @@ pytest.importorskip("librosa")
 
 from scipy.signal import lfilter  # noqa: E402
 
+from tts_app.assets import BUILTIN_VOICES_DIR  # noqa: E402
 from tts_app.voice.training.adapters import trainable  # noqa: E402
 from tts_app.voice.training.decoder import HOP, load_decoder  # noqa: E402
 from tts_app.voice.training.finetune import TrainConfig, finetune  # noqa: E402
 from tts_app.voice.training.latents import text_latents  # noqa: E402
 from tts_app.voice.training.pairs import TrainingPairs, frame_features, to_model_rate, warp_index  # noqa: E402
 
-SHARED_VOICES = Path(__file__).resolve().parents[1] / "assets" / "voices"  # the shared clips, shipped
+SHARED_VOICES = BUILTIN_VOICES_DIR  # the shared clips, shipped inside the package
 SMALL = dict(batch=2, segment_frames=16, eval_every=4, patience=10)
 
 
