@@ -12,17 +12,19 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import platform
-import socket
 import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run from a checkout without installing
+
+from tests.support.app_server import serve_app  # noqa: E402  (after the path line above)
+
 SENTENCES = REPO.parent / "shared" / "eval" / "sentences.txt"
 # (label, extra request fields): the plain voice, a speed change, a built-in clip, an OpenAI name.
 SHAPES = (
@@ -30,27 +32,6 @@ SHAPES = (
     ("speed_1.25", {"speed": 1.25}),
     ("alloy", {"voice": "alloy"}),
 )
-START_TIMEOUT_S = 180
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_ready(base: str, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"app.py exited with {process.returncode}")
-        try:
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise SystemExit(f"app.py did not answer within {START_TIMEOUT_S} s")
 
 
 def _builtin_voice(base: str) -> str | None:
@@ -62,16 +43,8 @@ def _builtin_voice(base: str) -> str | None:
     return names[-1] if names else None
 
 
-def fingerprint(repo: Path, sentences: list[str]) -> dict[str, dict[str, object]]:
-    port = _free_port()
-    env = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port),
-               GRADIO_ANALYTICS_ENABLED="False")
-    env.pop("PORT", None)
-    base = f"http://127.0.0.1:{port}"
-    process = subprocess.Popen([sys.executable, "app.py"], cwd=repo, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_ready(base, process)
+def fingerprint(repo: Path, sentences: list[str], log_path: Path) -> dict[str, dict[str, object]]:
+    with serve_app(log_path, repo=repo) as (base, _process):
         shapes = list(SHAPES)
         builtin = _builtin_voice(base)
         if builtin:
@@ -87,12 +60,6 @@ def fingerprint(repo: Path, sentences: list[str]) -> dict[str, dict[str, object]
                     continue
                 prints[key] = {"sha256": hashlib.sha256(reply.content).hexdigest(), "bytes": len(reply.content)}
         return prints
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def compare(path_a: Path, path_b: Path) -> int:
@@ -116,7 +83,7 @@ def main() -> int:
     sentences = [line.strip() for line in SENTENCES.read_text().splitlines() if line.strip()]
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=args.repo, capture_output=True, text=True).stdout.strip()
     result = {"repo": str(args.repo), "commit": commit, "cpu": platform.processor() or platform.machine(),
-              "prints": fingerprint(args.repo, sentences)}
+              "prints": fingerprint(args.repo, sentences, Path(tempfile.gettempdir()) / "audio_identity_server.log")}
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text)

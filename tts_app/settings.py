@@ -5,7 +5,7 @@ monkeypatch, ``app.py --precision``) is seen by the next read. A bad value is a 
 ``SettingError`` naming the variable and what it accepts; the few settings marked ``fallback`` have
 always shrugged off a bad value, and still do: a one-line warning, then the default. An empty value
 counts as unset. ``python -m tts_app.settings --markdown`` prints README's table of variables
-(``--readme README.md`` rewrites it there; ``tests/test_settings.py`` checks that README holds it).
+(``--readme README.md`` rewrites it there; ``tests/repo/test_settings.py`` checks that README holds it).
 This module imports nothing from tts_app: every layer may read settings.
 """
 

@@ -27,12 +27,13 @@ def free_port() -> int:
 @contextmanager
 def serve_app(
     log_path: Path, extra_env: dict[str, str] | None = None, args: tuple[str, ...] = (),
-    preexec_fn: Callable[[], None] | None = None,
+    preexec_fn: Callable[[], None] | None = None, repo: Path = REPO,
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """``python app.py [args]`` on 127.0.0.1 and a free port until the block ends; yields its base URL and process.
 
     ``extra_env`` overrides the server's environment (e.g. a PATH without ffmpeg); ``preexec_fn``
-    runs in the child before app.py (e.g. to lower its resource limits).
+    runs in the child before app.py (e.g. to lower its resource limits); ``repo`` is the checkout
+    whose app.py runs (another revision's, for a before/after comparison).
     """
     port = free_port()
     env = dict(os.environ)
@@ -40,7 +41,7 @@ def serve_app(
     env.update(extra_env or {})
     env.pop("PORT", None)
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "app.py", *args], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        process = subprocess.Popen([sys.executable, "app.py", *args], cwd=repo, env=env, stdout=log, stderr=subprocess.STDOUT,
                                    preexec_fn=preexec_fn)
         base = f"http://127.0.0.1:{port}"
         try:
