@@ -13,7 +13,6 @@ import soundfile as sf
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from tests.support.paths import REPO
 from tts_app.assets import BUILTIN_VOICES_DIR
 from tts_app.web.server import WARM_UP_LINES
 

@@ -10,7 +10,6 @@ import pytest
 import soundfile as sf
 from scipy.signal import resample_poly
 
-from tests.support.paths import REPO
 from tests.support.stream_gaps import measure_gaps, stall_problems
 from tts_app.assets import BUILTIN_VOICES_DIR
 

@@ -75,7 +75,6 @@ def _write(handle, path: Path, sample_rate: int, stream: bool) -> None:
 def synth(args: argparse.Namespace) -> dict:
     from tts_app.engine import Engine, SpeechParams  # the model runtime loads only for the command that speaks
     from tts_app.engine.input_processing import resolve_params  # the voice stack loads only for the command that speaks
-    from tts_app.text import load_lexicon  # the text stack loads only for the command that speaks
 
     lines = _read_lines(args.input)
     try:

@@ -15,7 +15,6 @@ from tts_app.engine.metrics import RequestMetrics
 from tts_app.engine.request import Request, RequestStatus
 
 
-
 class EngineSide(Protocol):
     """What a handle asks of the engine that made it (engine.py's Engine, which imports this module)."""
 

@@ -3,7 +3,6 @@ weights exactly, can be cancelled, and hands back a decoder of the stock layout.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -75,8 +75,6 @@ async def start_document(request: Request) -> Response:
 
     from tts_app.documents import ClientJobsFull, JobsBusy, api_client, document_jobs  # start-up: the document jobs load on first use
     from tts_app.backends.params import SpeechParams  # start-up: with the document jobs
-    from tts_app.text import TextError  # start-up: the text stack (espeak, lexicons) loads on first use
-    from tts_app.text.document import parse_document  # start-up: the text stack (espeak, lexicons) loads on first use
 
     # The address uvicorn gives (a trusted proxy's X-Forwarded-For already applied).
     clients = api_client(request.client.host if request.client else "unknown")
