@@ -286,7 +286,7 @@ def test_page_clones_a_voice_with_the_official_checkpoint(official, tmp_path):
 
     import httpx
     import soundfile as sf
-    from test_browser import CHROMIUM, CHROMIUM_ARGS, REFERENCE, _require_browser, _upload_reference, _wait_status
+    from tests.ui.test_browser import CHROMIUM, CHROMIUM_ARGS, REFERENCE, _require_browser, _upload_reference, _wait_status
 
     _require_browser()
     from playwright.sync_api import sync_playwright

@@ -116,7 +116,7 @@ def test_qwen3_captions_over_http(tmp_path) -> None:
     from tests.support.app_server import serve_app
 
     from tests.support.qwen3_tiny import write_checkpoint
-    from test_qwen3_backend import _backend
+    from tests.support.qwen3_tiny import tiny_backend as _backend
 
     pytest.importorskip("safetensors.torch", reason="safetensors not installed (requirements-gpu.txt)")
     (tmp_path / "ckpt").mkdir()

@@ -78,7 +78,9 @@ def assert_linear(
     assert_doubling(work, lambda k: unit * k + tail, max(1, start_chars // len(unit)), max_chars // len(unit))
 
 
-def assert_doubling(work: Callable[[str], object], make: Callable[[int], str], k: int, max_k: int) -> None:
+def assert_doubling(
+    work: Callable[[str], object], make: Callable[[int], str], k: int, max_k: int, retry_larger: bool = True
+) -> None:
     """``work(make(2k))`` costs at most MAX_RATIO times ``work(make(k))``, k doubled until a run is measurable."""
     base = _cpu_cost(work, make(k))
     while base < MIN_BASE_S and k * 4 <= max_k:
@@ -90,6 +92,11 @@ def assert_doubling(work: Callable[[str], object], make: Callable[[int], str], k
             break
         base = min(base, _cpu_cost(work, make(k)))
         double = min(double, _cpu_cost(work, make(2 * k)))
+    if double > MAX_RATIO * max(base, MIN_BASE_S) and retry_larger and k * 4 <= max_k:
+        # Once more at twice the size: a super-linear parser exceeds the ratio there too, while a burst of
+        # other work on the machine (a server of an earlier test still closing) has passed by then.
+        assert_doubling(work, make, 2 * k, max_k, retry_larger=False)
+        return
     # Below MIN_BASE_S at max_k the work is cheap at any allowed size: doubling must then stay under the ratio of that.
     what = f"{make(1)[:40]!r}, k={k}"
     assert double <= MAX_RATIO * max(base, MIN_BASE_S), f"{what}: {base * 1e3:.1f} ms, doubled {double * 1e3:.1f} ms"
@@ -299,3 +306,13 @@ def test_deep_ssml_on_the_page_is_a_one_line_error(app_server: str, artifacts_di
     time.sleep(0.5)
     new = _log_since(log, before)
     assert "Traceback" not in new and "RecursionError" not in new, new[-2000:]
+
+
+def test_the_doubling_check_catches_a_quadratic_parser() -> None:
+    """The check itself can fail: a parser that rescans what it has read for every character."""
+
+    def rescans(text: str) -> int:
+        return sum(text.count("a", 0, end) for end in range(len(text)))
+
+    with pytest.raises(AssertionError, match="doubled"):
+        assert_linear(rescans, "ab", max_chars=200_000)
