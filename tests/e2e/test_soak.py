@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -38,7 +39,7 @@ TIMEOUT = httpx.Timeout(180.0)
 
 
 @pytest.fixture(scope="module")
-def fresh_server(tmp_path_factory: pytest.TempPathFactory, artifacts_dir: Path) -> Iterator[tuple[str, int, Path]]:
+def fresh_server(tmp_path_factory: pytest.TempPathFactory, artifacts_dir: Path) -> Iterator[tuple[str, int, Path, Path]]:
     gradio_dir = tmp_path_factory.mktemp("gradio")
     env = {
         "GRADIO_TEMP_DIR": str(gradio_dir),
@@ -46,8 +47,27 @@ def fresh_server(tmp_path_factory: pytest.TempPathFactory, artifacts_dir: Path) 
         "TTS_APP_OUTPUT_SWEEP_S": str(SWEEP_EVERY_S),
         "TTS_APP_IDLE_SESSION_S": "3",  # API sessions are forgotten 3 s after their last use (default 300)
     }
-    with serve_app(artifacts_dir / "soak_server.log", env) as (base, process):
-        yield base, process.pid, gradio_dir
+    log_path = artifacts_dir / "soak_server.log"
+    with serve_app(log_path, env) as (base, process):
+        yield base, process.pid, gradio_dir, log_path
+
+
+IDLE_SESSION_S = 3.0  # TTS_APP_IDLE_SESSION_S above
+FORGET_DEADLINE_S = 120.0  # a hang, not a timing: the sweeper runs every 5 s
+
+
+def _wait_sessions_forgotten(log_path: Path, since: float) -> None:
+    """Until the sweeper logs that it forgot sessions at least IDLE_SESSION_S after ``since`` (wall clock):
+    every session used before ``since`` is gone then, and the sweep has given memory back (it trims first)."""
+    deadline = time.monotonic() + FORGET_DEADLINE_S
+    while True:
+        for line in log_path.read_text(errors="replace").splitlines():
+            if "forgot " in line and "finished sessions" in line:
+                stamp = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                if stamp >= since + IDLE_SESSION_S:
+                    return
+        assert time.monotonic() < deadline, f"no session sweep logged within {FORGET_DEADLINE_S:.0f} s; see {log_path}"
+        time.sleep(0.5)
 
 
 def _call(client: httpx.Client, base: str, api_name: str, data: list) -> str:
@@ -76,7 +96,7 @@ def _run_many(count: int, job: Callable[[httpx.Client, int], None]) -> None:
 
 
 def test_300_calls_keep_the_output_store_under_its_cap(fresh_server: tuple[str, int, Path]) -> None:
-    base, _pid, gradio_dir = fresh_server
+    base, _pid, gradio_dir, _log = fresh_server
     store = gradio_dir / "tts_app_outputs"
     samples: list[int] = []
     done = threading.Event()
@@ -139,17 +159,17 @@ def _mixed_job(base: str, upload_every: int) -> Callable[[httpx.Client, int], No
 
 
 def test_memory_comes_back_after_600_mixed_requests(fresh_server: tuple[str, int, Path], artifacts_dir: Path) -> None:
-    base, pid, _gradio_dir = fresh_server
+    base, pid, _gradio_dir, log_path = fresh_server
     job = _mixed_job(base, upload_every=10)
     _run_many(_scaled(60), job)  # warm-up: every kind of request, caches filled
-    time.sleep(15)
+    _wait_sessions_forgotten(log_path, time.time())
     warm = _rss_mb(pid)
     trace = []
     block = _scaled(100)
     for start in range(0, 6 * block, block):
         _run_many(block, lambda client, n, s=start: job(client, s + n))
         trace.append(round(_rss_mb(pid) - warm, 1))
-    time.sleep(15)  # idle: sessions are forgotten (3 s + a 5 s sweep period) and memory goes back to the system
+    _wait_sessions_forgotten(log_path, time.time())  # idle: sessions forgotten, memory given back to the system
     idle = _rss_mb(pid)
     figures = {"requests": 6 * block, "rss_after_warmup_mb": round(warm, 1), "rss_after_idle_mb": round(idle, 1),
                "growth_during_mb": trace}
