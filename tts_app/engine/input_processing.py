@@ -3,7 +3,7 @@ and what the model does not honour found (vLLM v1 keeps these outside its engine
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Sequence
 
 from tts_app.models.capabilities import Capabilities, Refusal
@@ -26,9 +26,6 @@ def without_refused(params: SpeechParams, texts: Sequence[str], capabilities: Ca
     what was dropped, so the run is spoken without it and says so. SSML input cannot be dropped here: the
     text itself would have to change, so the engine still refuses it."""
     refused = capabilities.refusals(params, texts)
-    changes: dict[str, object] = {}
-    for refusal in refused:
-        if refusal.param == "input":
-            continue
-        changes[refusal.param] = None if refusal.param in ("lexicon", "normalize", "language") else 1.0
+    defaults = {field.name: field.default for field in fields(SpeechParams)}
+    changes = {refusal.param: defaults[refusal.param] for refusal in refused if refusal.param != "input"}
     return replace(params, **changes), refused
