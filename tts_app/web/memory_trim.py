@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 
 ARENAS_ENV = "TTS_APP_MALLOC_ARENAS"
 IDLE_S = 3.0  # no engine step for this long counts as idle
+TRIMMED = "idle: heap trimmed"  # logged at DEBUG after each idle trim: a test waits for it to read the settled RSS
 _M_ARENA_MAX = -8  # glibc's mallopt parameter number
 
 
@@ -74,7 +75,7 @@ class IdleTrimmer:
             if now == last and now != trimmed_at:
                 trim()
                 trimmed_at = now
-                logger.debug("idle: heap trimmed")
+                logger.debug(TRIMMED)
             last = now
 
 
