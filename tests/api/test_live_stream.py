@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
+
 import httpx
 import numpy as np
 import pytest
 
+from tests.support.fake_backend import FakeBackend
+from tts_app.engine import Engine, SpeechParams
 from tts_app.web import live_channel
 from tts_app.web.live_channel import LiveChannels, LiveChannelsFull
 from tts_app.web.ui.speak.live_player import UNKNOWN_GAP_S, expected_gap_s, live_html
@@ -87,29 +91,40 @@ def test_a_channel_stops_at_its_byte_cap(monkeypatch: pytest.MonkeyPatch) -> Non
     assert len(asyncio.run(_read_all(channel))) == 4 * 60
 
 
-def _first_line_wait_s(row_window_s: float, rows: int, emits_rows: bool) -> float:
-    """Play the engine's first two steps on a clock: every row decodes its first window (FIRST of
-    WINDOW frames, costing that share of a full window), then its next full window, row after row.
-    Returns the time between the first line's first piece and its second one."""
-    from tts_app.models.piper.windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES
-
-    clock, emitted = 0.0, []  # when the first line's pieces leave the engine
-    for frames in (FIRST_WINDOW_FRAMES, WINDOW_FRAMES):
-        for row in range(rows):
-            clock += row_window_s * frames / WINDOW_FRAMES
-            if row == 0 and emits_rows:
-                emitted.append(clock)  # a row is sent as soon as it is decoded
-        if not emits_rows:
-            emitted.append(clock)  # every row of the step is sent when the step ends
-    return emitted[1] - emitted[0]
+def _first_line_wait_rows(lines: int, others: int, emits_rows: bool) -> int:
+    """Run a page's ``lines`` through the real engine (fifo, as the app serves) on the fake backend,
+    with ``others`` rows of another visitor already running, and count the row windows decoded between
+    the first line's first piece and its next one, in the engine's own step order. A backend that
+    emits rows sends the first line's piece as soon as its row is decoded; otherwise at its step's end."""
+    backend = FakeBackend(step_sleep_s=0.002)
+    with Engine(backend, max_batch_size=16, max_wait_ms=0, policy="fifo") as engine:
+        running = [engine.submit(f"other{k} " + "word " * 300, SpeechParams(seed=k)) for k in range(others)]
+        deadline = time.monotonic() + 30
+        while others and len(backend.stepped) < 2:  # the other visitor's rows are decoding
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        page = engine.submit_many([f"line{i} one two three four five" for i in range(lines)], SpeechParams(seed=9))
+        for handle in page:
+            handle.result(timeout=30)
+        for handle in running:
+            handle.cancel()
+    steps = [step for step in backend.stepped if any(t.startswith("line0 ") for t in step)]
+    assert len(steps) >= 2, backend.stepped
+    first, second = backend.stepped.index(steps[0]), backend.stepped.index(steps[1])
+    assert all(not t.startswith("other") for t in steps[0]) or not others  # others do not precede the first window
+    at = [row.startswith("line0 ") for row in steps[0]].index(True)
+    between = sum(len(step) for step in backend.stepped[first + 1 : second])
+    if emits_rows:
+        return len(steps[0]) - at - 1 + between + [t.startswith("line0 ") for t in steps[1]].index(True) + 1
+    return between + len(steps[1])
 
 
 @pytest.mark.parametrize("emits_rows", [False, True])
-@pytest.mark.parametrize("rows", [1, 2, 5, 8])
-def test_the_player_waits_long_enough_for_the_first_lines_next_piece(rows: int, emits_rows: bool) -> None:
+@pytest.mark.parametrize(("lines", "others"), [(1, 0), (2, 0), (5, 0), (8, 0), (5, 2), (1, 3)])
+def test_the_player_waits_long_enough_for_the_first_lines_next_piece(lines: int, others: int, emits_rows: bool) -> None:
     row_window_s = 0.1  # a row's full window, at the slow end of recent steps
-    wait_s = _first_line_wait_s(row_window_s, rows, emits_rows)
-    gap = expected_gap_s(row_window_s, rows, emits_rows=emits_rows)
+    wait_s = row_window_s * _first_line_wait_rows(lines, others, emits_rows)
+    gap = expected_gap_s(row_window_s, lines, emits_rows=emits_rows, rows_ahead=others)
     # Covers the wait with room for a step that runs slower than predicted, yet does not make the
     # listener wait twice as long as it needs to.
     assert 1.2 * wait_s <= gap <= 2 * wait_s, (gap, wait_s)

@@ -290,8 +290,12 @@ class Engine:
         if self.first_audio_first and self._newcomers_fit(started, running):
             # Newcomers get their first window before the long-running rows step:
             # time to first audio is then text stage + one window, not a full batch step.
-            if started:
-                self._advance(started)
+            # A group's later line is not hurried while the line before it is still being made: the
+            # listener hears that line first, and its next window would otherwise wait for the later
+            # lines' first ones (the live player's first gap). It steps with the running rows next.
+            hurried = [r for r in started if r.after is None or r.after.finished_at is not None]
+            if hurried:
+                self._advance(hurried)
         else:
             running += started
         if running and self.policy == "deadline":

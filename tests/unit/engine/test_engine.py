@@ -62,6 +62,38 @@ def test_continuous_batching_refills_slots_and_compacts():
     assert backend.released == 4
 
 
+@pytest.mark.parametrize("policy", ["fifo", "deadline"])
+def test_a_pages_later_lines_wait_a_step_so_its_first_line_goes_on(policy):
+    """The listener hears line 1 while the others are made: its next window comes before their first
+    ones, which it would otherwise wait for; then every line steps together, line 1 first."""
+    backend = FakeBackend()
+    with Engine(backend, max_batch_size=8, max_wait_ms=50, policy=policy) as e:
+        texts = ["a b c", "d e", "f g h", "i"]
+        hs = e.submit_many(texts, SpeechParams(seed=3))
+        for h, text in zip(hs, texts):
+            np.testing.assert_array_equal(h.result(timeout=10), expected(text, 3))
+    assert backend.stepped[0] == ["a b c"]
+    assert backend.stepped[1][0] == "a b c" and sorted(backend.stepped[1]) == sorted(texts)
+
+
+def test_a_later_line_whose_line_before_is_done_is_not_held_back():
+    """When the line before has finished, the listener is waiting for this one: it gets its first
+    window before the running rows step, like any newcomer."""
+    backend = FakeBackend(step_sleep_s=0.01)
+    with Engine(backend, max_batch_size=2, max_wait_ms=0, policy="fifo") as e:  # two slots
+        other = e.submit("x " * 40, SpeechParams(seed=1))
+        deadline = time.monotonic() + 10
+        while not backend.stepped:  # the other visitor's row is decoding
+            assert time.monotonic() < deadline
+            time.sleep(0.002)
+        hs = e.submit_many(["a", "b c"], SpeechParams(seed=4))  # one slot left: line 2 waits for line 1
+        for h in hs:
+            h.result(timeout=10)
+        other.cancel()
+    at = backend.stepped.index(["a"])
+    assert ["b c"] in backend.stepped[at + 1 :], backend.stepped  # alone, not behind the other row
+
+
 def test_newcomers_get_their_first_window_before_the_running_rows_step():
     backend = FakeBackend()
     with Engine(backend, max_batch_size=3, max_wait_ms=50) as e:
@@ -190,7 +222,7 @@ def test_submit_many_enters_the_queue_together():
         for h, text in zip(handles, ["a b c", "d e", "f g h i"]):
             assert np.array_equal(h.result(timeout=10), expected(text, 3))
     assert backend.prepared == [3]  # one text stage for the three lines
-    assert backend.batches[0] == 3
+    assert backend.batches[:2] == [1, 3]  # the first line's first window, then all three share the steps
 
 
 def test_submit_many_queues_all_or_none():

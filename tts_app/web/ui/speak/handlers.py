@@ -255,11 +255,15 @@ async def _generate(
     params, note = spoken_without(await asyncio.to_thread(_run_params, asked, session), lines, engine, model_label(model_id))
     if note:
         gr.Warning(note)
+    ahead = engine.stats()  # before this run joins: the rows its first line's next window may wait for
     handles = await asyncio.to_thread(_submit_all, engine, lines, params)
     runs.add(session, handles)
     stats = engine.stats()
     prebuffer_s = prebuffer_for(float(stats.get("step_time_s") or 0.0), int(stats.get("rows_stepped") or 0), len(lines))
-    live_gap_s = expected_gap_s(float(stats.get("row_step_p90_s") or 0.0), len(lines), bool(stats.get("emits_rows")))
+    live_gap_s = expected_gap_s(
+        float(stats.get("row_step_p90_s") or 0.0), len(lines), bool(stats.get("emits_rows")),
+        rows_ahead=int(ahead.get("active") or 0) + int(ahead.get("queued") or 0),
+    )
     channel = _open_live(form, int(engine.sample_rate))
     run = SpeakRun(lines, int(engine.sample_rate), bool(form.streaming), started, prebuffer_s=prebuffer_s, live=channel is not None)
     run.figures.model = "" if model_id == EMBEDDED_ID else model_label(model_id)

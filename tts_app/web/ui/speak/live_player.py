@@ -25,22 +25,19 @@ GAP_MARGIN = 1.5  # the next step may run this much slower than predicted before
 UNKNOWN_GAP_S = 1.0  # before the engine has timed any step
 
 
-def expected_gap_s(row_step_p90_s: float, rows: int, emits_rows: bool = False) -> float:
+def expected_gap_s(row_step_p90_s: float, rows: int, emits_rows: bool = False, rows_ahead: int = 0) -> float:
     """Seconds from the first line's first piece to its next one, from the slow end (90th percentile)
     of the engine's recent per-row step times (a row's full window).
 
-    A backend that emits rows as they are decoded sends the first line's next window after the
-    other lines' first windows and its own full one; otherwise only once every row's full window
-    of the next step is done.
+    The engine gives the first line its first window alone and holds the run's later lines back a
+    step (tts_app/engine/engine.py), so a backend that emits rows as they are decoded sends the first
+    line's next window after its own full window and those of the ``rows_ahead`` rows already running
+    (other visitors', stepped once after the first window and once before it); otherwise only when the
+    whole next step, every row of the run included, is done.
     """
     if row_step_p90_s <= 0:
         return UNKNOWN_GAP_S
-    # lazy: the page's modules do not load the model's runtime; by a run's start it is loaded
-    from tts_app.models.piper.windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES
-
-    rows = max(rows, 1)
-    # a first window costs about its share of a full one (64 of 160 frames)
-    row_steps = 1 + (rows - 1) * FIRST_WINDOW_FRAMES / WINDOW_FRAMES if emits_rows else rows
+    row_steps = 1 + 2 * max(rows_ahead, 0) + (0 if emits_rows else max(rows, 1) - 1)
     return min(MAX_PREBUFFER_S, GAP_MARGIN * row_step_p90_s * row_steps)
 
 
