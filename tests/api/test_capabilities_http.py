@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -30,6 +31,9 @@ ASKS = [
 ]
 
 
+LOGS: list[Path] = []  # the module server's log
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     root = tmp_path_factory.mktemp("models")
@@ -44,6 +48,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
         "TTS_APP_QWEN3_PATH": str(root / "qwen3"), "TTS_APP_CHATTERBOX_PATH": str(root / "chatterbox"),
         "TTS_APP_MAX_SECONDS": "1", "HF_HUB_CACHE": str(root / "hub"), "HF_HUB_OFFLINE": "1",
     }  # fmt: skip
+    LOGS.append(root / "app.log")
     with serve_app(root / "app.log", env) as (base, _process), httpx.Client(base_url=base, timeout=600) as http:
         yield http
 
@@ -108,3 +113,21 @@ def test_the_embedded_voice_honours_every_ask(server: httpx.Client) -> None:
     assert r.status_code == 200, r.text
     ssml = server.post("/v1/audio/speech", json={"model": "tts-1", "input": ASKS[1][1]["input"], "response_format": "wav", "stream": False})
     assert ssml.status_code == 200, ssml.text
+
+
+def test_a_model_whose_weights_cannot_load_is_a_one_line_503_and_the_server_serves_on(server: httpx.Client) -> None:
+    """The Chatterbox folder's weight files are empty: a request it accepts makes the server load them,
+    which fails (before: the connection was reset). The caller gets one line naming the model; a
+    second request within LOAD_RETRY_S gets the same line without the files being read again."""
+    body = {"model": CHATTERBOX, "input": "Hello there.", "response_format": "wav", "stream": False}
+    replies = [server.post("/v1/audio/speech", json=body) for _ in range(2)]
+    for r in replies:
+        error = r.json()["error"]
+        assert r.status_code == 503 and error["code"] == "model_unavailable" and error["param"] == "model", r.text
+        assert "Chatterbox" in error["message"] and "\n" not in error["message"] and "Traceback" not in r.text
+        assert int(r.headers["retry-after"]) >= 1
+    assert replies[0].json() == replies[1].json()
+    assert LOGS[0].read_text().count("loading Chatterbox") == 1  # the second was answered from the first failure
+    assert _models(server)[CHATTERBOX]["loaded"] is False
+    spoken = server.post("/v1/audio/speech", json={"model": "tts-1", "input": "Still here.", "response_format": "wav", "stream": False})
+    assert spoken.status_code == 200 and sf.read(io.BytesIO(spoken.content))[0].size > 0

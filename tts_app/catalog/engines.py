@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,12 +33,22 @@ MAX_SECONDS_ENV = "TTS_APP_MAX_SECONDS"
 FRAMES_PER_SECOND = 12.5  # the 12 Hz codec: 24 kHz / 1,920 samples per frame
 CHATTERBOX_TOKENS_PER_SECOND = 25.0  # S3 speech tokens
 
+# A model whose weights failed to load is not read again for this long: each try reads gigabytes,
+# and requests for it would otherwise queue behind one another on the load lock.
+LOAD_RETRY_S = 60.0
+
 _lock = threading.Lock()
 _engines: dict[str, "Engine"] = {}
+_failed: dict[str, tuple[float, str]] = {}  # model id -> (when its load failed, the one-line reason)
 
 
 class ModelUnavailable(ValueError):
     """The requested model is not on this machine; the message says how to get it (one line)."""
+
+
+class ModelLoadFailed(RuntimeError):
+    """The model's files are here but could not be loaded (damaged or incomplete weights, too little
+    memory): the server's problem, not the request's. The message is one line."""
 
 
 def _create_fast() -> "Engine":
@@ -89,9 +100,27 @@ def engine_for(model_id: str) -> "Engine":
             choice = next((c for c in find_models() if c.id == model_id and c.id != EMBEDDED_ID), None)
             if choice is None or choice.path is None:
                 raise ModelUnavailable(unknown_model_message(model_id, EMBEDDED_ID))
-            logger.info("loading %s from %s", choice.label, choice.path)
-            _engines[model_id] = (_create_chatterbox if model_id == CHATTERBOX_ID else _create)(choice.path)
+            _engines[model_id] = _load(model_id, choice.label, choice.path)
         return _engines[model_id]
+
+
+def _load(model_id: str, label: str, path: Path) -> "Engine":
+    """Create the engine for a found checkpoint (the caller holds ``_lock``); a load that fails raises
+    ModelLoadFailed, and the same one-line reason for LOAD_RETRY_S without reading the files again."""
+    failed = _failed.get(model_id)
+    if failed is not None and time.monotonic() - failed[0] < LOAD_RETRY_S:
+        raise ModelLoadFailed(failed[1])
+    logger.info("loading %s from %s", label, path)
+    try:
+        engine = (_create_chatterbox if model_id == CHATTERBOX_ID else _create)(path)
+    except Exception as exc:  # noqa: BLE001 - any loader error (safetensors, torch, a missing module) is one line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = f"{label} cannot be loaded on this server ({first[:200]}); the operator must check its files"
+        logger.warning("%s from %s: %s: %s", label, path, type(exc).__name__, first[:500])
+        _failed[model_id] = (time.monotonic(), reason)
+        raise ModelLoadFailed(reason) from exc
+    _failed.pop(model_id, None)
+    return engine
 
 
 def loaded_engines() -> dict[str, "Engine"]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from tts_app.models.available import EMBEDDED_ID as MODEL_ID
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
-from tts_app.catalog.engines import ModelUnavailable, engine_for
+from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for
 from tts_app.backends.params import SpeechParams
 from tts_app.web.ui.common.model_picker import check_model, model_dropdown
 from tts_app.web.ui.common.run_figures import RunFigures
@@ -101,6 +101,8 @@ def _submit_pair(text: str, sides: list[dict[str, Any]], owner: str | None = Non
 
     try:
         engines = [engine_for(side["model"]) for side in sides]  # both sides on one model share its batches
+    except ModelLoadFailed as exc:  # its message names the model and says why
+        raise UserError(str(exc)) from exc
     except (ModelUnavailable, OSError, RuntimeError) as exc:
         raise UserError(f"The model cannot be loaded: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
     # A voice of the visitor's own goes as its profile; the others by name.

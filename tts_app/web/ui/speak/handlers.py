@@ -14,7 +14,7 @@ import gradio as gr
 
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.backends.params import SpeechParams
-from tts_app.catalog.engines import ModelUnavailable, engine_for, model_loaded
+from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for, model_loaded
 from tts_app.models.available import EMBEDDED_ID
 from tts_app.catalog.shared_engine import engine_loaded, get_engine
 from tts_app.web.ui.common.model_picker import check_model, model_label
@@ -248,6 +248,8 @@ async def _generate(
         yield {outputs.status: f"**Loading {model_label(model_id)}…** (its first request on this server)"}
     try:
         engine = await asyncio.to_thread(engine_for, model_id)
+    except ModelLoadFailed as exc:  # its message names the model and says why
+        raise UserError(str(exc)) from exc
     except (ModelUnavailable, OSError, RuntimeError) as exc:  # e.g. a checkpoint folder that cannot be read
         raise UserError(f"{model_label(model_id)} cannot be loaded: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
     if voice is not None:
