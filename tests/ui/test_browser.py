@@ -68,20 +68,44 @@ TABS = ["Speak", "A/B listening", "Document", "History", "Pronunciation", "API"]
 # when no live channel is free, is tapped the same way.)
 TAP_SCRIPT = r"""
 (() => {
-  const probe = { rate: 0, chunks: [], events: [], firstPlayingAt: null, firstSoundAt: null, linesAt: {}, captions: [] };
+  const probe = { rate: 0, chunks: [], events: [], firstPlayingAt: null, firstSoundAt: null, linesAt: {}, captions: [], tapReadyAt: null };
   window.__probe = probe;
-  const record = (e) => {
-    probe.chunks.push(new Float32Array(e.inputBuffer.getChannelData(0)));
+  const record = (samples) => {
+    probe.chunks.push(samples);
     // the caption highlighted while this buffer plays: [buffer index, word start, word end] (take seconds)
     const now = document.querySelector('#live-captions .captions span.now');
     probe.captions.push([probe.chunks.length - 1, now ? +now.dataset.s : null, now ? +now.dataset.e : null]);
   };
-  window.__ttsLiveTap = (ctx, node) => {  // called by the page's live player with its output node
-    const tap = ctx.createScriptProcessor(4096, 1, 1);
+  // The recorder runs on the audio thread (an AudioWorklet) and posts every 4,096 frames it rendered.
+  // A ScriptProcessorNode, which runs on the page's main thread, recorded stale samples when that thread
+  // was busy (17 and 110 ms of wrong audio, at the level of the right one, in a run whose player had
+  // every piece in time): a gap measured in the recorder, not in what the listener heard.
+  const TAP = `class Tap extends AudioWorkletProcessor {
+    constructor() { super(); this.buf = new Float32Array(4096); this.n = 0; }
+    process(inputs) {
+      const ch = inputs[0] && inputs[0][0];
+      const frames = ch ? ch.length : 128;  // no input connected: a quantum of silence
+      for (let i = 0; i < frames; i++) {
+        this.buf[this.n++] = ch ? ch[i] : 0;
+        if (this.n === this.buf.length) { this.port.postMessage(this.buf); this.buf = new Float32Array(4096); this.n = 0; }
+      }
+      return true;
+    }
+  }
+  registerProcessor('tts-tap', Tap);`;
+  const tapUrl = URL.createObjectURL(new Blob([TAP], { type: 'application/javascript' }));
+  const attachTap = (ctx, node) => {
     probe.rate = ctx.sampleRate;
-    tap.onaudioprocess = record;
-    node.connect(tap);
-    tap.connect(ctx.destination);
+    return ctx.audioWorklet.addModule(tapUrl).then(() => {
+      const tap = new AudioWorkletNode(ctx, 'tts-tap', { numberOfInputs: 1, numberOfOutputs: 1, outputChannelCount: [1] });
+      tap.port.onmessage = (e) => record(e.data);
+      node.connect(tap);
+      tap.connect(ctx.destination);  // pulled by the graph; it outputs silence
+      probe.tapReadyAt = performance.now();
+    }).catch((err) => console.log('tap failed: ' + err));
+  };
+  window.__ttsLiveTap = (ctx, node) => {  // called by the page's live player with its output node
+    attachTap(ctx, node);
     const poll = setInterval(() => {  // first sound: the context's clock reaches the first scheduled piece
       const live = window.ttsLive;
       if (live && live.ctx === ctx && live.firstStart !== null && ctx.currentTime >= live.firstStart) {
@@ -97,11 +121,7 @@ TAP_SCRIPT = r"""
         this.__tapped = true;
         const ctx = new AudioContext();
         const source = ctx.createMediaElementSource(this);
-        const tap = ctx.createScriptProcessor(4096, 1, 1);
-        probe.rate = ctx.sampleRate;
-        tap.onaudioprocess = record;
-        source.connect(tap);
-        tap.connect(ctx.destination);
+        attachTap(ctx, source);
         ctx.resume();
         const media = this;
         const poll = setInterval(() => {  // first sound: the clock of the player moves
@@ -261,10 +281,12 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
     # The live player sounds before the last line has finished.
     page.wait_for_function("() => window.__probe.firstSoundAt !== null", timeout=120_000)
     probe = page.evaluate(
-        "() => ({playing: window.__probe.firstPlayingAt, sound: window.__probe.firstSoundAt, lines: window.__probe.linesAt})"
+        "() => ({playing: window.__probe.firstPlayingAt, sound: window.__probe.firstSoundAt, lines: window.__probe.linesAt,"
+        " tap: window.__probe.tapReadyAt})"
     )
     last_line_at = probe["lines"].get(str(len(LINES)))
     assert last_line_at is None or probe["sound"] < last_line_at, probe
+    assert probe["tap"] is not None and probe["tap"] < probe["sound"], probe  # the recorder heard the first sound
 
     # At the end, one line player per line holds audio.
     _wait_status(page, "Done")
@@ -319,6 +341,7 @@ def test_streaming_page_end_to_end(server: str, browser: Any, artifacts_dir: Pat
     page.close()
 
     sf.write(artifacts_dir / "browser_played.wav", played, played_rate)
+    sf.write(artifacts_dir / "browser_sent.wav", sent, sent_rate)  # with the played one: a failure can be re-measured
     report = measure_gaps(played, played_rate, sent, sent_rate)
     stalls = [e for e in events if e[0] in ("waiting", "stalled") and e[2] > 0]
     stalls += [["late piece", at, gap_ms] for at, gap_ms in underruns]
