@@ -106,6 +106,18 @@ def test_a_plain_openai_request_to_qwen3_is_spoken(server: httpx.Client) -> None
         assert rate == 24000 and 0 < len(audio) <= 24000 and np.isfinite(audio).all()
 
 
+def test_a_language_the_loaded_checkpoint_has_no_id_for_is_refused(server: httpx.Client) -> None:
+    """Qwen3-TTS declares ten languages, but this checkpoint's language table is empty (as a fine-tune's
+    may be): once it is loaded, asking for German is a one-line 400, not English spoken in its place."""
+    assert server.post("/v1/audio/speech", json={"model": QWEN3, "input": "Hi.", "response_format": "wav", "stream": False}).status_code == 200
+    r = server.post("/v1/audio/speech", json={"model": QWEN3, "input": "Hallo.", "language": "de", "response_format": "wav", "stream": False})
+    error = r.json()["error"]
+    assert r.status_code == 400 and error["param"] == "language" and error["code"] == "unsupported_parameter", r.text
+    assert "\n" not in error["message"]
+    listed = _models(server)[QWEN3]
+    assert listed["loaded"] is True and listed["capabilities"]["languages"] == []
+
+
 def test_the_embedded_voice_honours_every_ask(server: httpx.Client) -> None:
     body = {"model": "tts-1", "input": "Hello Siobhan.", "response_format": "wav", "stream": False, "speed": 1.5,
             "lexicon": {"Siobhan": "shiv awn"}, "normalize": True, "voice": "lj_female_us", "voice_strength": 0.5, "language": "en"}

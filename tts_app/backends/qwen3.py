@@ -54,6 +54,10 @@ class Qwen3Backend(Backend):
         use_cuda_graphs: Optional[bool] = None,
     ) -> None:
         self.config = config
+        # A checkpoint reads the languages its table names (a fine-tune may name none): any other is
+        # refused when asked for, not spoken in the model's own choice.
+        table = config.talker_config.codec_language_id
+        self.capabilities = dataclasses.replace(QWEN3, languages=tuple(code for code, name in QWEN3_LANGUAGES.items() if name in table))
         self.talker, self.codec, self.tokenizer, self.speaker_encoder = talker, codec, tokenizer, speaker_encoder
         self.sampling = sampling or SamplingParams()
         self.codec_left_context = codec_left_context
@@ -121,11 +125,11 @@ class Qwen3Backend(Backend):
         self.generator.release(state)
 
     def _language_id(self, language: Optional[str]) -> Optional[int]:
-        """The checkpoint's id for a requested language; None (the model's own choice) when none was asked
-        or this checkpoint's table lacks it."""
+        """The checkpoint's id for a requested language; None (the model's own choice) when none was asked.
+        A language outside the table was refused before (``capabilities``)."""
         if language is None:
             return None
-        return self.config.talker_config.codec_language_id.get(QWEN3_LANGUAGES.get(language, ""))
+        return self.config.talker_config.codec_language_id[QWEN3_LANGUAGES[language]]
 
     def _speaker_embedding(self, voice: Any) -> Optional[torch.Tensor]:
         audio = getattr(voice, "reference_audio", None) if voice is not None else None

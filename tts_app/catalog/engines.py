@@ -140,19 +140,21 @@ def model_loaded(model_id: str) -> bool:
         return model_id in _engines
 
 
-def _model_row(model_id: str, loaded: bool) -> dict[str, Any]:
-    capabilities = capabilities_of(model_id)
-    row = {"id": model_id, "object": "model", "owned_by": "tts_app", "loaded": loaded}
+def _model_row(model_id: str, engine: "Engine | None") -> dict[str, Any]:
+    """One entry; a loaded model's capabilities are its checkpoint's (a Qwen3-TTS fine-tune may read
+    fewer languages than the model declares before it is loaded)."""
+    capabilities = engine.backend.capabilities if engine is not None else capabilities_of(model_id)
+    row = {"id": model_id, "object": "model", "owned_by": "tts_app", "loaded": engine is not None}
     return row | ({"capabilities": capabilities.as_json()} if capabilities is not None else {})
 
 
 def served_models() -> list[dict[str, Any]]:
     """OpenAI's model-list entries: the embedded voice, its fast variant where offered and each Qwen3-TTS or
     Chatterbox checkpoint found, with ``loaded`` and ``capabilities`` (what each honours of a request)."""
-    rows = [_model_row(EMBEDDED_ID, engine_loaded())]
+    rows = [_model_row(EMBEDDED_ID, get_engine() if engine_loaded() else None)]
     for c in find_models():
         if c.id != EMBEDDED_ID and c.available:
-            rows.append(_model_row(c.id, c.id in _engines))
+            rows.append(_model_row(c.id, _engines.get(c.id)))
     return rows
 
 
