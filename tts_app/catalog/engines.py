@@ -114,8 +114,9 @@ def _load(model_id: str, label: str, path: Path) -> "Engine":
     try:
         engine = (_create_chatterbox if model_id == CHATTERBOX_ID else _create)(path)
     except Exception as exc:  # noqa: BLE001 - any loader error (safetensors, torch, a missing module) is one line
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        reason = f"{label} cannot be loaded on this server ({first[:200]}); the operator must check its files"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        # The caller learns the kind of error; the details (paths on this machine) go to the log only.
+        reason = f"{label} cannot be loaded on this server ({type(exc).__name__}); the operator must check its files"
         logger.warning("%s from %s: %s: %s", label, path, type(exc).__name__, first[:500])
         _failed[model_id] = (time.monotonic(), reason)
         raise ModelLoadFailed(reason) from exc
