@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,10 @@ def write_captions(session: str, stem: str, words: Sequence[Any]) -> list[str]:
     return paths
 
 
+def _kept(path: str) -> bool:
+    return os.path.isfile(path)
+
+
 @dataclass
 class RunFiles:
     session: str
@@ -44,14 +49,17 @@ class RunFiles:
         return self.full
 
     def line_items(self, run: SpeakRun) -> list[dict[str, str]]:
-        """What the line players show: index, text and WAV of every finished line."""
-        return [{"index": str(i + 1), "text": run.lines[i].text, "path": self.wavs[i]} for i in sorted(self.wavs)]
+        """What the line players show: index, text and WAV of every finished line still in the store."""
+        return [{"index": str(i + 1), "text": run.lines[i].text, "path": self.wavs[i]} for i in sorted(self.wavs) if _kept(self.wavs[i])]
 
     def listing(self) -> list[str]:
-        """Every file for the downloads box: the WAVs (lines, then the take), then the captions."""
+        """Every file for the downloads box still in the store: the WAVs (lines, then the take), then the captions.
+
+        The output store's size cap removes the oldest files first, which under a flood can be an early
+        line of a run still being made: that file is left out, not handed to the page to fail on."""
         order = sorted(self.wavs)
         wavs = [self.wavs[i] for i in order] + ([self.full] if self.full else [])
-        return [*wavs, *(p for i in order for p in self.captions[i]), *self.take_captions]
+        return [p for p in (*wavs, *(p for i in order for p in self.captions[i]), *self.take_captions) if _kept(p)]
 
     def line_files(self, count: int) -> list[str]:
         return [self.wavs.get(i, "") for i in range(count)]
