@@ -56,12 +56,18 @@ Invalid requests get a 4xx with `{{"error": {{"message": ..., "type": ..., "para
 ### Gradio endpoints (`gradio_client`)
 
 ```python
+import shutil
 from gradio_client import Client
 client = Client("http://HOST/")
-stream, full, files, status, figures, captions = client.predict(
+stream, full, files, status, figures, captions, live = client.predict(
     "First line.\\nSecond line.", "Built-in voice", "lj_female_us", None, 1.0, 1.0, 0, False,
     api_name="/generate")
+shutil.copy(full, "lines.wav")  # every line in one WAV; `files` holds one per line
+print(status)
 ```
+
+`/generate` returns seven values: the live stream (empty for an API caller), the joined file, the line files,
+the status line, the figures table, the captions (HTML) and the page's live player (empty for an API caller).
 
 `/generate` (text, voice mode, built-in voice, reference clip, strength, speed, seed, streaming, what the clip says, normalise text, model),
 `/stop`, `/reference_report`, `/ab_render`, `/ab_reveal`, `/engine_stats`, `/read_document`, `/stop_document`.

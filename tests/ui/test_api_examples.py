@@ -1,0 +1,58 @@
+"""Every example the API tab shows runs as written against the real server (HOST filled in).
+
+A newcomer copies these blocks: the ``gradio_client`` one once unpacked 6 values from an
+endpoint that returns 7. Each ``python`` block runs in a fresh interpreter and each ``bash``
+block in bash; both must exit 0, and what they write must be audio.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import soundfile as sf
+
+from tts_app.web.ui.api_help.tab import api_help_markdown
+
+RUN_TIMEOUT_S = 180
+_BLOCK = re.compile(r"```(python|bash)\n(.*?)```", re.S)
+
+
+def example_blocks(host: str) -> list[tuple[str, str]]:
+    """(language, code) of each fenced example, ``HOST`` replaced by ``host`` (``127.0.0.1:PORT``)."""
+    return [(lang, code.replace("HOST", host)) for lang, code in _BLOCK.findall(api_help_markdown())]
+
+
+def test_the_tab_shows_a_client_example_of_each_kind() -> None:
+    kinds = [lang for lang, _code in example_blocks("h")]
+    assert kinds.count("python") >= 2 and kinds.count("bash") >= 1, kinds
+    assert any("gradio_client" in code for _lang, code in example_blocks("h"))
+
+
+def test_every_example_runs_against_the_server(app_server: str, tmp_path: Path) -> None:
+    host = app_server.removeprefix("http://")
+    for index, (lang, code) in enumerate(example_blocks(host)):
+        command = [sys.executable, "-c", code] if lang == "python" else ["bash", "-euo", "pipefail", "-c", code]
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        assert done.returncode == 0, f"example {index} ({lang}) failed:\n{code}\n{done.stderr[-2000:]}"
+    written = sorted(tmp_path.glob("*.wav"))
+    assert written, "the examples wrote no audio file"
+    for path in written:
+        assert sf.info(str(path)).duration > 0.3, path
+
+
+
+_ENDPOINT = re.compile(r"`(/[a-z_]+)`")
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_named_endpoints_are_listed_where_users_read_them(app_server: str) -> None:
+    """README's feature list and the API tab name exactly the endpoints the server offers to gradio_client."""
+    served = set(httpx.get(f"{app_server}/gradio_api/info", timeout=30).json()["named_endpoints"])
+    tab_list = api_help_markdown().split("### Gradio endpoints", 1)[1].rsplit("```", 1)[1]
+    readme_item = next(item for item in README.read_text(encoding="utf-8").split("\n- **") if item.startswith("API**")).split("\n\n")[0]
+    assert set(_ENDPOINT.findall(tab_list)) == served
+    assert set(_ENDPOINT.findall(readme_item)) - {"/v1/audio/speech"} == served
