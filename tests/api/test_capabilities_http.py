@@ -69,7 +69,18 @@ def test_models_list_what_each_model_honours(server: httpx.Client) -> None:
         assert piper[flag] is True and qwen3[flag] is False and chatterbox[flag] is False, flag
     assert piper["word_timings"] == "model" and qwen3["word_timings"] == "aligned" and chatterbox["word_timings"] == "none"
     assert piper["languages"] == ["en"] and "de" in qwen3["languages"] and chatterbox["languages"] == ["en"]
-    assert (piper["max_text_chars"], chatterbox["max_text_chars"]) == (5000, 500)
+    # The longest `input` a request may send: OpenAI's 4,096 for Piper (its own 5,000 is more), 500 for Chatterbox.
+    assert (piper["max_text_chars"], qwen3["max_text_chars"], chatterbox["max_text_chars"]) == (4096, 4096, 500)
+
+
+def test_the_listed_input_limit_is_the_one_a_request_meets(server: httpx.Client) -> None:
+    """/v1/models' max_text_chars is the boundary itself: that many characters are accepted, one more is a 400 naming it."""
+    limit = _models(server)["piper-joe-medium"]["capabilities"]["max_text_chars"]
+    words = ("word " * limit)[:limit]
+    with server.stream("POST", "/v1/audio/speech", json={"model": "tts-1", "voice": "alloy", "input": words, "response_format": "pcm"}) as accepted:
+        assert accepted.status_code == 200  # the stream starts; leaving closes it (the request is cancelled)
+    over = server.post("/v1/audio/speech", json={"model": "tts-1", "voice": "alloy", "input": words + "s", "response_format": "pcm"})
+    assert over.status_code == 400 and str(limit) in over.json()["error"]["message"]
 
 
 @pytest.mark.parametrize("model", [QWEN3, CHATTERBOX])

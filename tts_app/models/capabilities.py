@@ -50,9 +50,10 @@ class Capabilities:
     max_text_chars: int
 
     def as_json(self) -> dict[str, Any]:
-        """The fields as ``/v1/models`` lists them."""
+        """The fields as ``/v1/models`` lists them: ``max_text_chars`` is the longest ``input`` a request may send."""
         data = asdict(self)
         data["languages"] = list(self.languages)
+        data["max_text_chars"] = min(self.max_text_chars, API_INPUT_CHARS)
         return data
 
     def refusals(self, params: Any, texts: Sequence[str]) -> list[Refusal]:
@@ -85,6 +86,9 @@ class Capabilities:
         if found:
             raise UnsupportedParameter(f"model {model!r} does not support {found[0].asked}", found[0].param)
 
+
+# OpenAI's limit on one speech request's ``input``: the API refuses more, whatever the model takes.
+API_INPUT_CHARS = 4096
 
 PIPER = Capabilities(
     speed=True, ssml=True, lexicon=True, normalize=True, normalize_default=True, voice_strength=True,

@@ -46,6 +46,7 @@ from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, json_body, replie
 from tts_app.catalog.voice_aliases import VoiceAliasError, api_voice_names, library_voice
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.models.available import EMBEDDED_ID, capabilities_of
+from tts_app.models.capabilities import API_INPUT_CHARS
 from tts_app.web.shutdown import shutting_down
 from tts_app.catalog.voices import DEFAULT_VOICE
 
@@ -56,7 +57,7 @@ router = APIRouter()
 MODEL_ID = EMBEDDED_ID
 # Names OpenAI clients send by default; all of them mean the one model served here.
 MODEL_ALIASES = frozenset({MODEL_ID, "tts-1", "tts-1-hd", "gpt-4o-mini-tts", "default"})
-MAX_INPUT_CHARS = 4096  # OpenAI's limit for this endpoint
+MAX_INPUT_CHARS = API_INPUT_CHARS  # one number: /v1/models reports it too
 
 
 class SpeechRequest(BaseModel):
