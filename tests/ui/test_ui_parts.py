@@ -234,6 +234,7 @@ def test_model_selector_lists_what_is_here_and_refuses_the_rest(tmp_path, monkey
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # no bf16 either: no fast variant (test_qwen3_models_available)
     assert [model_id for _label, model_id in model_choices()] == [EMBEDDED_ID]
     assert "fetch qwen3-0.6b" in model_help()
+    assert "requirements-gpu.txt" in model_help()  # the weights alone do not run: torch is needed besides
     assert check_model(None) == check_model(EMBEDDED_ID) == EMBEDDED_ID
     with pytest.raises(UserError, match="fetch qwen3-1.7b"):
         check_model("qwen3-1.7b")  # known but not here: how to get it

@@ -40,7 +40,8 @@ def model_help() -> str:
     fast = " " + FAST_NOTE if any(c.id == EMBEDDED_FAST_ID for c in choices) else ""
     others = {c.id for c in choices if c.available and c.id not in EMBEDDED_IDS}
     if not others:  # only the embedded voice is here
-        return ("For Qwen3-TTS or Chatterbox: `python -m tts_app fetch qwen3-0.6b --dir DIR` (or `fetch chatterbox`), "
+        return ("For Qwen3-TTS or Chatterbox: `pip install -r requirements-gpu.txt` (torch; the embedded voice needs none), "
+                "`python -m tts_app fetch qwen3-0.6b --dir DIR` (or `fetch chatterbox`), "
                 "then `python app.py --model-path DIR`." + fast)
     notes = ([CPU_NOTE] if others - {CHATTERBOX_ID} else []) + ([CHATTERBOX_CPU_NOTE] if CHATTERBOX_ID in others else [])
     return " ".join(notes) + fast
