@@ -76,6 +76,12 @@ def test_the_page_says_estimating_until_there_is_an_estimate() -> None:
     assert "time left —" in progress_html(_progress(status="finished", pieces_done=16, files=["wav"]))
 
 
+def test_a_finished_documents_player_knows_its_length_before_it_plays() -> None:
+    """A finished file's player loads its header (its length shows); a running one's growing stream waits for play."""
+    assert 'preload="metadata"' in progress_html(_progress(status="finished", pieces_done=16, files=["wav"]))
+    assert 'preload="none"' in progress_html(_progress())
+
+
 def test_every_file_is_listed_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """While the M4B and MP3 are written, the job lists no file yet (then all five together)."""
     engine = Engine(FakeBackend(step_sleep_s=0.002), max_batch_size=8, max_wait_ms=1)

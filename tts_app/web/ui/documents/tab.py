@@ -71,7 +71,9 @@ def progress_html(p: dict[str, Any], queue_position: int = 0) -> str:
         lines.append(f"<div>{html.escape(p['error'])}</div>")
     base = f"/v1/documents/{p['id']}"
     if status in ("running", "queued") or p["files"]:
-        lines.append(f'<audio controls preload="none" src="{base}/audio.wav"></audio>')
+        # A growing stream is fetched only when played; a finished file's length is shown at once ("0:00 / 0:00" otherwise).
+        preload = "none" if status in ("running", "queued") else "metadata"
+        lines.append(f'<audio controls preload="{preload}" src="{base}/audio.wav"></audio>')
     names = {"wav": "audio.wav", "m4b": "audio.m4b", "mp3": "audio.mp3", "srt": "captions.srt", "vtt": "captions.vtt"}
     links = [f'<a href="{base}/{names[k]}" download>{names[k]}</a>' for k in ("wav", "m4b", "mp3", "srt", "vtt") if k in p["files"]]
     if links:
