@@ -64,3 +64,14 @@ def test_bad_rows_are_refused_with_one_line_and_nothing_saved(voices_dir, rows, 
         lexicon_panel.save_rows(rows, A)
     assert VISITOR_LEXICONS.get(A.session_hash) is None
     assert not (voices_dir / "lexicon.json").exists()
+
+
+def test_a_word_typed_and_heard_is_kept_by_save(voices_dir):
+    """The newcomer's path: type a word and its pronunciation, Say it, Save lexicon: the entry is saved and shown."""
+    message, rows = lexicon_panel.save_panel([["", ""]], "Nguyen", "win", A)
+    assert message.startswith("Saved 1 entry ") and rows == [["nguyen", "win"]]
+    message, rows = lexicon_panel.save_panel(rows, "Siobhan", "/ʃɪvˈɔːn/", A)
+    assert message.startswith("Saved 2 entries") and ["nguyen", "win"] in rows
+    _message, rows = lexicon_panel.save_panel(rows, "NGUYEN", "nwin", A)  # the typed entry replaces the table's
+    assert ["nguyen", "nwin"] in rows and len(rows) == 2
+    assert lexicon_panel.save_panel(rows, "word", "", A)[0].startswith("Saved 2 entries")  # no pronunciation: nothing added

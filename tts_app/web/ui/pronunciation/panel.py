@@ -58,7 +58,24 @@ def save_rows(rows: Any, request: gr.Request = None) -> str:  # type: ignore[ass
         VISITOR_LEXICONS.put(owner_of(request), lex)
     except ValueError as exc:  # TextError is one; so are the caps
         raise UserError(str(exc)) from exc
-    return f"Saved {len(lex)} entries (for your runs on this page; forgotten when you close it)."
+    entries = "1 entry" if len(lex) == 1 else f"{len(lex)} entries"
+    return f"Saved {entries} (for your runs on this page; forgotten when you close it)."
+
+
+def with_typed_entry(rows: Any, word: str | None, pronunciation: str | None) -> list[list[str]]:
+    """The table's rows plus the entry typed in the Word and Pronunciation boxes (it replaces a row of that word)."""
+    entries = _rows_to_dict(rows)
+    word, pronunciation = (word or "").strip(), (pronunciation or "").strip()
+    if word and pronunciation:
+        entries = {w: p for w, p in entries.items() if w.lower() != word.lower()} | {word: pronunciation}
+    return [[w, p] for w, p in entries.items()] or [["", ""]]
+
+
+def save_panel(rows: Any, word: str | None, pronunciation: str | None,
+               request: gr.Request = None) -> tuple[str, list[list[str]]]:  # type: ignore[assignment]
+    """Save lexicon: the table and the typed entry are kept (a word typed and heard is not lost); the table shows them."""
+    message = save_rows(with_typed_entry(rows, word, pronunciation), request)
+    return message, lexicon_rows(request)
 
 
 def say_it(word: str, pronunciation: str) -> tuple[int, np.ndarray]:
@@ -82,7 +99,7 @@ def build_lexicon_panel() -> None:
     gr.Markdown(
         "Words here are read your way in your own runs on this page, until you close it (other visitors and "
         "API callers are not affected). A pronunciation is a respelling (`Nguyen` -> `win`) or IPA between "
-        "slashes (`/ʃɪvˈɔːn/`)."
+        "slashes (`/ʃɪvˈɔːn/`). *Say it* plays the word below; *Save lexicon* keeps the table and that word."
     )
     table = gr.Dataframe(elem_id="lexicon-table", headers=HEADERS, datatype=["str", "str"], column_count=(2, "fixed"), value=[["", ""]],
                          interactive=True, label="Lexicon")  # fmt: skip
@@ -96,5 +113,5 @@ def build_lexicon_panel() -> None:
         reload = gr.Button("Reload")
     status = gr.Markdown()
     say.click(say_it, [word, pron], preview, api_visibility="private")
-    save.click(save_rows, table, status, api_visibility="private")
+    save.click(save_panel, [table, word, pron], [status, table], api_visibility="private")
     reload.click(lexicon_rows, None, table, api_visibility="private")
