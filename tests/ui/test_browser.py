@@ -542,6 +542,27 @@ def test_closing_the_page_cancels_its_run(server: str, browser: Any) -> None:
     assert stats["finished"] - before["finished"] < 6, "every line ran to its end after the page closed"
 
 
+def test_stop_ends_the_live_player_and_the_status_stays_stopped(server: str, browser: Any) -> None:
+    """Stop on a streaming run of 8 long lines: the live player says Stopped (it stayed on Buffering…) and the
+    status box keeps the Stopped line (it flipped back to a frozen Starting… on a loaded machine)."""
+    page = _open(browser, server, {"width": 1360, "height": 900})
+    page.locator("#text-input textarea").fill("\n".join([LONG_LINE] * 8))
+    page.click("#generate-btn")
+    page.wait_for_selector("#live-player .live[data-token]", timeout=120_000)
+    page.click("#stop-btn")
+    page.wait_for_function("() => document.querySelector('#live-player .live-status')?.textContent === 'Stopped'",
+                           timeout=10_000)
+    _wait_status(page, "Stopped", timeout_ms=30_000)
+    seen = []
+    deadline = time.monotonic() + 4  # a late update of the cancelled run would land in this time
+    while time.monotonic() < deadline:
+        seen.append(_status(page))
+        time.sleep(0.1)
+    assert all("Stopped" in text or "Nothing was running" in text for text in seen), sorted(set(seen))
+    assert page.evaluate("() => document.querySelector('#live-player .live-status').textContent") == "Stopped"
+    page.close()
+
+
 DOCUMENT = """# Opening
 
 The birch canoe slid on the smooth planks. Glue the sheet to the *dark blue* background.

@@ -61,7 +61,7 @@ LIVE_PLAYER_SCRIPT = """<script>
   const COALESCE_MS = 15;
   const live = window.ttsLive = {
     ctx: null, out: null, token: null, run: null, t0: null, next: 0, firstStart: null,
-    underruns: [], arrivals: [], received: 0, done: false, ended: false, abort: null, sources: new Set(),
+    underruns: [], arrivals: [], received: 0, done: false, ended: false, stopped: false, abort: null, sources: new Set(),
     make(rate) {
       if (this.ctx && (!rate || this.ctx.sampleRate === rate)) return;
       if (this.ctx) this.ctx.close();
@@ -75,7 +75,8 @@ LIVE_PLAYER_SCRIPT = """<script>
       this.make(this.lastRate || 22050);
       if (this.ctx.state !== 'running') this.ctx.resume();
     },
-    stop() {
+    stop(byUser) {  // byUser: the Stop button (the player says so); else a new run replaces this one
+      this.stopped = !!byUser;
       if (this.abort) this.abort.abort();
       for (const s of this.sources) { try { s.stop(); } catch (e) {} }
       this.sources.clear();
@@ -164,6 +165,7 @@ LIVE_PLAYER_SCRIPT = """<script>
     const status = el.querySelector('.live-status');
     if (!status || !live.ctx) return;
     const t = live.clock(live.run);
+    if (live.stopped) { status.textContent = 'Stopped'; el.classList.add('ended'); return; }
     if (t === null) { status.textContent = live.done ? 'No audio' : 'Buffering…'; return; }
     if (live.done && live.ctx.currentTime >= live.next) { live.ended = true; el.classList.add('ended'); }
     const s = Math.max(0, Math.min(t, live.next - live.t0));
@@ -174,7 +176,7 @@ LIVE_PLAYER_SCRIPT = """<script>
     const target = event.target;
     if (!target || !target.closest) return;
     if (target.closest('#generate-btn')) live.arm();
-    else if (target.closest('#stop-btn')) live.stop();
+    else if (target.closest('#stop-btn')) live.stop(true);
   }, true);
 })();
 </script>"""
