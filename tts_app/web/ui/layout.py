@@ -5,7 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 from tts_app.web.ui.ab.tab import build_ab_tab
-from tts_app.web.ui.api_help.tab import build_api_tab
+from tts_app.web.ui.api_help.tab import build_api_tab, origin_markdown
 from tts_app.web.ui.common.model_picker import refresh as refresh_model
 from tts_app.web.ui.common.user_error import quiet_input_validation
 from tts_app.web.ui.documents.tab import build_document_tab
@@ -58,7 +58,7 @@ def build_demo() -> gr.Blocks:
             with gr.Tab("Pronunciation", id="lexicon"):
                 build_lexicon_panel()
             with gr.Tab("API", id="api"):
-                build_api_tab()
+                api_help = build_api_tab()
 
         wire_speak_tab(demo, speak, runs)
         ab_tab.select(refresh_ab_choices, ab_voices, ab_voices, queue=False, api_visibility="private")
@@ -69,6 +69,7 @@ def build_demo() -> gr.Blocks:
         load_timer = gr.Timer(POLL_LOADING_S, active=False)  # the status says when the model will be ready
         demo.load(loading_status, status, [status, load_timer], queue=False, api_visibility="private")
         load_timer.tick(loading_status, status, [status, load_timer], queue=False, api_visibility="private")
+        demo.load(origin_markdown, None, api_help, queue=False, api_visibility="private")  # snippets name this server
         demo.unload(cleanup)
         watch_session_ends()
 

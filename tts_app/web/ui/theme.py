@@ -36,7 +36,7 @@ APP_CSS = """
 #live-player .live.ended .live-dot { background: var(--body-text-color-subdued); }
 #live-captions .captions { line-height: 1.8; max-height: 9.5em; overflow-y: auto; padding: 0.2rem 0.1rem; text-align: left; position: relative; }
 #document-progress .doc-progress > * { margin: 0.35rem 0; }
-#document-progress progress { width: 100%; height: 14px; }
+#document-progress progress { width: 100%; height: 14px; accent-color: var(--color-accent); }
 #document-progress audio { width: 100%; }
 #live-captions .captions p { margin: 0 0 0.35rem 0; text-align: left; }
 #live-captions .captions span { padding: 0.05rem 0.12rem; border-radius: 4px; transition: background-color 80ms; }
@@ -67,6 +67,8 @@ footer { opacity: 0.75; }
 #run-figures th, #run-figures td, #history-table th, #history-table td { white-space: nowrap; }
 #api-help { contain: inline-size; overflow-wrap: anywhere; }
 #api-help pre, #api-help table { display: block; max-width: 100%; overflow-x: auto; }
+#api-help table { border: none; border-collapse: collapse; }
+#api-help th, #api-help td { border: 1px solid var(--border-color-primary) !important; padding: 0.35rem 0.6rem; }
 /* Five tab names do not fit a phone's width, and the tab bar's one-line row set the page's width:
    let it wrap onto a second line instead (what Gradio's own .wrap state does). */
 .tabs .tab-wrapper { height: auto; min-width: 0; }

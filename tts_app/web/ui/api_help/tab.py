@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import gradio as gr
 
 from tts_app.models.available import EMBEDDED_ID as MODEL_ID
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 
 
-def api_help_markdown() -> str:
-    """Markdown describing the OpenAI-compatible endpoint and the named Gradio endpoints."""
+DEFAULT_ORIGIN = "http://localhost:7860"  # `python app.py`'s own address, until the page says where it was loaded from
+# A Host header as browsers send it: a name or IPv4 address, or a bracketed IPv6 one, and a port (linear-time pattern).
+_HOST_PATTERN = re.compile(r"(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?")
+
+
+def page_origin(request: Any) -> str:
+    """The address this page was loaded from (``https://name.hf.space``, ``http://127.0.0.1:7860``), for the snippets.
+
+    The Host header is the visitor's own: anything but a plain host and port gives the default.
+    """
+    headers = getattr(request, "headers", None) or {}
+    host = str(headers.get("host", ""))
+    if not _HOST_PATTERN.fullmatch(host):
+        return DEFAULT_ORIGIN
+    secure = str(headers.get("x-forwarded-proto", "")).split(",")[0].strip().lower() == "https"
+    return f"{'https' if secure else 'http'}://{host}"
+
+
+def api_help_markdown(origin: str = DEFAULT_ORIGIN) -> str:
+    """Markdown describing the OpenAI-compatible endpoint and the named Gradio endpoints, with ``origin`` in the snippets."""
     return f"""
 ### OpenAI-compatible speech
 
@@ -27,14 +48,14 @@ both batch together). The body streams as audio is produced.
 | `seed`, `voice_strength`, `stream` | extensions: sampling seed, voice-matching strength 0 to 1, `false` for a complete file whose header states its length |
 
 ```bash
-curl -s http://HOST/v1/audio/speech -H 'Content-Type: application/json' \\
+curl -s {origin}/v1/audio/speech -H 'Content-Type: application/json' \\
   -d '{{"model": "{MODEL_ID}", "input": "Hello there.", "voice": "lj_female_us", "response_format": "wav"}}' \\
   -o hello.wav
 ```
 
 ```python
 from openai import OpenAI
-client = OpenAI(base_url="http://HOST/v1", api_key="unused")
+client = OpenAI(base_url="{origin}/v1", api_key="unused")
 with client.audio.speech.with_streaming_response.create(
         model="{MODEL_ID}", voice="default", input="Hello there.", response_format="wav") as response:
     response.stream_to_file("hello.wav")
@@ -58,7 +79,7 @@ Invalid requests get a 4xx with `{{"error": {{"message": ..., "type": ..., "para
 ```python
 import shutil
 from gradio_client import Client
-client = Client("http://HOST/")
+client = Client("{origin}/")
 stream, full, files, status, figures, captions, live = client.predict(
     "First line.\\nSecond line.", "Built-in voice", "lj_female_us", None, 1.0, 1.0, 0, False,
     api_name="/generate")
@@ -74,6 +95,11 @@ the status line, the figures table, the captions (HTML) and the page's live play
 """
 
 
-def build_api_tab() -> None:
-    """Lay out the API tab inside the current tab."""
-    gr.Markdown(api_help_markdown(), elem_id="api-help")
+def origin_markdown(request: gr.Request) -> str:
+    """The tab's Markdown for this page's own address (on load)."""
+    return api_help_markdown(page_origin(request))
+
+
+def build_api_tab() -> gr.Markdown:
+    """Lay out the API tab inside the current tab; the caller fills in the page's address on load."""
+    return gr.Markdown(api_help_markdown(), elem_id="api-help")

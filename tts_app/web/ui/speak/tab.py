@@ -11,7 +11,7 @@ import gradio as gr
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.models.available import EMBEDDED_ID
 from tts_app.web.ui.common.model_picker import model_dropdown
-from tts_app.web.ui.common.run_figures import FIGURE_HEADERS, FIGURE_TYPES
+from tts_app.web.ui.common.run_figures import FIGURE_HEADERS, FIGURE_TYPES, FIGURE_WIDTHS
 from tts_app.web.ui.common.text_lines import MAX_LINE_CHARS, MAX_LINES
 from tts_app.web.ui.session.active_runs import ActiveRuns
 from tts_app.web.ui.speak import captions_view, handlers
@@ -109,7 +109,8 @@ def _build_outputs(history: gr.State, line_items: gr.State) -> tuple[handlers.Sp
         datatype=FIGURE_TYPES,
         label="Figures for this run (seconds; RTF = compute time / audio time)",
         interactive=False,
-        wrap=False,  # one line per cell; the table scrolls sideways inside its box on a phone
+        wrap=True,  # headers wrap: at 1280 px every column fits the half-width column (it cut off total, RTF, stall)
+        column_widths=FIGURE_WIDTHS,
         elem_id="run-figures",
     )
     outputs = handlers.SpeakOutputs(stream, full, files, status, figures, line_items, history, captions, live)
