@@ -108,13 +108,13 @@ def test_one_visitor_holds_one_document_place_and_is_refused_before_parsing(serv
     with visitor(base, "127.0.0.3") as flooder, visitor(base, "127.0.0.4") as other:
         first = flooder.post("/v1/documents", json={"input": SLOW_DOCUMENT, "markdown": False})
         assert first.status_code == 202, first.text
-        parsed = figures(base)["tts_documents_parsed_total"]
+        parsed = figures(base).get("tts_documents_parsed_total", 0.0)
         try:
             for _ in range(5):
                 reply = flooder.post("/v1/documents", json={"input": BIG_TABLE, "title": "table"})
                 assert reply.status_code == 429, reply.text
                 assert int(reply.headers["Retry-After"]) > 0 and "limit per client" in reply.json()["error"]["message"]
-            assert figures(base)["tts_documents_parsed_total"] == parsed  # refused without reading a character
+            assert figures(base).get("tts_documents_parsed_total") == parsed  # refused without reading a character
             second = other.post("/v1/documents", json={"input": SLOW_DOCUMENT, "markdown": False})
             assert second.status_code == 202, second.text
             assert second.json()["status"] == "running"  # a reader was left for the second visitor
@@ -151,7 +151,7 @@ def test_four_big_tables_at_once_are_parsed_one_at_a_time(server: tuple[str, int
         statuses = sorted(reply.status_code for reply in replies.values())
         assert len(statuses) == 4 and set(statuses) <= {202, 503} and 202 in statuses, statuses
         seen = figures(base)
-        assert seen["tts_document_parses_most_at_once"] == 1, seen
+        assert seen.get("tts_document_parses_most_at_once") == 1, seen
         (artifacts_dir / "healthz_during_four_tables.txt").write_text(
             f"statuses {statuses}; /healthz polls {len(latencies)}, max {max(latencies):.3f} s, "
             f"median {sorted(latencies)[len(latencies) // 2]:.3f} s\n"
