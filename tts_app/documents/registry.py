@@ -139,12 +139,12 @@ class DocumentJobs:
     def _check_room(self, clients: Sequence[tuple[str, int]]) -> None:
         """Raise unless one more job fits: every client's caps and share, the places and jobs in all (lock held)."""
         self._forget_old()
+        running = self._running()
+        if running + len(self._waiting) + len(self._reserved) >= self.max_running + self.max_waiting:  # full for everyone: say so
+            raise JobsBusy(f"{running} documents are being read and {len(self._waiting) + len(self._reserved)} wait; try again later")
         for key, cap in clients:
             self._check_client(key, cap)
             self._check_share(key)
-        running = self._running()
-        if running + len(self._waiting) + len(self._reserved) >= self.max_running + self.max_waiting:
-            raise JobsBusy(f"{running} documents are being read and {len(self._waiting) + len(self._reserved)} wait; try again later")
         self._make_room()
 
     def _running(self) -> int:

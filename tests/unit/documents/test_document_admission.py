@@ -70,15 +70,16 @@ def test_one_client_cannot_take_every_place_and_a_stopped_job_frees_its_place(en
 
 
 def test_a_reserved_place_counts_until_released(engine, tmp_path: Path) -> None:
-    jobs = DocumentJobs(tmp_path, lambda: engine, max_running=1, max_waiting=1)
-    held = [jobs.reserve([("address:x", 10)]), jobs.reserve([("address:y", 10)])]
-    with pytest.raises(JobsBusy, match="wait"):  # both places are held by texts being parsed
-        jobs.reserve([("address:z", 10)])
+    jobs = DocumentJobs(tmp_path, lambda: engine, max_running=1, max_waiting=2)
+    held = [jobs.reserve([("address:x", 10)]), jobs.reserve([("address:y", 10)])]  # texts being parsed
     with pytest.raises(ClientShareFull):
         jobs.reserve([("address:x", 10)])
+    held.append(jobs.reserve([("address:z", 10)]))
+    with pytest.raises(JobsBusy, match="wait"):  # every place is held: full for everyone
+        jobs.reserve([("address:w", 10)])
     for reservation in held:
         jobs.release(reservation)
-    jobs.release(jobs.reserve([("address:z", 10)]))
+    jobs.release(jobs.reserve([("address:w", 10)]))
 
 
 def test_a_text_that_fails_to_parse_gives_its_place_back(engine, tmp_path: Path) -> None:
