@@ -225,7 +225,7 @@ def test_streams_hung_up_early_give_their_ffmpeg_back(http: httpx.Client) -> Non
                     if seen_running is not None:  # the check below can see an encoder at all
                         seen_running.append(bool(_app_ffmpeg_encoders()))
                     return first
-                assert response.status_code == 503, response.read()
+                assert response.status_code in (429, 503), response.read()  # 429: this client's share, until a hung-up one is freed
             assert time.monotonic() < deadline, "ffmpeg slots were not given back"
             time.sleep(0.2)
 

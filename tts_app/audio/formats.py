@@ -30,13 +30,15 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
+from tts_app.audio.encoder_slots import SLOTS, TOTAL, EncoderBusy, EncoderShareFull  # noqa: F401 (raised by claim, for callers)
 from tts_app.audio.ffmpeg_path import ffmpeg_exe
 from tts_app.audio.wav_io import streaming_wav_header, to_pcm16, wav_bytes
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_FORMAT = "mp3"  # OpenAI's default
-MAX_FFMPEG_ENCODERS = 8  # ffmpeg processes at once (~20 MB each); more get EncoderBusy, not a fork bomb
+MAX_FFMPEG_ENCODERS = TOTAL  # ffmpeg processes at once (~20 MB each), a share of them per visitor: encoder_slots.py
+LOCAL_CLIENT = "local"  # whose slot an encode started in process (no request) takes
 
 
 @dataclass(frozen=True)
@@ -67,9 +69,6 @@ FORMATS: dict[str, AudioFormat] = {
     )
 }
 
-_ffmpeg_slots = threading.BoundedSemaphore(MAX_FFMPEG_ENCODERS)
-
-
 def decoded_sample_rate(name: str, sample_rate: int) -> int:
     """The rate a decoder outputs for ``response_format`` ``name`` made from ``sample_rate`` audio (X-Sample-Rate)."""
     return FORMATS[name].decoded_rate or int(sample_rate)
@@ -79,20 +78,22 @@ class EncoderUnavailable(RuntimeError):
     """The format needs ffmpeg and none was found."""
 
 
-class EncoderBusy(RuntimeError):
-    """Every ffmpeg encoder slot is taken; the client should retry."""
-
-
 class Encoder:
     """Float mono chunks [T] in, encoded bytes out, piece by piece or whole.
 
-    ``open_encoder`` makes one before the response starts, so a missing ffmpeg
-    or a full house is a clean error status, never a broken body.
+    ``open_encoder`` makes one before the response starts, so a missing ffmpeg is a clean
+    error status, never a broken body; ``claim`` (when the first audio is there) the same
+    for a full house.
     """
+
+    needs_slot = False  # True when encoding holds one of the server's few ffmpeg slots
 
     def __init__(self, fmt: AudioFormat, sample_rate: int) -> None:
         self.format = fmt
         self.sample_rate = int(sample_rate)
+
+    def claim(self, client: str) -> None:
+        """Take what encoding needs, for ``client``: nothing here; EncoderBusy/EncoderShareFull for ffmpeg."""
 
     async def stream(self, audio_chunks: AsyncIterator[np.ndarray]) -> AsyncIterator[bytes]:
         """Bytes as soon as they are encoded; the stream's header says the length is unknown."""
@@ -266,7 +267,8 @@ class _WholeFileWriter(_SoundFileWriter):
 class FfmpegEncoder(Encoder):
     """AAC or Ogg/Opus from an ffmpeg process reading 16-bit PCM on stdin.
 
-    Holds one of ``MAX_FFMPEG_ENCODERS`` slots from creation until ``release``.
+    Holds one of ``MAX_FFMPEG_ENCODERS`` slots, counted against its client, from ``claim``
+    (taken by ``stream`` for ``LOCAL_CLIENT`` when not claimed) until ``release``.
     Stdin is fed from a task while the body reads stdout, so encoded bytes go
     out as soon as ffmpeg writes them and a slow client slows the feeding
     (pipe back-pressure) instead of growing a buffer.
@@ -277,9 +279,7 @@ class FfmpegEncoder(Encoder):
         exe = ffmpeg_exe()
         if exe is None:
             raise EncoderUnavailable(f"response_format {fmt.name!r} needs ffmpeg, which this server does not have")
-        if not _ffmpeg_slots.acquire(blocking=False):
-            raise EncoderBusy("too many audio encodes at once; retry shortly")
-        self._held = True
+        self._holder: str | None = None  # the client whose slot this encoder holds
         assert fmt.ffmpeg_args is not None
         self._command = [
             exe, "-hide_banner", "-nostats", "-loglevel", "error",
@@ -288,12 +288,20 @@ class FfmpegEncoder(Encoder):
             *fmt.ffmpeg_args, "-flush_packets", "1", "pipe:1",
         ]  # fmt: skip
 
+    needs_slot = True
+
+    def claim(self, client: str) -> None:
+        if self._holder is None:
+            SLOTS.take(client)
+            self._holder = client
+
     def release(self) -> None:
-        if self._held:
-            self._held = False
-            _ffmpeg_slots.release()
+        if self._holder is not None:
+            holder, self._holder = self._holder, None
+            SLOTS.give(holder)
 
     async def stream(self, audio_chunks: AsyncIterator[np.ndarray]) -> AsyncIterator[bytes]:
+        self.claim(LOCAL_CLIENT)  # a no-op when the request claimed its slot already
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self._command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
@@ -352,9 +360,9 @@ def _encode_whole(fmt: AudioFormat, audio_T: np.ndarray, sample_rate: int) -> by
 def open_encoder(name: str, sample_rate: int) -> Encoder:
     """The encoder for ``response_format`` ``name`` (a key of FORMATS).
 
-    Raises EncoderUnavailable (no ffmpeg) or EncoderBusy (no free ffmpeg slot).
-    An ffmpeg encoder holds its slot until its ``stream``/``whole`` ends or
-    ``release`` is called; call ``release`` if neither is ever run.
+    Raises EncoderUnavailable (no ffmpeg). An ffmpeg encoder takes its slot at ``claim``
+    (EncoderBusy, EncoderShareFull) or when it starts encoding, and holds it until its
+    ``stream``/``whole`` ends or ``release`` is called; call ``release`` if neither is ever run.
     """
     fmt = FORMATS[name]
     if fmt.ffmpeg_args is not None:

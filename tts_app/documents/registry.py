@@ -8,6 +8,7 @@ unguessable, checked against a strict pattern before any lookup.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import shutil
 import threading
@@ -19,9 +20,10 @@ from typing import Any, Callable
 
 from tts_app import settings
 from tts_app.storage.file_sizes import folder_bytes
-from tts_app.text.document import ParsedDocument
+from tts_app.text.document import ParsedDocument, check_document_size, parse_document
 
 from tts_app.documents.job import DocumentJob, DocumentSettings, JobStatus
+from tts_app.documents.parse_gate import GATE, ParseBusy, ParseGate
 from tts_app.documents.runner import run_job
 
 logger = logging.getLogger(__name__)
@@ -38,6 +40,7 @@ MAX_KEPT = settings.value("TTS_APP_DOCUMENTS_MAX_KEPT")
 # new session, and several visitors may share an address (one NAT), hence the larger cap.
 PAGE_ADDRESS_SHARE = 4
 BUSY_RETRY_AFTER_S = 30  # what a refusal tells to wait when no job is about to be forgotten
+PARSE_RETRY_AFTER_S = 5  # a refusal for want of a turn to parse: the parses ahead take seconds
 _ID = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -53,37 +56,77 @@ class ClientJobsFull(JobsBusy):
     """This client keeps as many jobs as it may; others are unaffected."""
 
 
+class ClientShareFull(ClientJobsFull):
+    """This client has its share of the running and waiting places already; others are unaffected."""
+
+
 class DocumentJobs:
-    """Jobs by id; at most ``max_running`` run at once, the next ones wait their turn."""
+    """Jobs by id; at most ``max_running`` run at once, the next ones wait their turn.
+
+    One client (each key it counts against) holds at most ``share`` of the running and waiting
+    places: half the readers, rounded up (1 of the default 2 running + 4 waiting), so a second
+    visitor's document starts at once however many the first one sends.
+    """
 
     def __init__(
         self, root: Path, engine_of: Callable[[], Any], max_running: int = MAX_RUNNING, max_waiting: int = MAX_WAITING,
-        max_bytes: int = MAX_BYTES, max_kept: int = MAX_KEPT,
+        max_bytes: int = MAX_BYTES, max_kept: int = MAX_KEPT, parse_gate: ParseGate = GATE,
     ) -> None:  # fmt: skip
         self.root = root
         self._engine_of = engine_of
         self.max_running, self.max_waiting, self.max_bytes = max_running, max_waiting, max_bytes
         self.max_kept = max_kept
+        self.share = max(1, math.ceil(max_running / 2))
+        self.parse_gate = parse_gate
+        self._reserved: dict[str, frozenset[str]] = {}  # reservation -> its client keys: a place held while the text is parsed
         self._jobs: dict[str, DocumentJob] = {}
         self._owners: dict[str, frozenset[str]] = {}  # id -> the client keys it counts against
         self._waiting: list[str] = []
         self._active: dict[str, list[Any]] = {}  # id -> its engine handles now in the engine
         self._lock = threading.Lock()
 
-    def start(
-        self, document: ParsedDocument, settings: DocumentSettings, title: str, clients: Sequence[tuple[str, int]] = ()
+    def admit(
+        self, text: str, markdown: bool, settings: DocumentSettings, title: str, clients: Sequence[tuple[str, int]] = ()
     ) -> DocumentJob:
+        """Check the size and every cap, then parse ``text`` (in turn) and start its job: a refused client's
+        text is never parsed. TextError for a bad text; ClientJobsFull, JobsBusy as ``start``."""
+        check_document_size(text)
+        reservation = self.reserve(clients)
+        try:
+            try:
+                with self.parse_gate.turn(key for key, _cap in clients):
+                    document = parse_document(text, markdown)
+            except ParseBusy as exc:
+                raise JobsBusy(str(exc), PARSE_RETRY_AFTER_S) from exc
+            return self.start(document, settings, title, clients, reservation)
+        finally:
+            self.release(reservation)  # a no-op once the job took its place
+
+    def reserve(self, clients: Sequence[tuple[str, int]] = ()) -> str:
+        """Hold a running-or-waiting place for ``clients`` while their text is parsed; the id for ``start``.
+        Raises what ``start`` raises, before any work."""
+        with self._lock:
+            self._check_room(clients)
+            reservation = uuid.uuid4().hex
+            self._reserved[reservation] = frozenset(key for key, _cap in clients)
+            return reservation
+
+    def release(self, reservation: str) -> None:
+        """Give back a place reserved and not used (the text was refused)."""
+        with self._lock:
+            self._reserved.pop(reservation, None)
+
+    def start(
+        self, document: ParsedDocument, settings: DocumentSettings, title: str, clients: Sequence[tuple[str, int]] = (),
+        reservation: str | None = None,
+    ) -> DocumentJob:  # fmt: skip
         """Create a job and run it (or queue it). ``clients``: (key, cap) pairs the job counts against
         (an API caller's address; a page's session and address). ClientJobsFull when one of them
-        keeps its cap of jobs already, JobsBusy when too many are ahead for everyone."""
+        keeps its cap of jobs already or holds its share of places, JobsBusy when too many are ahead
+        for everyone; not checked again for a ``reservation`` (from ``reserve``)."""
         with self._lock:
-            self._forget_old()
-            for key, cap in clients:
-                self._check_client(key, cap)
-            running = sum(1 for j in self._jobs.values() if j.status is JobStatus.RUNNING)
-            if running >= self.max_running and len(self._waiting) >= self.max_waiting:
-                raise JobsBusy(f"{running} documents are being read and {len(self._waiting)} wait; try again later")
-            self._make_room()
+            if reservation is None or self._reserved.pop(reservation, None) is None:
+                self._check_room(clients)
             job_id = uuid.uuid4().hex
             job = DocumentJob(job_id, title, document, settings, self.root / job_id)
             job.folder.mkdir(parents=True, exist_ok=True)
@@ -92,6 +135,30 @@ class DocumentJobs:
             self._waiting.append(job_id)
             self._launch_next()
         return job
+
+    def _check_room(self, clients: Sequence[tuple[str, int]]) -> None:
+        """Raise unless one more job fits: every client's caps and share, the places and jobs in all (lock held)."""
+        self._forget_old()
+        running = self._running()
+        if running + len(self._waiting) + len(self._reserved) >= self.max_running + self.max_waiting:  # full for everyone: say so
+            raise JobsBusy(f"{running} documents are being read and {len(self._waiting) + len(self._reserved)} wait; try again later")
+        for key, cap in clients:
+            self._check_client(key, cap)
+            self._check_share(key)
+        self._make_room()
+
+    def _running(self) -> int:
+        return sum(1 for j in self._jobs.values() if j.status is JobStatus.RUNNING)
+
+    def _check_share(self, key: str) -> None:
+        """ClientShareFull when ``key`` holds its share of running and waiting places (lock held). A job
+        being stopped no longer counts: a create-then-stop loop meets the cap of jobs kept instead."""
+        live = sum(1 for i, keys in self._owners.items() if key in keys
+                   and not self._jobs[i].status.over and not self._jobs[i].cancel_requested.is_set())  # fmt: skip
+        live += sum(1 for keys in self._reserved.values() if key in keys)
+        if live >= self.share:
+            raise ClientShareFull(f"you have {live} documents being read or waiting, the limit per client; "
+                                  "try again once one has finished", BUSY_RETRY_AFTER_S)  # fmt: skip
 
     def get(self, job_id: str) -> DocumentJob | None:
         if not isinstance(job_id, str) or not _ID.match(job_id):
@@ -112,7 +179,7 @@ class DocumentJobs:
         with self._lock:
             if job_id in self._waiting:
                 self._waiting.remove(job_id)
-                job.status, job.finished_at = JobStatus.CANCELLED, time.time()
+                job.end(JobStatus.CANCELLED)  # never started: its text goes now
             handles = list(self._active.get(job_id, []))
         for handle in handles:
             handle.cancel()
@@ -120,7 +187,7 @@ class DocumentJobs:
 
     def _launch_next(self) -> None:
         """Start waiting jobs while there is room (lock held)."""
-        running = sum(1 for j in self._jobs.values() if j.status is JobStatus.RUNNING)
+        running = self._running()
         while self._waiting and running < self.max_running:
             job = self._jobs[self._waiting.pop(0)]
             job.status = JobStatus.RUNNING  # counted as running from now on
@@ -144,20 +211,21 @@ class DocumentJobs:
     def _check_client(self, key: str, cap: int) -> None:
         """ClientJobsFull when ``key`` keeps ``cap`` jobs; it says when its oldest finished one goes (lock held)."""
         mine = [self._jobs[i] for i, keys in self._owners.items() if key in keys]
-        if len(mine) < cap:
+        held = len(mine) + sum(1 for keys in self._reserved.values() if key in keys)  # texts being parsed count too
+        if held < cap:
             return
         ends = [j.finished_at + KEEP_FINISHED_S - time.time() for j in mine if j.status.over and j.finished_at]
         wait = max(1, int(min(ends))) if ends else BUSY_RETRY_AFTER_S
         when = f"the oldest finished one is forgotten in {wait} s" if ends else "try again once one has finished"
-        raise ClientJobsFull(f"you have {len(mine)} document jobs, the limit per client; {when}", wait)
+        raise ClientJobsFull(f"you have {held} document jobs, the limit per client; {when}", wait)
 
     def _make_room(self) -> None:
         """Forget the oldest finished jobs while all jobs kept reach ``max_kept`` (lock held)."""
         finished = sorted((j for j in self._jobs.values() if j.status.over), key=lambda j: j.finished_at or 0.0)
-        excess = len(self._jobs) + 1 - self.max_kept
+        excess = len(self._jobs) + len(self._reserved) + 1 - self.max_kept
         for job in finished[: max(0, excess)]:
             self._forget(job)
-        if len(self._jobs) >= self.max_kept:
+        if len(self._jobs) + len(self._reserved) >= self.max_kept:
             raise JobsBusy(f"the server keeps {len(self._jobs)} document jobs, its limit; try again later")
 
     def _forget(self, job: DocumentJob) -> None:

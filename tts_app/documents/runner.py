@@ -119,7 +119,5 @@ def run_job(job: DocumentJob, engine: Any, active: list[Any]) -> None:
         wav.close()
         if "wav" not in job.files and wav.samples:
             job.files["wav"] = job.wav_path  # what was read before a stop or a failure
-        # The status changes last: a client that sees a job over finds every file it will ever have.
-        job.status = outcome
-        job.finished_at = time.time()
+        job.end(outcome)  # its status changes last, its text is dropped
         logger.info("document job %s %s: %d of %d pieces, %.1f s of audio", job.id, job.status.value, job.pieces_done, len(pieces), job.audio_s)

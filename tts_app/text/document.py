@@ -95,12 +95,17 @@ def _split_long(sentence: str, limit: int) -> list[str]:
     return out
 
 
-def parse_document(text: str, markdown: bool = True, piece_chars: int = PIECE_CHARS) -> ParsedDocument:
-    """Chapters and engine pieces of ``text``; TextError (one line) for an empty or oversized document."""
+def check_document_size(text: str) -> None:
+    """TextError (one line) unless ``text`` is a string within MAX_DOCUMENT_CHARS: O(1), before any cap or parse."""
     if not isinstance(text, str):
         raise TextError("the document must be text")
     if len(text) > MAX_DOCUMENT_CHARS:
         raise TextError(f"the document is {len(text):,} characters; the limit is {MAX_DOCUMENT_CHARS:,}")
+
+
+def parse_document(text: str, markdown: bool = True, piece_chars: int = PIECE_CHARS) -> ParsedDocument:
+    """Chapters and engine pieces of ``text``; TextError (one line) for an empty or oversized document."""
+    check_document_size(text)
     chapters: list[str] = []
     pieces: list[DocumentPiece] = []
     for kind, body in _blocks(text, markdown):

@@ -26,7 +26,7 @@ from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json
 from tts_app.web.api.openai_speech import api_voice, error_response, read_body
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.text import TextError
-from tts_app.text.document import MAX_DOCUMENT_CHARS, parse_document
+from tts_app.text.document import MAX_DOCUMENT_CHARS
 from tts_app.catalog.voices import DEFAULT_VOICE
 from tts_app.audio.wav_io import streaming_wav_header
 
@@ -78,10 +78,9 @@ async def start_document(request: Request) -> Response:
 
     # The address uvicorn gives (a trusted proxy's X-Forwarded-For already applied).
     clients = api_client(request.client.host if request.client else "unknown")
-    try:
-        document = await asyncio.to_thread(parse_document, body.input, body.markdown)
-        settings = SpeechParams(body.seed, body.speed, voice, voice_strength=body.voice_strength, normalize=body.normalize)
-        job = await asyncio.to_thread(document_jobs().start, document, settings, body.title.strip() or "Document", clients)
+    settings = SpeechParams(body.seed, body.speed, voice, voice_strength=body.voice_strength, normalize=body.normalize)
+    try:  # caps checked before the text is parsed, and parsed in turn (documents/parse_gate.py)
+        job = await asyncio.to_thread(document_jobs().admit, body.input, body.markdown, settings, body.title.strip() or "Document", clients)
     except TextError as exc:
         return error_response(400, str(exc), param="input", code="invalid_value")
     except JobsBusy as exc:

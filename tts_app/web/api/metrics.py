@@ -7,6 +7,7 @@ series. The route takes no input, so it reveals only aggregates (no request, tex
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any, Iterator
 
 from fastapi import APIRouter
@@ -55,11 +56,27 @@ class EngineCollector:
         yield produced
 
 
+class DocumentParseCollector:
+    """Documents read in (parsed) since start and the most parsed at once (documents/parse_gate.py)."""
+
+    def __init__(self, figures: dict[str, int]) -> None:
+        self.figures = figures
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily("tts_documents_parsed", "Documents read in (parsed) since start.", value=self.figures["parsed"])
+        yield GaugeMetricFamily("tts_document_parses_running", "Documents being read in now.", value=self.figures["running"])
+        yield GaugeMetricFamily("tts_document_parses_most_at_once", "The most documents read in at once since start.",
+                                value=self.figures["most_at_once"])  # fmt: skip
+
+
 def _scrape() -> bytes:
     from tts_app.catalog.engines import loaded_engines  # heavy: the engine package, on the first scrape
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(EngineCollector({m: e.qos_figures() for m, e in loaded_engines().items()}))
+    gate = sys.modules.get("tts_app.documents.parse_gate")  # loaded with the first document; not loaded here for a scrape
+    if gate is not None:
+        registry.register(DocumentParseCollector(gate.GATE.figures()))
     return generate_latest(registry)
 
 

@@ -30,11 +30,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tts_app.audio.encoder_slots import SLOTS as ENCODER_SLOTS
 from tts_app.audio.formats import (
     DEFAULT_FORMAT,
     FORMATS,
     Encoder,
     EncoderBusy,
+    EncoderShareFull,
     EncoderUnavailable,
     decoded_sample_rate,
     open_encoder,
@@ -190,12 +192,33 @@ async def whole_result(request: Request, handle: Any) -> Any:
 
 
 async def whole_encoded(request: Request, handle: Any, encoder: Encoder) -> bytes | Response:
-    """The request's whole audio, encoded; a 499 response if its client left. The encoder is released."""
+    """The request's whole audio, encoded; a 499 response if its client left, a 429/503 if no encoder
+    slot is free once the audio is there. The encoder is released."""
     try:
         audio = await whole_result(request, handle)
-        return audio if isinstance(audio, Response) else await encoder.whole(audio)
+        if isinstance(audio, Response):
+            return audio
+        refused = claim_encoder(encoder, request, handle)
+        return refused if refused is not None else await encoder.whole(audio)
     finally:
         encoder.release()
+
+
+def encoder_refusal(exc: EncoderBusy) -> JSONResponse:
+    """429 when the client holds its share of encoder slots (for it only), 503 when all are taken."""
+    if isinstance(exc, EncoderShareFull):
+        return error_response(429, str(exc), code="encoder_busy", error_type="rate_limit_error", retry_after_s=exc.retry_after_s)
+    return error_response(503, str(exc), code="encoder_busy", error_type="server_error", retry_after_s=exc.retry_after_s)
+
+
+def claim_encoder(encoder: Encoder, request: Request, handle: Any) -> JSONResponse | None:
+    """Take the encoder's slot for the request's visitor, now that audio flows; a refusal (the request cancelled) if none."""
+    try:
+        encoder.claim(client_id(request))
+    except EncoderBusy as exc:
+        handle.cancel()
+        return encoder_refusal(exc)
+    return None
 
 
 async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRequest) -> Submitted | JSONResponse:
@@ -242,20 +265,36 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
     return Submitted(body, engine, handle)
 
 
-def open_audio_encoder(fmt: str, submitted: Submitted) -> Encoder | JSONResponse:
-    """The encoder for ``fmt``, or an error response (the request is then cancelled)."""
+def open_audio_encoder(fmt: str, submitted: Submitted, client: str) -> Encoder | JSONResponse:
+    """The encoder for ``fmt`` (its slot is taken once audio flows), or an error response (the request is then cancelled)."""
     try:
-        return open_encoder(fmt, int(submitted.engine.sample_rate))
+        encoder = open_encoder(fmt, int(submitted.engine.sample_rate))
+        if encoder.needs_slot:
+            ENCODER_SLOTS.check(client)  # a client holding its share now is refused before the engine works for it
+        return encoder
     except EncoderBusy as exc:
         submitted.handle.cancel()
-        return error_response(503, str(exc), code="encoder_busy", error_type="server_error")
+        return encoder_refusal(exc)
     except EncoderUnavailable as exc:
         submitted.handle.cancel()
         return error_response(400, str(exc), param="response_format", code="unsupported_format")
 
 
+async def first_audio(request: Request, handle: Any, audio: AsyncIterator[Any]) -> tuple[Any, Response | None]:
+    """The first chunk of ``audio`` (None: it ended empty) once the engine has made it, or a 499/500 response
+    (the caller cancels the request). The request waits in the engine's queue until then, holding no encoder slot."""
+    try:
+        return await until_disconnect(request, anext(audio, None)), None
+    except ClientGone:
+        logger.info("client gone: cancelled request %d", handle.id)
+        return None, Response(status_code=499)
+    except Exception as exc:  # noqa: BLE001 - an engine failure before any byte: a clean 500, not a traceback
+        logger.warning("request %d failed before its first audio: %s", handle.id, exc)
+        return None, error_response(500, "speech synthesis failed; see the server log", code="synthesis_failed", error_type="server_error")
+
+
 @router.post("/v1/audio/speech", response_model=None, openapi_extra=json_body(SpeechRequest),
-             responses=replies(200, {f.media_type: BINARY for f in FORMATS.values()}, *GUARD_ERRORS, 499, 500, 503))
+             responses=replies(200, {f.media_type: BINARY for f in FORMATS.values()}, *GUARD_ERRORS, 429, 499, 500, 503))
 async def create_speech(request: Request) -> Response:
     """Synthesize ``input`` and stream it back as mp3 (default), opus, aac, flac, wav or pcm.
 
@@ -270,7 +309,7 @@ async def create_speech(request: Request) -> Response:
     rate = decoded_sample_rate(body.response_format, int(submitted.engine.sample_rate))
     headers = {"X-Sample-Rate": str(rate), "Cache-Control": "no-store"}
     media_type = FORMATS[body.response_format].media_type
-    encoder = open_audio_encoder(body.response_format, submitted)
+    encoder = open_audio_encoder(body.response_format, submitted, client_id(request))
     if isinstance(encoder, JSONResponse):
         return encoder
 
@@ -280,9 +319,25 @@ async def create_speech(request: Request) -> Response:
             return data
         return Response(content=data, media_type=media_type, headers=headers)
 
+    audio = until_shutdown(handle.astream())
+    first: Any = None
+    if encoder.needs_slot:  # the slot is taken when the audio starts flowing, not while the request is queued
+        first, failed = await first_audio(request, handle, audio)
+        refused = failed if failed is not None else claim_encoder(encoder, request, handle)
+        if refused is not None:
+            handle.cancel()
+            await audio.aclose()
+            return refused
+
+    async def flowing() -> AsyncIterator[Any]:
+        if first is not None:
+            yield first
+        async for chunk in audio:
+            yield chunk
+
     async def body_chunks() -> AsyncIterator[bytes]:
         try:
-            async with aclosing(encoder.stream(until_shutdown(handle.astream()))) as encoded:  # closed now, not at GC: ffmpeg stops
+            async with aclosing(encoder.stream(flowing())) as encoded:  # closed now, not at GC: ffmpeg stops
                 async for data in encoded:
                     yield data
         finally:

@@ -104,21 +104,21 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
     from tts_app.documents import ClientJobsFull, JobsBusy, document_jobs, page_client  # start-up: the document jobs load on first use
     from tts_app.backends.params import SpeechParams  # start-up: with the document jobs
     from tts_app.text import TextError  # start-up: the text stack (espeak, lexicons) loads on first use
-    from tts_app.text.document import parse_document  # start-up: the text stack (espeak, lexicons) loads on first use
 
     if not (text or "").strip():
         raise UserError("The document is empty: paste some text or upload a file.")
     try:
-        document = parse_document(text, bool(markdown))
         voice, _label = voice_choice(voice_mode, builtin, upload, getattr(request, "session_hash", None))
-    except (TextError, VoiceChoiceError) as exc:
+    except VoiceChoiceError as exc:
         raise UserError(str(exc)) from exc
     speed_value, seed_value, strength_value = _settings_values(speed, seed, strength)
     asked = SpeechParams(seed_value, speed_value, voice, voice_text if voice_mode == MODE_UPLOAD else None, strength_value)
     settings = resolve_page_params(asked)  # now: the job outlives the upload
-    try:
+    try:  # caps checked before the text is parsed, and parsed in turn (documents/parse_gate.py)
         clients = page_client(getattr(request, "session_hash", None) or "none", getattr(getattr(request, "client", None), "host", None) or "unknown")
-        job = document_jobs().start(document, settings, (title or "").strip()[:200] or "Document", clients)
+        job = document_jobs().admit(text, bool(markdown), settings, (title or "").strip()[:200] or "Document", clients)
+    except TextError as exc:
+        raise UserError(str(exc)) from exc
     except JobsBusy as exc:
         raise UserError(f"Not started: {exc}." if isinstance(exc, ClientJobsFull) else f"The server is busy: {exc}.") from exc
     return job.id, progress_html(job.progress(), document_jobs().queue_position(job.id)), gr.update(active=True)
