@@ -27,6 +27,8 @@ from tts_app.catalog.engines import close_model_engines
 from tts_app.storage.output_store import output_store
 from tts_app.web.guards.request_guard import RequestGuard, RequestLimits
 from tts_app.web.session_sweeper import HeartbeatTracker, start_session_sweeper
+from tts_app.web.event_streams import EventStreamTracker
+from tts_app.web.guards.dev_routes import DevRoutesOff
 from tts_app.catalog.shared_engine import close_engine, engine_loaded, get_engine
 from tts_app.web.shutdown import StoppingServer, on_stop
 from tts_app.web.ui.theme import APP_CSS, APP_HEAD, app_theme
@@ -92,6 +94,8 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     app.add_middleware(FileDataGuard)
     app.add_middleware(RequestCounter)
     app.add_middleware(HeartbeatTracker)
+    app.add_middleware(EventStreamTracker)  # who reads a run's events (the run watchdog cancels what nobody hears)
+    app.add_middleware(DevRoutesOff)  # Gradio's development routes (reload watcher, vibe editor, profiler): 404
     app.add_middleware(ApiCors, origins=cors_origins())  # no origins: /v1 preflights refused (not Gradio's localhost rule)
     # Outermost: headers, content types, body caps and the upload quota before anything reads a byte.
     limits = RequestLimits.from_env({"/v1/documents": DOCUMENT_BODY_BYTES})

@@ -15,6 +15,7 @@ from tts_app.models.available import EMBEDDED_ID as MODEL_ID
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for
 from tts_app.backends.params import SpeechParams
+from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.ui.common.model_picker import check_model, model_dropdown
 from tts_app.web.ui.common.run_figures import RunFigures
 from tts_app.web.ui.common.text_lines import MAX_LINE_CHARS
@@ -96,7 +97,7 @@ def _side_settings(model: str, voice: str, strength: float, seed: float, speed: 
     return values
 
 
-def _submit_pair(text: str, sides: list[dict[str, Any]], owner: str | None = None) -> list[Any]:
+def _submit_pair(text: str, sides: list[dict[str, Any]], owner: str | None = None, client: str | None = None) -> list[Any]:
     from tts_app.engine import EngineBusy  # start-up: the engine and its model runtime load on first use
 
     try:
@@ -109,7 +110,8 @@ def _submit_pair(text: str, sides: list[dict[str, Any]], owner: str | None = Non
     voices = [None if side["voice"] == DEFAULT_VOICE else VISITOR_VOICES.get(owner, side["voice"]) or side["voice"] for side in sides]
     handles: list[Any] = []
     try:
-        asked = [SpeechParams(side["seed"], side["speed"], voice, voice_strength=side["strength"]) for side, voice in zip(sides, voices)]
+        # ``client``: the visitor (its fair share, as its Speak runs and API calls); None was the app's own work, never refused.
+        asked = [SpeechParams(side["seed"], side["speed"], voice, voice_strength=side["strength"], client=client) for side, voice in zip(sides, voices)]
         params = [resolve_page_params(p) for p in asked]
         for p, engine, side in zip(params, engines, sides, strict=True):
             kept, note = spoken_without(p, [text], engine, side["model"])
@@ -142,7 +144,7 @@ async def render_pair(
         raise UserError(f"The text has {len(utterance):,} characters; the limit is {MAX_LINE_CHARS:,}.")
     session = owner_of(request)
     sides = [_side_settings(*side_values[:5], owner=session), _side_settings(*side_values[5:10], owner=session)]
-    handles = await asyncio.to_thread(_submit_pair, utterance, sides, session)
+    handles = await asyncio.to_thread(_submit_pair, utterance, sides, session, visitor_key(request))
     try:
         audios = await asyncio.gather(*(h.aresult() for h in handles))
     except Exception as exc:  # noqa: BLE001 - an engine failure becomes a message in the page, not a trace

@@ -17,6 +17,7 @@ from tts_app.backends.params import SpeechParams
 from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for, model_loaded
 from tts_app.models.available import EMBEDDED_ID
 from tts_app.catalog.shared_engine import engine_loaded, get_engine
+from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.ui.common.model_picker import check_model, model_label
 from tts_app.web.ui.common.text_lines import TextLimitError, parse_lines
 from tts_app.web.ui.common.user_error import UserError
@@ -239,7 +240,8 @@ async def _generate(
     # The checkbox's tick is each model's own reading (the embedded voice expands; the others read as given).
     normalize = None if form.normalize is not False else False
     try:
-        asked = SpeechParams(seed_value, speed_value, voice, voice_text, strength_value, normalize, client=f"page:{session}")
+        # The visitor's key, as its API calls have: a session hash costs nothing, so a share per hash was none.
+        asked = SpeechParams(seed_value, speed_value, voice, voice_text, strength_value, normalize, client=visitor_key(request))
     except ValueError as exc:  # a seed past the largest, say: one line for the page
         raise UserError(str(exc)) from exc
     started = time.perf_counter()
