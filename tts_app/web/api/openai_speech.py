@@ -21,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -177,10 +178,18 @@ def api_voice(name: str) -> tuple[Any, JSONResponse | None]:
         return None, error_response(400, str(exc), param="voice", code="voice_not_found")
 
 
-async def whole_result(request: Request, handle: Any) -> Any:
-    """The request's whole audio, or a 499 response once its client has gone (the request is then cancelled)."""
+async def _drained(handle: Any) -> None:
+    """The request run to its end, its audio forgotten as it comes; raises as ``aresult`` does."""
+    async for _ in handle.astream(forget=True):
+        pass
+    await handle.aresult()  # the request's error, or RequestCancelled (its audio is forgotten: this is cheap)
+
+
+async def whole_result(request: Request, handle: Any, work: Awaitable[Any] | None = None) -> Any:
+    """``work``'s result (default: the request run to its end, for its words), or a 499 response once its client
+    has gone (the request is then cancelled)."""
     try:
-        return await until_disconnect(request, handle.aresult())
+        return await until_disconnect(request, work if work is not None else _drained(handle))
     except ClientGone:
         logger.info("client gone: cancelled request %d", handle.id)
         return Response(status_code=499)  # nobody reads it; nginx's "client closed request"
@@ -188,13 +197,27 @@ async def whole_result(request: Request, handle: Any) -> Any:
         handle.cancel()  # a no-op once done; frees the request if the client left or this coroutine was cancelled
 
 
-async def whole_encoded(request: Request, handle: Any, encoder: Encoder) -> bytes | Response:
-    """The request's whole audio, encoded; a 499 response if its client left. The encoder is released."""
+async def whole_encoded(request: Request, handle: Any, encoder: Encoder) -> list[bytes] | Response:
+    """The request's whole file as byte pieces (Encoder.whole_pieces: 16-bit or encoded as the audio comes, the
+    handle forgetting each float32 chunk once taken); a 499 response if its client left. The encoder is released."""
+
+    async def pieces() -> list[bytes]:
+        got = await encoder.whole_pieces(handle.astream(forget=True))
+        await handle.aresult()  # raises as before for a failed or cancelled request (its audio is forgotten: cheap)
+        return got
+
     try:
-        audio = await whole_result(request, handle)
-        return audio if isinstance(audio, Response) else await encoder.whole(audio)
+        return await whole_result(request, handle, pieces())
     finally:
         encoder.release()
+
+
+def send_pieces(pieces: list[bytes]) -> Iterator[bytes]:
+    """The pieces in order, each let go once handed to the server (a long reply is not held twice)."""
+    queue = deque(pieces)
+    pieces.clear()
+    while queue:
+        yield queue.popleft()
 
 
 async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRequest) -> Submitted | JSONResponse:
@@ -274,10 +297,11 @@ async def create_speech(request: Request) -> Response:
         return encoder
 
     if not body.stream:
-        data = await whole_encoded(request, handle, encoder)
-        if isinstance(data, Response):
-            return data
-        return Response(content=data, media_type=media_type, headers=headers)
+        pieces = await whole_encoded(request, handle, encoder)
+        if isinstance(pieces, Response):
+            return pieces
+        headers["Content-Length"] = str(sum(len(p) for p in pieces))
+        return StreamingResponse(send_pieces(pieces), media_type=media_type, headers=headers)
 
     async def body_chunks() -> AsyncIterator[bytes]:
         try:
