@@ -76,7 +76,7 @@ async def create_captioned_speech(request: Request) -> Response:
         words: list = []  # released by the engine, not yet sent
 
         async def audio() -> AsyncIterator[Any]:
-            async with aclosing(handle.achunks()) as chunks:
+            async with aclosing(handle.achunks(forget=True)) as chunks:  # the handle keeps no copy of what was sent
                 async for chunk in chunks:
                     words.extend(chunk.words)
                     if chunk.audio.size:

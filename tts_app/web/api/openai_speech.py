@@ -305,7 +305,7 @@ async def create_speech(request: Request) -> Response:
 
     async def body_chunks() -> AsyncIterator[bytes]:
         try:
-            async with aclosing(encoder.stream(until_shutdown(handle.astream()))) as encoded:  # closed now, not at GC: ffmpeg stops
+            async with aclosing(encoder.stream(until_shutdown(handle.astream(forget=True)))) as encoded:  # closed now, not at GC: ffmpeg stops
                 async for data in encoded:
                     yield data
         finally:

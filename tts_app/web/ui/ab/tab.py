@@ -27,6 +27,7 @@ from tts_app.web.ui.speak.handlers import resolve_page_params, spoken_without
 from tts_app.web.ui.voices.voice_input import voice_choices
 from tts_app.catalog.voices import DEFAULT_VOICE, builtin_voices
 from tts_app.audio.wav_io import write_wav
+from tts_app.voice.errors import shown_name
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def _describe(settings: dict[str, Any]) -> str:
 def _side_settings(model: str, voice: str, strength: float, seed: float, speed: float, owner: str | None = None) -> dict[str, Any]:
     model = check_model(model)  # one of the models found here, or a one-line error
     if voice != DEFAULT_VOICE and voice not in voice_choices(owner):
-        raise UserError(f"Unknown voice {voice!r}.")
+        raise UserError(f"Unknown voice {shown_name(voice)}.")
     try:
         values = {"model": model, "voice": voice, "strength": float(strength), "seed": int(seed), "speed": float(speed)}
     except (TypeError, ValueError) as exc:
