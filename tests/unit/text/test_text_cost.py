@@ -105,7 +105,7 @@ def test_pause_and_audio_settings_are_read_per_request(monkeypatch: pytest.Monke
 
 def test_audio_over_its_text_allowance_is_a_one_line_refusal_naming_the_limit() -> None:
     check_audio_length(0.25 * 4096 / 1.0, 4096, 1.0)  # 0.25 s a character at speed 1: fits
-    with pytest.raises(TextError, match=r"about 4,096 s of audio at speed 0.25; the limit for 4,096 characters is 1,434 s") as info:
+    with pytest.raises(TextError, match=r"about 4,096 s of audio at speed 0.25; the limit for 4,096 characters is 1,638 s") as info:
         check_audio_length(1024.0, 4096, 0.25)
     assert "\n" not in str(info.value)
     check_audio_length(14.0, 20, 0.25)  # 56 s: a short text always may give a minute
