@@ -95,6 +95,11 @@ SETTINGS: tuple[Setting, ...] = (
     # Text
     _int("TTS_APP_SSML_MAX_DEPTH", 32, "deepest SSML element nesting (400 deeper)", TEXT, fallback=True),
     _int("TTS_APP_SSML_MAX_ELEMENTS", 2000, "most SSML elements in one request (400 over it)", TEXT, fallback=True),
+    _float("TTS_APP_MAX_PAUSE_S", 60.0, "SSML `<break>` seconds one request may ask for in all, as written "
+           "(400 over it): a minute of silence covers any script's pauses; more is cheaper made by the client", TEXT),
+    _float("TTS_APP_MAX_AUDIO_S_PER_CHAR", 0.4, "seconds of audio (speech and sentence pauses, at the request's speed, "
+           "estimated before synthesis) a request may give per character of its text, at least 60 s (400 over it): "
+           "prose at the slowest speed needs about 0.25, short choppy sentences about 0.4", TEXT, low_open=True),
     # Voices
     Setting("TTS_APP_VOICES_DIR", "path", Path("~/.cache/tts_app/voices"), "the operator's saved voices and `lexicon.json`",
             "Command line"),

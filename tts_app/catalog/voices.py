@@ -18,7 +18,9 @@ def builtin_voice_path(name: str) -> Path:
     """The clip of a built-in voice; ValueError with a one-line message for an unknown name."""
     voices = builtin_voices()
     if name not in voices:
-        raise ValueError(f"unknown built-in voice {name!r}; choose one of: {', '.join(voices)}")
+        from tts_app.voice.errors import shown_name  # start-up: the voice package loads its DSP stack on first use
+
+        raise ValueError(f"unknown built-in voice {shown_name(name)}; choose one of: {', '.join(voices)}")
     return voices[name]
 
 
