@@ -21,6 +21,8 @@ from tts_app.web.guards.connection_guard import ConnectionLimits, guarded_protoc
 from tts_app.web.guards.cors import ApiCors, cors_origins
 from tts_app.audio.ffmpeg_path import ensure_ffmpeg_on_path
 from tts_app.web.guards.file_guard import FileDataGuard
+from tts_app.web.guards.forwarded import ResolveClient
+from tts_app.web.guards.visitor_requests import VisitorRequestCap
 from tts_app.web.log_throttle import throttle_repeated_logs
 from tts_app.web.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, requests_seen
 from tts_app.catalog.engines import close_model_engines
@@ -100,6 +102,10 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     # Outermost: headers, content types, body caps and the upload quota before anything reads a byte.
     limits = RequestLimits.from_env({"/v1/documents": DOCUMENT_BODY_BYTES})
     app.add_middleware(RequestGuard, limits=limits, quota=UploadQuota.from_env(upload_root))
+    # Outside it, who is asking: the visitor behind a trusted proxy, then its open requests capped.
+    limits_now = ConnectionLimits.from_env()
+    app.add_middleware(VisitorRequestCap, per_visitor=limits_now.per_address)
+    app.add_middleware(ResolveClient, trusted=limits_now.trusted)
     for route in app.routes:
         stop_event = getattr(getattr(route, "app", None), "stop_event", None)
         if stop_event is not None:
@@ -150,7 +156,8 @@ def launch(demo: gr.Blocks) -> None:
     logger.info("serving on http://%s:%d (OpenAI API at /v1/audio/speech)", host, port)
     try:
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-                                http=guarded_protocol(ConnectionLimits.from_env()))
+                                http=guarded_protocol(ConnectionLimits.from_env()),
+                                proxy_headers=False)  # ResolveClient decides who is asking (uvicorn trusts 127.0.0.1)
         throttle_repeated_logs()  # after uvicorn's logging set-up: its handlers get the filter too
         StoppingServer(config).run()
     finally:
