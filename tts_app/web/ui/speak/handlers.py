@@ -98,6 +98,11 @@ def _queue_note(handles: Sequence[Any]) -> tuple[int, str]:
     return len(waiting), f"{ahead} request{'s' if ahead != 1 else ''} ahead in the engine queue{wait}"
 
 
+def _stopped(handles: Sequence[Any]) -> bool:
+    """Whether the run's requests were cancelled (Stop, or its page gone)."""
+    return any(h.status.value == "cancelled" for h in handles)
+
+
 def _waiting_status(handles: Sequence[Any], started: float) -> str:
     elapsed = time.perf_counter() - started
     waiting, note = _queue_note(handles)
@@ -291,6 +296,9 @@ async def _generate(
         yield start
         while not run.complete:
             batch, getter = await next_batch(events, getter, STATUS_EVERY_S)
+            if _stopped(handles):  # Stop (or the page gone): no later update may turn the status back to waiting
+                yield {outputs.status: f"■ **Stopped:** {run.finished_count} of {len(lines)} lines finished."}
+                return
             if not batch:
                 if not run.has_audio:
                     yield {outputs.status: _waiting_status(handles, started)}
