@@ -21,6 +21,7 @@ from tts_app.web.guards.connection_guard import ConnectionLimits, guarded_protoc
 from tts_app.web.guards.cors import ApiCors, cors_origins
 from tts_app.audio.ffmpeg_path import ensure_ffmpeg_on_path
 from tts_app.web.guards.file_guard import FileDataGuard
+from tts_app.web.guards.session_guard import SessionGuard
 from tts_app.web.log_throttle import throttle_repeated_logs
 from tts_app.web.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, requests_seen
 from tts_app.catalog.engines import close_model_engines
@@ -93,6 +94,8 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     app.add_middleware(RequestCounter)
     app.add_middleware(HeartbeatTracker)
     app.add_middleware(ApiCors, origins=cors_origins())  # no origins: /v1 preflights refused (not Gradio's localhost rule)
+    # A session hash names the page that first used it, nothing else; stream URLs carry a token, not the hash.
+    app.add_middleware(SessionGuard)
     # Outermost: headers, content types, body caps and the upload quota before anything reads a byte.
     limits = RequestLimits.from_env({"/v1/documents": DOCUMENT_BODY_BYTES})
     app.add_middleware(RequestGuard, limits=limits, quota=UploadQuota.from_env(upload_root))
