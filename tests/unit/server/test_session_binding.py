@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import datetime
 import re
+import threading
+from types import SimpleNamespace
 
 from tts_app.web.guards.session_binding import (
-    MAX_TOKENS_PER_SESSION, SessionBindings, StreamTokens, cookie_value, new_cookie_value,
+    MAX_TOKENS_PER_SESSION, SESSION_BINDINGS, STREAM_TOKENS, SessionBindings, StreamTokens, cookie_value,
+    new_cookie_value,
 )
 from tts_app.web.guards.session_guard import STREAM_ID
+from tts_app.web.session_sweeper import sweep_sessions
 
 COOKIE_A, COOKIE_B = new_cookie_value(), new_cookie_value()
 
@@ -56,3 +61,21 @@ def test_stream_ids_are_found_in_paths_and_urls_only() -> None:
     text = f'{{"path":"abc-1/{run}/7/playlist.m3u8","url":"http://h/gradio_api/stream/abc-1/{run}/7/playlist.m3u8"}}'
     assert [m[1] for m in STREAM_ID.finditer(text.encode())] == [b"abc-1", b"abc-1"]
     assert not STREAM_ID.search(f"abc/{run}/7/other.wav".encode())
+
+
+def test_the_sweeper_drops_bindings_with_their_sessions_and_prunes_bare_hashes() -> None:
+    old = datetime.datetime.now() - datetime.timedelta(seconds=600)
+    holder = SimpleNamespace(session_data={"over": object(), "live": object()},
+                             time_last_used={"over": old, "live": datetime.datetime.now()}, lock=threading.Lock())
+    queue = SimpleNamespace(pending_event_ids_session={"live": {"event-1"}}, pending_messages_per_session={})
+    blocks = SimpleNamespace(state_holder=holder, _queue=queue, pending_streams={}, pending_diff_streams={})
+    for session in ("over", "live", "bare"):  # "bare": a hash that never made a session (a heartbeat alone)
+        assert SESSION_BINDINGS.admit(session, None, "addr:192.0.2.1")
+    token = STREAM_TOKENS.token("over", "0" * 32)
+    sweep_sessions(blocks, idle_s=0)  # "live" runs an event: kept
+    assert STREAM_TOKENS.run_of(token) is None
+    assert SESSION_BINDINGS.admit("live", None, "addr:192.0.2.9") is False  # still bound to its page
+    for session in ("over", "bare"):  # forgotten: a later request binds afresh
+        assert SESSION_BINDINGS.admit(session, None, "addr:192.0.2.9") is True
+        SESSION_BINDINGS.forget(session)
+    SESSION_BINDINGS.forget("live")
