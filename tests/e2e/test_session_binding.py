@@ -149,3 +149,30 @@ def test_the_page_cookie_is_http_only_and_gradio_client_style_callers_still_work
     caller = Page(app_server)
     assert caller.output("stop", []) == ["■ Nothing was running."]
     assert Page(app_server, caller.session, STRANGER_ADDRESS).join("stop", []).status_code == 403
+
+
+def test_every_route_that_takes_a_hash_refuses_a_stranger(app_server: str) -> None:
+    victim = Page(app_server)
+    with victim.heartbeat():
+        assert victim.output("stop", []) == ["■ Nothing was running."]
+        stranger = Page(app_server, victim.session, STRANGER_ADDRESS).client
+        fn = victim.fn_index["stop"]
+        event = {"data": [], "fn_index": fn, "session_hash": victim.session}
+        refused = {
+            "queue/join": stranger.post("/gradio_api/queue/join", json=event),
+            "run/predict": stranger.post("/gradio_api/run/predict", json=event),
+            "api/stop": stranger.post("/gradio_api/api/stop", json=event),
+            "call/stop": stranger.post("/gradio_api/call/stop", json=event),
+            "cancel": stranger.post("/gradio_api/cancel", json={**event, "event_id": "x"}),
+            "component_server": stranger.post("/gradio_api/component_server", json={
+                "session_hash": victim.session, "component_id": 1, "fn_name": "x", "data": None}),
+            "queue/data": stranger.get("/gradio_api/queue/data", params={"session_hash": ["mine", victim.session]}),
+            "heartbeat": stranger.get(f"/gradio_api/heartbeat/{victim.session}"),
+        }
+        assert {route: reply.status_code for route, reply in refused.items()} == dict.fromkeys(refused, 403)
+        assert all(reply.json()["detail"] == "this session belongs to another page" for reply in refused.values())
+        # Gradio reads a form's session_hash too: the route takes JSON only.
+        form = stranger.post("/gradio_api/component_server", data={"session_hash": victim.session, "component_id": "1",
+                                                                   "fn_name": "x", "data": "1"}, files={"f": ("a", b"a")})
+        assert form.status_code == 415, form.text
+        assert victim.output("stop", []) == ["■ Nothing was running."]  # the owner is unaffected
