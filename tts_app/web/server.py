@@ -22,6 +22,7 @@ from tts_app.web.guards.cors import ApiCors, cors_origins
 from tts_app.audio.ffmpeg_path import ensure_ffmpeg_on_path
 from tts_app.web.guards.file_guard import FileDataGuard
 from tts_app.web.guards.forwarded import ResolveClient
+from tts_app.web.guards.session_guard import SessionGuard
 from tts_app.web.guards.visitor_requests import VisitorRequestCap
 from tts_app.web.log_throttle import throttle_repeated_logs
 from tts_app.web.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, requests_seen
@@ -99,6 +100,8 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     app.add_middleware(EventStreamTracker)  # who reads a run's events (the run watchdog cancels what nobody hears)
     app.add_middleware(DevRoutesOff)  # Gradio's development routes (reload watcher, vibe editor, profiler): 404
     app.add_middleware(ApiCors, origins=cors_origins())  # no origins: /v1 preflights refused (not Gradio's localhost rule)
+    # A session hash names the page that first used it, nothing else; stream URLs carry a token, not the hash.
+    app.add_middleware(SessionGuard)
     # Outermost: headers, content types, body caps and the upload quota before anything reads a byte.
     limits = RequestLimits.from_env({"/v1/documents": DOCUMENT_BODY_BYTES})
     app.add_middleware(RequestGuard, limits=limits, quota=UploadQuota.from_env(upload_root))
