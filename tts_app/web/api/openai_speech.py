@@ -206,14 +206,9 @@ async def whole_encoded(request: Request, handle: Any, encoder: Encoder) -> list
     slot is free once the first audio is there (never while the request is queued). The encoder is released."""
     try:
         audio = handle.astream(forget=True)
-        first: Any = None
-        if encoder.needs_slot:
-            first, failed = await first_audio(request, handle, audio)
-            refused = failed if failed is not None else claim_encoder(encoder, request, handle)
-            if refused is not None:
-                handle.cancel()
-                await audio.aclose()
-                return refused
+        first, refused = await audio_with_slot(request, handle, encoder, audio)
+        if refused is not None:
+            return refused
 
         async def pieces() -> list[bytes]:
             got = await encoder.whole_pieces(with_first(first, audio))
@@ -248,6 +243,20 @@ def send_pieces(pieces: list[bytes]) -> Iterator[bytes]:
     pieces.clear()
     while queue:
         yield queue.popleft()
+
+
+async def audio_with_slot(request: Request, handle: Any, encoder: Encoder, audio: AsyncIterator[Any]) -> tuple[Any, Response | None]:
+    """For an ffmpeg format, the first chunk of ``audio`` once the engine has made it, the encoder's slot taken
+    then (never while the request is queued); or a refusal, the request cancelled and ``audio`` closed.
+    Other formats hold no slot: (None, None) at once."""
+    if not encoder.needs_slot:
+        return None, None
+    first, failed = await first_audio(request, handle, audio)
+    refused = failed if failed is not None else claim_encoder(encoder, request, handle)
+    if refused is not None:
+        handle.cancel()
+        await audio.aclose()
+    return first, refused
 
 
 async def with_first(first: Any, audio: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -358,14 +367,9 @@ async def create_speech(request: Request) -> Response:
         return StreamingResponse(send_pieces(pieces), media_type=media_type, headers=headers)
 
     audio = until_shutdown(handle.astream(forget=True))
-    first: Any = None
-    if encoder.needs_slot:  # the slot is taken when the audio starts flowing, not while the request is queued
-        first, failed = await first_audio(request, handle, audio)
-        refused = failed if failed is not None else claim_encoder(encoder, request, handle)
-        if refused is not None:
-            handle.cancel()
-            await audio.aclose()
-            return refused
+    first, refused = await audio_with_slot(request, handle, encoder, audio)
+    if refused is not None:
+        return refused
 
     async def body_chunks() -> AsyncIterator[bytes]:
         try:

@@ -18,6 +18,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tts_app import settings
+from tts_app.web.guards.body_replay import replay_body
 from tts_app.web.guards.request_guard import UPLOAD_PATHS
 from tts_app.storage.upload_paths import REFUSED_MESSAGE, UploadPathError, check_upload_path
 
@@ -96,16 +97,7 @@ class FileDataGuard:
                 await send(reply)
             return
 
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replay_body(body, receive), send)
 
     def _refusal(self, body: bytes) -> str | None:
         if not body:

@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tts_app.web.guards.body_replay import replay_body
 from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.guards.file_guard import MAX_EVENT_BODY_BYTES
 from tts_app.web.guards.request_guard import UPLOAD_PATHS
@@ -88,7 +89,7 @@ class SessionGuard:
             elif path.rstrip("/") == COMPONENT_SERVER:  # Gradio reads a form's session_hash there too
                 await _reply(send, 415, "Content-Type must be application/json, with a session_hash")
                 return
-            receive = _replay(body, receive)
+            receive = replay_body(body, receive)
         for session in sessions:
             refusal = self._refusal(scope, session, cookie)
             if refusal is not None:
@@ -188,14 +189,3 @@ def _body_session(body: bytes) -> str | bool | None:
     return session if isinstance(session, str) else False
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
-    replayed = False
-
-    async def replay() -> Message:
-        nonlocal replayed
-        if not replayed:
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
