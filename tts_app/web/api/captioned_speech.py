@@ -24,7 +24,11 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from tts_app.audio.formats import FORMATS, decoded_sample_rate
 from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json_body, replies
-from tts_app.web.api.openai_speech import SpeechRequest, Submitted, open_audio_encoder, submit_speech, until_shutdown, whole_encoded, whole_result
+from tts_app.web.api.client_id import client_id
+from tts_app.web.api.openai_speech import (
+    SpeechRequest, Submitted, audio_with_slot, open_audio_encoder, submit_speech, until_shutdown, whole_encoded, whole_result,
+    with_first,
+)
 from tts_app.captions.subtitles import as_json, to_srt, to_vtt
 
 logger = logging.getLogger(__name__)
@@ -62,7 +66,7 @@ async def create_captioned_speech(request: Request) -> Response:
     headers = {"X-Sample-Rate": str(sample_rate), "Cache-Control": "no-store"}
     if body.response_format in SUBTITLES:
         return await _subtitles(request, submitted, headers)
-    encoder = open_audio_encoder(body.response_format, submitted)
+    encoder = open_audio_encoder(body.response_format, submitted, client_id(request))
     if isinstance(encoder, JSONResponse):
         return encoder
 
@@ -72,18 +76,24 @@ async def create_captioned_speech(request: Request) -> Response:
             return pieces
         return JSONResponse(_line(b"".join(pieces), body.response_format, sample_rate, handle.words), headers=headers)
 
+    words: list = []  # released by the engine, not yet sent
+
+    async def audio() -> AsyncIterator[Any]:
+        async with aclosing(handle.achunks(forget=True)) as chunks:  # the handle keeps no copy of what was sent
+            async for chunk in chunks:
+                words.extend(chunk.words)
+                if chunk.audio.size:
+                    yield chunk.audio
+
+    flowing = until_shutdown(audio())
+    first, refused = await audio_with_slot(request, handle, encoder, flowing)  # an ffmpeg slot once audio flows
+    if refused is not None:
+        encoder.release()
+        return refused
+
     async def lines() -> AsyncIterator[bytes]:
-        words: list = []  # released by the engine, not yet sent
-
-        async def audio() -> AsyncIterator[Any]:
-            async with aclosing(handle.achunks(forget=True)) as chunks:  # the handle keeps no copy of what was sent
-                async for chunk in chunks:
-                    words.extend(chunk.words)
-                    if chunk.audio.size:
-                        yield chunk.audio
-
         try:
-            async with aclosing(encoder.stream(until_shutdown(audio()))) as encoded:
+            async with aclosing(encoder.stream(with_first(first, flowing))) as encoded:
                 async for data in encoded:
                     sent, words[:] = list(words), []
                     yield (json.dumps(_line(data, body.response_format, sample_rate, sent)) + "\n").encode()
