@@ -6,6 +6,7 @@ The 503 engine_busy with Retry-After from the API is in tests/test_qos_http.py.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -97,6 +98,14 @@ def server(artifacts_dir: Path) -> Iterator[str]:
         yield base
 
 
+def _engine_active(base: str) -> int:
+    """Requests in the engine now (running and queued), from its stats endpoint."""
+    posted = httpx.post(f"{base}/gradio_api/call/engine_stats", json={"data": []}, timeout=30).json()
+    text = httpx.get(f"{base}/gradio_api/call/engine_stats/{posted['event_id']}", timeout=60).text
+    stats = json.loads(text.split("event: complete\ndata: ", 1)[1].split("\n", 1)[0])[0]
+    return int(stats["active"]) + int(stats["queued"])
+
+
 def _box(outputs: object) -> str:
     """The document tab's progress box among an event's outputs (the job id is page state, not sent)."""
     for value in outputs if isinstance(outputs, (tuple, list)) else (outputs,):
@@ -138,10 +147,15 @@ def test_documents_busy_then_stop_document_from_the_page(server: str) -> None:
 
 
 def test_the_page_says_the_server_is_busy(server: str) -> None:
-    """Two lines from one visitor, whose share of the queue is one place: refused at once, in one line."""
+    """A visitor's long run holds its share of the engine; a second run from another page of the same visitor would
+    wait behind it past the longest admitted wait, and is refused at once, in one line."""
+    long_line = ("The first page reads a long line, clause after clause, " * 36)[:1990]
+    first = Client(server + "/", verbose=False).submit("\n".join([long_line] * 30), api_name="/generate")
+    _until(lambda: _engine_active(server) >= 30, "every line of the first page's run to be in the engine", LOAD_S)
     page = Client(server + "/", verbose=False)
     with pytest.raises(AppError, match="The server is busy") as caught:
         page.predict("First line.\nSecond line.", api_name="/generate")
+    first.cancel()
     message = str(caught.value)
     assert "Traceback" not in message and "\n" not in message.strip(), message
     assert httpx.get(f"{server}/healthz", timeout=10).status_code == 200
