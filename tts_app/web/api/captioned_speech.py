@@ -23,6 +23,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from tts_app.audio.formats import FORMATS, decoded_sample_rate
+from tts_app.web.api.client_id import client_id
 from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json_body, replies
 from tts_app.web.api.openai_speech import SpeechRequest, Submitted, open_audio_encoder, submit_speech, until_shutdown, whole_encoded, whole_result
 from tts_app.captions.subtitles import as_json, to_srt, to_vtt
@@ -62,7 +63,7 @@ async def create_captioned_speech(request: Request) -> Response:
     headers = {"X-Sample-Rate": str(sample_rate), "Cache-Control": "no-store"}
     if body.response_format in SUBTITLES:
         return await _subtitles(request, submitted, headers)
-    encoder = open_audio_encoder(body.response_format, submitted)
+    encoder = open_audio_encoder(body.response_format, submitted, client_id(request))  # its share of encoder slots
     if isinstance(encoder, JSONResponse):
         return encoder
 
