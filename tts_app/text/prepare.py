@@ -166,7 +166,10 @@ def word_sources(text: str, options: TextOptions) -> list[tuple[str, Span]]:
     with recording(Recorder()) as base:
         cleaned = normalize_text(text)
     words, spans = _read(cleaned, base, options, slots)
-    return [(shown_word(w, slots), s) for w, s in zip(written_words(words), written_spans(text, spans))]
+    said = written_words(words)
+    if slots.ipa:  # a lexicon's IPA entry: the slot shown as the word it stands for
+        said = [shown_word(w, slots) for w in said]
+    return list(zip(said, written_spans(text, spans)))
 
 
 def _word_labels(sentences: list[list[str]], text: str, first: int, own: Callable[[str], Sequence[str]]) -> list[list[int]]:
