@@ -34,6 +34,14 @@ class Recorder:
 
     passes: list[list[Edit]] = field(default_factory=list)
     busy: int = 0
+    length: int | None = None  # the text's length after the last recorded rewrite
+    lost: bool = False  # a rewrite that was not recorded changed the length: the map no longer holds
+
+    def follows(self, text: str) -> bool:
+        """Does ``text`` continue the recorded rewrites? Else the map is marked lost (a rule that bypassed ``sub``)."""
+        if self.length is not None and self.length != len(text):
+            self.lost = True
+        return not self.lost
 
 
 @contextmanager
@@ -69,6 +77,7 @@ def sub(pattern: re.Pattern, repl: str | Callable[[re.Match], str], text: str) -
     rec = _ACTIVE.get()
     if rec is None or rec.busy:  # a rule's own helpers rewrite pieces, not the text: not recorded
         return pattern.sub(repl, text)
+    rec.follows(text)
     edits: list[Edit] = []
     shift = 0  # output minus input length of the edits so far
 
@@ -90,6 +99,7 @@ def sub(pattern: re.Pattern, repl: str | Callable[[re.Match], str], text: str) -
     result = pattern.sub(one, text)
     if edits:
         rec.passes.append(edits)
+    rec.length = len(result)
     return result
 
 
@@ -97,7 +107,11 @@ def strip(text: str) -> str:
     """``text.strip()``, recorded (no regex: ``\\s+$`` tried at every space of a long run is quadratic)."""
     out = text.strip()
     rec = _ACTIVE.get()
-    if rec is None or rec.busy or len(out) == len(text):
+    if rec is None or rec.busy:
+        return out
+    rec.follows(text)
+    rec.length = len(out)
+    if len(out) == len(text):
         return out
     lead = len(text) - len(text.lstrip())
     edits = [(0, lead, 0, 0)] if lead else []
@@ -117,10 +131,12 @@ def nfkc(text: str) -> str:
         return whole
     # An ASCII character starts a new run of composition and never joins the one before, so the runs
     # normalise alone; should one ever not, the whole text is one edit (coarse, still correct).
+    rec.follows(text)
     trial = Recorder()
     with recording(trial):
         runs = sub(_NON_ASCII_RUN, lambda m: unicodedata.normalize("NFKC", m.group(0)), text)
     rec.passes.extend(trial.passes if runs == whole else [[(0, len(text), 0, len(whole))]])
+    rec.length = len(whole)
     return whole
 
 
@@ -134,11 +150,11 @@ def _map_points(points: Sequence[int], edits: Sequence[Edit], ends: bool) -> lis
     at, shift, bump = 0, 0, 1 if ends else 0  # an end stands for the character before it
     for a, b, oa, ob in edits:
         before = bisect_left(points, oa + bump, at)  # the character lies before what the rule wrote
-        out.extend([p - shift for p in points[at:before]])
+        out.extend([p - shift for p in points[at:before]] if shift else points[at:before])
         inside = bisect_left(points, ob + bump, before)  # a character the rule wrote: its whole source
         out.extend([b if ends else a] * (inside - before))
         at, shift = inside, ob - b
-    out.extend([p - shift for p in points[at:]])
+    out.extend([p - shift for p in points[at:]] if shift else points[at:])
     return out
 
 

@@ -151,12 +151,16 @@ def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], opt
 def _read(text: str, base: Recorder | None, options: TextOptions, slots: PhonemeSlots) -> tuple[str, list[Span]]:
     """A segment's text as read (lexicon, normalisation), and per written word of it the span of the request's
     text it came from (``base``: how the segment maps to the request; None: it does not)."""
-    with recording(Recorder(list(base.passes) if base is not None else [])) as rec:
+    known = base is not None and base.follows(text)
+    with recording(Recorder(list(base.passes), length=len(text)) if base is not None else Recorder()) as rec:
         words = options.lexicon.apply(text, slots) if options.lexicon is not None else text
         if options.normalize:
             words = expand_text(words)
     here = written_word_spans(words)
-    return words, (map_back(here, rec.passes) if base is not None else [None] * len(here))
+    # A rule that rewrote the text without recording (a length the record does not expect): no spans, not wrong ones.
+    if not known or not rec.follows(words):
+        return words, [None] * len(here)
+    return words, map_back(here, rec.passes)
 
 
 def word_sources(text: str, options: TextOptions) -> list[tuple[str, Span]]:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from tts_app.captions.subtitles import as_json, cues, to_srt, to_vtt, written_words
 from tts_app.text import TextOptions, parse_lexicon, prepare_text
 from tts_app.text.offsets import Recorder, map_back, recording, sub, written_spans
+from tts_app.text import prepare as prepare_module
 from tts_app.text.prepare import word_sources
 from tts_app.text.word_timing import WordTiming
 
@@ -86,6 +87,43 @@ def test_sub_records_only_what_changed_and_keeps_whole_words() -> None:
     assert out == "On January third ok" and rec.passes == [[(11, 14, 11, 16)]]  # "3rd" -> "third": "January " kept
     assert map_back([(3, 10), (11, 16), (17, 19)], rec.passes) == [(3, 10), (11, 14), (15, 17)]
     assert sub(re.compile("a"), "b", "aa") == "bb"  # no recorder: plain re.sub, nothing kept anywhere
+
+
+RULES = [(re.compile(r"a+"), "X"), (re.compile(r"b"), "YY"), (re.compile(r"c "), ""), (re.compile(r"  +"), " "),
+         (re.compile(r"d"), "Z Z")]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.text("abcd ", min_size=1, max_size=30), st.lists(st.sampled_from(range(len(RULES))), max_size=6))
+def test_map_back_matches_a_character_by_character_reference(text: str, order: list[int]) -> None:
+    """Composed offset maps against the slow, obvious way: every character carries the span it came from."""
+    origin = [(i, i + 1) for i in range(len(text))]
+    rec, out = Recorder(), text
+    with recording(rec):
+        for k in order:
+            pattern, repl = RULES[k]
+            new_origin, at = [], 0
+            for m in pattern.finditer(out):
+                new_origin += origin[at : m.start()]
+                whole = (origin[m.start()][0], origin[m.end() - 1][1])
+                new_origin += [whole] * len(repl)
+                at = m.end()
+            origin = new_origin + origin[at:]
+            out = sub(pattern, repl, out)
+    tokens = [m.span() for m in re.finditer(r"\S+", out)]
+    expected = [(min(origin[i][0] for i in range(a, b)), max(origin[i][1] for i in range(a, b))) for a, b in tokens]
+    assert map_back(tokens, rec.passes) == expected
+
+
+def test_a_rewrite_that_bypasses_sub_gives_no_spans_rather_than_wrong_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule added later with a plain ``pattern.sub`` would shift every offset after it: the record notices."""
+    real = prepare_module.expand_text
+    monkeypatch.setattr(prepare_module, "expand_text", lambda text: real(text).replace("five", "five five"))
+    assert [s for _, s in word_sources("Dr. Lee paid $5", TextOptions())] == [None] * 6
+    rec = Recorder()
+    with recording(rec):
+        sub(re.compile("b"), "bb", "ab")
+        assert rec.follows("abb") and not rec.follows("ab") and rec.lost
 
 
 def test_written_spans_widen_to_tokens_and_join_overlaps() -> None:
