@@ -11,6 +11,7 @@ This module imports nothing from tts_app: every layer may read settings.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import re
@@ -38,7 +39,8 @@ class SettingError(ValueError):
 
 @dataclass(frozen=True)
 class Setting:
-    """One variable. ``kind``: int, float, flag, choice, path (expanded; None when unset), list (comma-separated)."""
+    """One variable. ``kind``: int, float, flag, choice, path (expanded; None when unset), list (comma-separated),
+    networks (a list of IP addresses or CIDR networks, checked)."""
 
     name: str
     kind: str
@@ -89,12 +91,21 @@ SETTINGS: tuple[Setting, ...] = (
     _float("TTS_APP_HEADER_TIMEOUT_S", 10.0, "seconds a request's headers may take (408 after), 0 = off; "
            "a browser sends them in one packet, 10 s leaves room for a slow mobile link"),
     _int("TTS_APP_MAX_CONNECTIONS_PER_ADDRESS", 256, "open connections per address (an IPv6 /64), 0 = off; a household "
-         "or office behind one NAT fits, one address cannot take the server's sockets (behind a proxy: raise it)", low=0),
+         "or office behind one NAT fits, one address cannot take the server's sockets; also the open requests "
+         "per visitor (a trusted proxy's connections are not counted, its visitors' requests are)", low=0),
+    Setting("TTS_APP_TRUSTED_PROXIES", "networks", (), "reverse proxies (addresses or networks, e.g. `127.0.0.1,10.0.0.0/8`) "
+            "whose `X-Forwarded-For` names the visitor (its right-most untrusted entry); `none` = nothing trusted",
+            SECURITY, shown_default="none (on a Space: the private networks)"),
     _int("TTS_APP_LOG_REPEAT_LIMIT", 5, "identical log messages written per window, the rest counted (0 = no limit)", low=0),
     _float("TTS_APP_LOG_REPEAT_WINDOW_S", 60.0, "the window of `TTS_APP_LOG_REPEAT_LIMIT`, seconds", low_open=True),
     # Text
     _int("TTS_APP_SSML_MAX_DEPTH", 32, "deepest SSML element nesting (400 deeper)", TEXT, fallback=True),
     _int("TTS_APP_SSML_MAX_ELEMENTS", 2000, "most SSML elements in one request (400 over it)", TEXT, fallback=True),
+    _float("TTS_APP_MAX_PAUSE_S", 60.0, "SSML `<break>` seconds one request may ask for in all, as written "
+           "(400 over it): a minute of silence covers any script's pauses; more is cheaper made by the client", TEXT),
+    _float("TTS_APP_MAX_AUDIO_S_PER_CHAR", 0.4, "seconds of audio (speech and sentence pauses, at the request's speed, "
+           "estimated before synthesis) a request may give per character of its text, at least 60 s (400 over it): "
+           "prose at the slowest speed needs about 0.25, short choppy sentences about 0.4", TEXT, low_open=True),
     # Voices
     Setting("TTS_APP_VOICES_DIR", "path", Path("~/.cache/tts_app/voices"), "the operator's saved voices and `lexicon.json`",
             "Command line"),
@@ -120,8 +131,8 @@ SETTINGS: tuple[Setting, ...] = (
     _float("TTS_APP_DOCUMENTS_KEEP_S", 3600.0, "seconds a finished document job is kept", DOCUMENTS),
     _int("TTS_APP_DOCUMENTS_MAX_BYTES", 4 << 30, "bytes of all jobs' files, finished ones removed oldest first "
          "(a 200,000-character document is about 0.9 GB of WAV, M4B and MP3)", DOCUMENTS, low=0),
-    _int("TTS_APP_DOCUMENTS_PER_CLIENT", 10, "jobs kept per client (429 over it); a page counts by session and, "
-         "four times as many, by address", DOCUMENTS),
+    _int("TTS_APP_DOCUMENTS_PER_CLIENT", 10, "jobs kept per visitor (429 over it): its address, an IPv6 /64 "
+         "as one, its pages and API calls together", DOCUMENTS),
     _int("TTS_APP_DOCUMENTS_MAX_KEPT", 100, "jobs kept in all (a create-then-stop loop piled up 1,220 in 70 s)", DOCUMENTS),
     # Scheduling
     _float("TTS_APP_CLIENT_SHARE", 0.25, "share of the engine's slots and queue places one client may hold",
@@ -175,7 +186,8 @@ def accepts(s: Setting) -> str:
         if s.low is not None:
             return f"{what} {'>' if s.low_open else '>='} {s.low:g}"
         return what
-    return {"flag": "anything (0, false, no or off: off)", "path": "a path", "list": "a comma-separated list"}[s.kind]
+    return {"flag": "anything (0, false, no or off: off)", "path": "a path", "list": "a comma-separated list",
+            "networks": "a comma-separated list of IP addresses or networks (or none)"}[s.kind]
 
 
 def _parse(s: Setting, raw: str) -> Any:
@@ -183,8 +195,13 @@ def _parse(s: Setting, raw: str) -> Any:
         return raw.lower() not in OFF_WORDS
     if s.kind == "path":
         return Path(raw).expanduser()
-    if s.kind == "list":
-        return tuple(item.strip() for item in raw.split(",") if item.strip())
+    if s.kind in ("list", "networks"):
+        items = tuple(item.strip() for item in raw.split(",") if item.strip())
+        if s.kind == "networks":
+            for item in items:
+                if item.lower() != "none":  # kept: "none" says nothing, on purpose, where a default would apply
+                    ipaddress.ip_network(item, strict=False)  # ValueError: not an address or network
+        return items
     if s.kind == "choice":
         if raw.lower() not in s.choices:
             raise ValueError(raw)

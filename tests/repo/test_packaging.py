@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -46,11 +47,11 @@ def test_every_pin_is_the_requirements_files_pin() -> None:
     assert extras["gpu"] == ["tts_app[qwen3]"]
 
 
-def test_the_built_in_voices_live_in_the_package_with_their_attribution() -> None:
+def test_the_built_in_voices_live_in_the_top_level_assets_with_their_attribution() -> None:
     from tts_app.assets import BUILTIN_VOICES_DIR
     from tts_app.catalog.voices import builtin_voices
 
-    assert BUILTIN_VOICES_DIR.is_relative_to(REPO / "tts_app")
+    assert BUILTIN_VOICES_DIR == REPO / "assets" / "voices"  # the top-level assets/ the design card names
     assert (BUILTIN_VOICES_DIR / "SOURCES.md").is_file()
     voices = builtin_voices()
     assert voices and all(path.parent == BUILTIN_VOICES_DIR for path in voices.values())
@@ -62,8 +63,9 @@ def test_the_built_in_voices_live_in_the_package_with_their_attribution() -> Non
 def test_the_wheel_carries_the_data_files(tmp_path: Path) -> None:
     # Built from a copy: setuptools writes build/ and *.egg-info beside the sources it builds.
     source = tmp_path / "source"
-    shutil.copytree(REPO / "tts_app", source / "tts_app", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for folder in ("tts_app", "assets"):
+        shutil.copytree(REPO / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(REPO / name, source / name)
     # --no-build-isolation: the installed setuptools builds it, no download.
     built = subprocess.run(
@@ -75,6 +77,19 @@ def test_the_wheel_carries_the_data_files(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     data = {path.relative_to(REPO).as_posix() for path in (REPO / "tts_app").rglob("*")
             if path.is_file() and path.suffix not in (".py", ".pyc")}
+    data |= {"tts_app/" + path.relative_to(REPO).as_posix() for path in (REPO / "assets").rglob("*") if path.is_file()}
     assert data and data <= names, sorted(data - names)
     assert "tts_app/assets/voices/SOURCES.md" in names and "tts_app/voice/data/model_voice_joe.flac" in names
     assert not [name for name in names if name.startswith("tests/")], "the tests stay out of the wheel"
+    # Installed and used from outside the checkout, the package finds its voices inside itself.
+    target = tmp_path / "installed"
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel)],
+                               capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    probe = ("from tts_app.assets import BUILTIN_VOICES_DIR; from tts_app.catalog.voices import builtin_voices; "
+             "print(BUILTIN_VOICES_DIR); print(sorted(builtin_voices()))")
+    found = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(target)},
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert found.returncode == 0, found.stderr[-2000:]
+    folder, voices = found.stdout.splitlines()
+    assert Path(folder) == target / "tts_app" / "assets" / "voices" and "lj_female_us" in voices

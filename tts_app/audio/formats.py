@@ -32,7 +32,7 @@ import soundfile as sf
 
 from tts_app.audio.encoder_slots import SLOTS, TOTAL, EncoderBusy, EncoderShareFull  # noqa: F401 (raised by claim, for callers)
 from tts_app.audio.ffmpeg_path import ffmpeg_exe
-from tts_app.audio.wav_io import streaming_wav_header, to_pcm16, wav_bytes
+from tts_app.audio.wav_io import streaming_wav_header, to_pcm16, wav_bytes, wav_header
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +115,26 @@ class Encoder:
     async def whole(self, audio_T: np.ndarray) -> bytes:
         """The complete file for audio whose length is known: sizes and totals filled in."""
         return await asyncio.to_thread(_encode_whole, self.format, audio_T, self.sample_rate)
+
+    async def whole_pieces(self, audio_chunks: AsyncIterator[np.ndarray]) -> list[bytes]:
+        """The complete file (sizes and totals filled in) of audio that comes piece by piece, as byte pieces
+        to send one after another: held as 16-bit PCM or encoded bytes as it comes, never as one float32
+        array nor joined into one copy (the longest allowed request is about 74 MB of WAV)."""
+        if self.format.name not in ("wav", "pcm"):
+            writer = _WholeFileWriter(self.format, self.sample_rate) if self.format.soundfile_format else None
+            if writer is None:  # no file header to fill in: the stream is the file
+                return [data async for data in self.stream(audio_chunks)]
+            try:
+                async for audio_T in audio_chunks:
+                    if len(audio_T):
+                        await asyncio.to_thread(writer.feed, audio_T)  # encoded as it comes: the work is spread out
+                return [await asyncio.to_thread(writer.finish)]
+            finally:
+                writer.close()
+        pieces = [to_pcm16(audio_T) async for audio_T in audio_chunks if len(audio_T)]
+        if self.format.name == "wav":
+            pieces.insert(0, wav_header(self.sample_rate, sum(len(p) for p in pieces)))
+        return pieces
 
     def release(self) -> None:
         """Give back what the encoder holds when it will never run (no-op here)."""

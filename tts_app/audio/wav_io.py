@@ -38,14 +38,19 @@ def wav_bytes(audio: np.ndarray, sample_rate: int) -> bytes:
 
 def streaming_wav_header(sample_rate: int) -> bytes:
     """The 44-byte header of a mono 16-bit WAV whose length is unknown (sizes set to 0xFFFFFFFF)."""
+    return wav_header(sample_rate, None)
+
+
+def wav_header(sample_rate: int, data_bytes: int | None) -> bytes:
+    """The 44-byte header of a mono 16-bit WAV with ``data_bytes`` of samples (None: unknown, 0xFFFFFFFF)."""
     byte_rate = int(sample_rate) * 2
     return (
         b"RIFF"
-        + struct.pack("<I", _UNKNOWN_SIZE)
+        + struct.pack("<I", _UNKNOWN_SIZE if data_bytes is None else 36 + data_bytes)
         + b"WAVEfmt "
         + struct.pack("<IHHIIHH", 16, 1, 1, int(sample_rate), byte_rate, 2, 16)
         + b"data"
-        + struct.pack("<I", _UNKNOWN_SIZE)
+        + struct.pack("<I", _UNKNOWN_SIZE if data_bytes is None else data_bytes)
     )
 
 

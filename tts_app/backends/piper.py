@@ -12,6 +12,7 @@ from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.models.available import EMBEDDED_ID
 from tts_app.models.piper import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
 from tts_app.text import TextError, TextOptions, prepare_text, to_ids, word_id_spans
+from tts_app.text.cost import check_audio_length, max_pause_s
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
 from tts_app.models.capabilities import PIPER
 from tts_app.backends.word_clock import WordClock
@@ -29,6 +30,9 @@ _PRIOR_TEXT_STAGE_S = 0.03
 _FRAMES_PER_ID = 2.3  # latent frames per phoneme id (ids include the blanks between phonemes), measured on the eval text
 _COST_KEY_FRAMES = 32  # windows are costed in buckets of this many frames
 _MAX_WINDOW_DOUBLINGS = 2  # a safe listener's windows grow to 4x the usual one at most (memory, step length)
+# A pause longer than this goes out as silence in pieces of this length, one a step (never one long array:
+# 214 ten-second breaks at speed 0.25 once made one 8,561 s array); a usual pause is within one piece.
+SILENCE_PIECE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class PiperRow:
     plan: list[Window] = field(default_factory=list)
     next_window: int = 0
     pause_s: float = 0.0  # silence after the chunk being decoded
+    silence_left: int = 0  # samples of that silence still to send (a long pause goes out piece by piece)
     clock: WordClock | None = None  # word timings, released as their audio is sent
     sent_samples: int = 0
     window_frames: int = 0  # the windows after a chunk's first (the engine grows them for a safe listener)
@@ -69,7 +74,7 @@ class PiperRow:
 
     @property
     def needs_latents(self) -> bool:
-        return self.next_window >= len(self.plan) and self.next_chunk < len(self.parsed.chunk_ids)
+        return not self.silence_left and self.next_window >= len(self.plan) and self.next_chunk < len(self.parsed.chunk_ids)
 
 
 class PiperBackend(Backend):
@@ -97,7 +102,7 @@ class PiperBackend(Backend):
     def check_text(self, text: str, params: SpeechParams | None = None) -> ParsedText:
         super().check_text(text)
         normalize = params is None or params.normalize is not False  # None: this voice's own reading, which expands
-        options = TextOptions(normalize, params.lexicon if params is not None else None)
+        options = TextOptions(normalize, params.lexicon if params is not None else None, max_pause_s=max_pause_s())
         id_map = self.model.config.phoneme_id_map
         prepared = prepare_text(text, self.model.config.espeak_voice, id_map, options)
         chunks = prepared.chunks
@@ -107,7 +112,11 @@ class PiperBackend(Backend):
         spans = tuple(tuple(word_id_spans(c.phonemes, c.word_of, id_map)) for c in chunks)
         pauses, rates = tuple(c.pause_after_s for c in chunks), tuple(c.rate for c in chunks)
         sources = tuple(None if sp is None else (sp[0], sp[1], text[sp[0] : sp[1]]) for sp in prepared.spans)
-        return ParsedText(prepared.text, ids, pauses, rates, tuple(prepared.words), spans, sources)
+        parsed = ParsedText(prepared.text, ids, pauses, rates, tuple(prepared.words), spans, sources)
+        # Before any work: the audio this text would give, at the request's speed, against its length.
+        audio_s = self._speech_s(parsed, rates) + max(0.0, sum(pauses) - prepared.break_s)  # breaks: capped on their own
+        check_audio_length(audio_s, len(text), params.speed if params is not None else 1.0)
+        return parsed
 
     # -- model side (worker thread) -------------------------------------------
     def prepare(self, rows: Sequence[RowInput]) -> list[PiperRow]:
@@ -169,6 +178,8 @@ class PiperBackend(Backend):
         return StepEstimate(("text+" if text_stage else "") + f"w{bucket}", self._frames_s(frames) + pause_s, prior)
 
     def estimate_step(self, state: PiperRow) -> StepEstimate:
+        if state.silence_left:  # a piece of a long pause: no model work
+            return StepEstimate("silence", min(state.silence_left, self._silence_piece()) / self.sample_rate, _PRIOR_STEP_S)
         if state.needs_latents:  # the next chunk's text stage, then its first window
             return self._estimate(self.first_window_frames, True, 0.0)
         w = state.plan[state.next_window]
@@ -176,6 +187,10 @@ class PiperBackend(Backend):
 
     def steady_estimate(self) -> StepEstimate:
         return self._estimate(self.window_frames, False, 0.0)
+
+    def _speech_s(self, parsed: ParsedText, rates: Sequence[float]) -> float:
+        """Speech (no pauses) at speed 1, each chunk at its SSML rate (within the model's speed range)."""
+        return sum(self._frames_s(len(c) * _FRAMES_PER_ID) / min(SPEED_MAX, max(SPEED_MIN, r)) for c, r in zip(parsed.chunk_ids, rates))
 
     def _ids_s(self, parsed: ParsedText, first_chunk: int) -> float:
         ids = sum(len(c) for c in parsed.chunk_ids[first_chunk:])
@@ -185,7 +200,7 @@ class PiperBackend(Backend):
         return self._ids_s(parsed, 0) if isinstance(parsed, ParsedText) else super().audio_estimate_s(parsed)
 
     def remaining_audio_s(self, state: PiperRow) -> float:
-        left = self._ids_s(state.parsed, state.next_chunk) / state.speed
+        left = self._ids_s(state.parsed, state.next_chunk) / state.speed + state.silence_left / self.sample_rate
         if state.z_CxT is not None and state.next_window < len(state.plan):
             left += self._frames_s(state.z_CxT.shape[1] - state.plan[state.next_window].start) + state.pause_s
         return left
@@ -207,6 +222,18 @@ class PiperBackend(Backend):
         state.plan = state.plan[: state.next_window] + [Window(start + w.start, start + w.end, w.last) for w in rest]
 
     def step(self, states: Sequence[PiperRow], emit: RowEmitter | None = None) -> list[StepOutput]:
+        silent = {i: self._silence(s) for i, s in enumerate(states) if s.silence_left}
+        for i, out in silent.items():
+            if emit is not None:
+                emit(i, out)
+        rest = [i for i in range(len(states)) if i not in silent]
+        decoded = iter(self._decode([states[i] for i in rest], emit, rest))
+        return [silent[i] if i in silent else next(decoded) for i in range(len(states))]
+
+    def _decode(self, states: Sequence[PiperRow], emit: RowEmitter | None, index: Sequence[int]) -> list[StepOutput]:
+        """One decoder window for each of ``states`` (``index``: their places in the step, for ``emit``)."""
+        if not states:
+            return []
         self._run_text_stage(states)
         windows = [s.plan[s.next_window] for s in states]
         # The first row (the oldest: a page's first line) is decoded on its own and handed out at
@@ -227,7 +254,7 @@ class PiperBackend(Backend):
             for s, a_S in zip(group, audio):
                 outputs.append(self._advance(s, a_S))
                 if emit is not None:
-                    emit(len(outputs) - 1, outputs[-1])
+                    emit(index[len(outputs) - 1], outputs[-1])
         return outputs
 
     def _advance(self, state: PiperRow, audio: np.ndarray) -> StepOutput:
@@ -235,11 +262,26 @@ class PiperBackend(Backend):
         state.next_window += 1
         chunk_done = state.next_window >= len(state.plan)
         if chunk_done and state.pause_s > 0:
-            audio = np.concatenate([audio, np.zeros(int(round(state.pause_s * self.sample_rate)), np.float32)])
+            pause = int(round(state.pause_s * self.sample_rate))
+            first = min(pause, self._silence_piece())  # the rest goes out a piece a step (step's _silence)
+            state.silence_left = pause - first
+            audio = np.concatenate([audio, np.zeros(first, np.float32)])
         if chunk_done:
             state.z_CxT = state.decoder = None  # bounded memory: drop a chunk's latents once decoded
-        done = chunk_done and state.next_chunk >= len(state.parsed.chunk_ids)
-        audio = audio.astype(np.float32, copy=False)
+        return self._out(state, audio.astype(np.float32, copy=False), chunk_done)
+
+    def _silence_piece(self) -> int:
+        return int(SILENCE_PIECE_S * self.sample_rate)
+
+    def _silence(self, state: PiperRow) -> StepOutput:
+        """The next piece of a long pause."""
+        piece = min(state.silence_left, self._silence_piece())
+        state.silence_left -= piece
+        return self._out(state, np.zeros(piece, np.float32), not state.silence_left)
+
+    def _out(self, state: PiperRow, audio: np.ndarray, chunk_done: bool) -> StepOutput:
+        """A step's audio through the voice adapter, with the words it completes."""
+        done = chunk_done and not state.silence_left and state.next_chunk >= len(state.parsed.chunk_ids)
         if state.streamer is not None:
             audio = state.streamer.process(audio)
             if done:

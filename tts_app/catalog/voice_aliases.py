@@ -65,6 +65,7 @@ def library_voice(name: str) -> str | None:
     Raises ValueError (one line, listing the choices) for a name that is neither
     a voice nor an alias, or an alias whose voice no longer exists.
     """
+    from tts_app.voice.errors import shown_name  # the voice package is heavy; imported on first request
     from tts_app.voice.library import RESERVED_NAMES  # the voice package is heavy; imported on first request
 
     if name.strip().lower() in RESERVED_NAMES:  # "default", "none", "DEFAULT": the model's own voice, as in the library
@@ -74,12 +75,12 @@ def library_voice(name: str) -> str | None:
         return name
     aliases = voice_aliases()
     if name not in aliases:
-        raise ValueError(f"unknown voice {name!r}; choose one of: {', '.join(api_voice_names(known, aliases))}")
+        raise ValueError(f"unknown voice {shown_name(name)}; choose one of: {', '.join(api_voice_names(known, aliases))}")
     target = aliases[name]
     if target == DEFAULT_VOICE:
         return None
     if target not in known:
-        raise ValueError(f"voice {name!r} is an alias of {target!r}, which is not a voice here")
+        raise ValueError(f"voice {shown_name(name)} is an alias of {shown_name(target)}, which is not a voice here")
     return target
 
 

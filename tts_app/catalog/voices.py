@@ -8,7 +8,7 @@ DEFAULT_VOICE = "default"  # the model's own voice, no reference clip
 
 
 def builtin_voices() -> dict[str, Path]:
-    """Built-in voice name (the clip's file stem in tts_app/assets/voices) to clip path, sorted by name."""
+    """Built-in voice name (the clip's file stem in assets/voices) to clip path, sorted by name."""
     from tts_app.voice import default_library  # start-up: the voice package loads its DSP stack on first use
 
     return {entry.name: entry.path for entry in default_library().entries() if entry.builtin}
@@ -18,7 +18,9 @@ def builtin_voice_path(name: str) -> Path:
     """The clip of a built-in voice; ValueError with a one-line message for an unknown name."""
     voices = builtin_voices()
     if name not in voices:
-        raise ValueError(f"unknown built-in voice {name!r}; choose one of: {', '.join(voices)}")
+        from tts_app.voice.errors import shown_name  # start-up: the voice package loads its DSP stack on first use
+
+        raise ValueError(f"unknown built-in voice {shown_name(name)}; choose one of: {', '.join(voices)}")
     return voices[name]
 
 

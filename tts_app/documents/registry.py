@@ -36,9 +36,6 @@ MAX_BYTES = settings.value("TTS_APP_DOCUMENTS_MAX_BYTES")
 # Jobs kept (running, waiting and finished, until forgotten) per client and in all.
 PER_CLIENT = settings.value("TTS_APP_DOCUMENTS_PER_CLIENT")
 MAX_KEPT = settings.value("TTS_APP_DOCUMENTS_MAX_KEPT")
-# A page's jobs count against its session and its address: Gradio's API gives every call a
-# new session, and several visitors may share an address (one NAT), hence the larger cap.
-PAGE_ADDRESS_SHARE = 4
 BUSY_RETRY_AFTER_S = 30  # what a refusal tells to wait when no job is about to be forgotten
 PARSE_RETRY_AFTER_S = 5  # a refusal for want of a turn to parse: the parses ahead take seconds
 _ID = re.compile(r"^[0-9a-f]{32}$")
@@ -121,7 +118,7 @@ class DocumentJobs:
         reservation: str | None = None,
     ) -> DocumentJob:  # fmt: skip
         """Create a job and run it (or queue it). ``clients``: (key, cap) pairs the job counts against
-        (an API caller's address; a page's session and address). ClientJobsFull when one of them
+        (its visitor: an API caller's and a page's alike). ClientJobsFull when one of them
         keeps its cap of jobs already or holds its share of places, JobsBusy when too many are ahead
         for everyone; not checked again for a ``reservation`` (from ``reserve``)."""
         with self._lock:
@@ -247,14 +244,14 @@ class DocumentJobs:
             raise JobsBusy("the server's space for documents is full until the ones being read finish")
 
 
-def api_client(address: str) -> list[tuple[str, int]]:
-    """The (key, cap) pairs an API caller's job counts against: its address."""
-    return [(f"address:{address}", PER_CLIENT)]
+def api_client(visitor: str) -> list[tuple[str, int]]:
+    """The (key, cap) pairs an API caller's job counts against: its visitor (``visitor_key``: an IPv6 /64 is one)."""
+    return [(f"visitor:{visitor}", PER_CLIENT)]
 
 
-def page_client(session_hash: str, address: str) -> list[tuple[str, int]]:
-    """The (key, cap) pairs a page's job counts against: its session, and its address (shared)."""
-    return [(f"session:{session_hash}", PER_CLIENT), (f"page-address:{address}", PER_CLIENT * PAGE_ADDRESS_SHARE)]
+def page_client(visitor: str) -> list[tuple[str, int]]:
+    """A page's job counts against its visitor, with its API calls: a new session hash costs nothing."""
+    return api_client(visitor)
 
 
 _jobs: DocumentJobs | None = None

@@ -28,6 +28,9 @@ class EngineSide(Protocol):
     def _wake(self) -> None: ...
 
 
+_NO_AUDIO = np.zeros(0, np.float32)
+
+
 class RequestCancelled(RuntimeError):
     """The request was cancelled before it finished."""
 
@@ -137,9 +140,9 @@ class RequestHandle:
                 if c.audio.size:
                     yield c.audio
 
-    async def astream(self) -> AsyncIterator[np.ndarray]:
-        """Async form of iteration, for Gradio and other asyncio callers."""
-        async with aclosing(self.achunks()) as chunks:
+    async def astream(self, forget: bool = False) -> AsyncIterator[np.ndarray]:
+        """Async form of iteration, for Gradio and other asyncio callers; ``forget``: see ``achunks``."""
+        async with aclosing(self.achunks(forget)) as chunks:
             async for c in chunks:
                 if c.audio.size:
                     yield c.audio
@@ -164,8 +167,9 @@ class RequestHandle:
             if not finished:  # the caller stopped listening: free the slot
                 self.cancel()
 
-    async def achunks(self) -> AsyncIterator[AudioChunk]:
-        """Async form of ``chunks``."""
+    async def achunks(self, forget: bool = False) -> AsyncIterator[AudioChunk]:
+        """Async form of ``chunks``. ``forget``: the handle drops each chunk's audio once handed out (its words
+        stay), so a long request holds only what its one reader has not taken yet; ``result`` is then empty."""
         loop = asyncio.get_running_loop()
         i = 0
         finished = False
@@ -176,6 +180,8 @@ class RequestHandle:
                     batch, done = self._chunks[i:], self._done
                     if not batch and not done:
                         self._waiters.append((loop, event))
+                    elif forget:
+                        self._chunks[i:] = [AudioChunk(_NO_AUDIO, c.words) for c in batch]
                 if not batch and not done:
                     await event.wait()
                     continue

@@ -28,8 +28,10 @@ class Scheduler:
     ``policy`` "fifo": the head of the queue takes any free slot. "deadline": a stream is admitted
     while the real-time load of the admitted streams (each needs ``stream_load`` seconds of compute
     per second of audio) still fits ``load_margin`` of the machine; files (non-streamed requests) take
-    the slots streams leave, up to ``batch_slot_share``. Either way a client (a page session, API key
-    or address; None for the app's own work) holds at most ``client_share`` of the slots and of the queue.
+    the slots streams leave, up to ``batch_slot_share``. Either way a client (a visitor: its API calls and
+    its page runs alike; None for the app's own work) holds at most ``client_share`` of the slots, a
+    page's lines counted row by row, and of the queue places, where a page's later lines take none: they
+    wait inside their run, behind its first line.
     """
 
     def __init__(
@@ -51,16 +53,26 @@ class Scheduler:
         """Rows one client may hold: its share of the slots, or of the stream places when fewer."""
         return max(1, math.floor(self.qos.client_share * min(self.max_batch_size, self.stream_places(load))))
 
+    def client_rows(self) -> int:
+        """Rows one client may hold, a page's lines each counted: its share of the slots (memory)."""
+        return max(1, math.floor(self.qos.client_share * self.max_batch_size))
+
     def client_queue_places(self) -> int:
         return max(1, math.floor(self.qos.client_share * self.max_queue))
 
     def check_room(self, reqs: list[Request]) -> None:
-        """Raise EngineBusy unless the queue, and each client's share of it, can take all of ``reqs``."""
-        if len(self.waiting) + len(reqs) > self.max_queue:
-            raise EngineBusy(f"the engine is busy ({len(self.waiting)} requests queued); try again shortly")
+        """Raise EngineBusy unless the queue, and each client's share of it, can take all of ``reqs``.
+
+        A queue place is a run: a group's later lines (``after`` set) wait inside their run and take none,
+        so one page's 50 lines hold one place, not 50 of everyone's.
+        """
+        reqs = [r for r in reqs if r.after is None]
+        heads = [r for r in self.waiting if r.after is None]
+        if len(heads) + len(reqs) > self.max_queue:
+            raise EngineBusy(f"the engine is busy ({len(heads)} requests queued); try again shortly")
         asking = Counter(r.client for r in reqs if r.client is not None)
         if asking:
-            queued = Counter(r.client for r in self.waiting)
+            queued = Counter(r.client for r in heads)
             for client, n in asking.items():
                 if queued[client] + n > self.client_queue_places():
                     raise EngineBusy(
@@ -108,9 +120,12 @@ class Scheduler:
         slots = self.max_batch_size - len(self.running)
         if slots <= 0 or not self.waiting:
             return []
-        # Places and shares are counted in groups (a page's lines are heard one after another).
+        # Places and listener shares are counted in groups (a page's lines are heard one after another);
+        # rows too, joins included, so a page's lines never take more slots than its visitor's share.
         groups = {r.group for r in self.running}
         holding = Counter(r.client for r in {r.group: r for r in self.running if r.client is not None}.values())
+        rows = Counter(r.client for r in self.running if r.client is not None)
+        row_cap = self.client_rows()
         streams = len({r.group for r in self.running if r.stream})
         files = len({r.group for r in self.running if not r.stream})
         stream_cap = self.stream_places(load)
@@ -120,11 +135,12 @@ class Scheduler:
         for req in self.waiting:
             if len(admitted) >= slots:
                 break
-            joins = req.group in groups  # a later line of a group already in: no new place or share
-            if not joins and req.client is not None and holding[req.client] >= client_cap:
+            joins = req.group in groups  # a later line of a group already in: no new stream place
+            if req.client is not None and (rows[req.client] >= row_cap or (not joins and holding[req.client] >= client_cap)):
                 continue
             if self.policy == "fifo" or joins or (streams < stream_cap if req.stream else files < file_cap):
                 admitted.append(req)
+                rows[req.client] += 1
                 if not joins:
                     groups.add(req.group)
                     holding[req.client] += 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from tts_app.text.abbreviations import MONTHS, sentence_goes_on
-from tts_app.text.number_words import cardinal, digits, fraction, ordinal, year
+from tts_app.text.number_words import MAX_WORDED_DIGITS, cardinal, digits, fraction, ordinal, year
 from tts_app.text.offsets import sub
 
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"  # 1,234.5 or 1234.5
@@ -48,8 +48,9 @@ def _money(sign: str, currency: str, amount: str, magnitude: str | None) -> str:
     if frac and (len(frac) != 2 or cent is None):
         return f"{minus}{cardinal(amount)} {many}"
     parts = []
-    if int(whole or "0") or not frac or not int(frac):
-        parts.append(f"{cardinal(whole or '0')} {one if int(whole or '0') == 1 else many}")
+    whole_zero, whole_one = not whole.strip("0"), whole.lstrip("0") == "1"  # strings: int() refuses 4,300 digits
+    if not whole_zero or not frac or not int(frac):
+        parts.append(f"{cardinal(whole or '0')} {one if whole_one else many}")
     if frac and int(frac):
         parts.append(f"{cardinal(int(frac))} {cent if int(frac) == 1 else cents}")
     return minus + " and ".join(parts)
@@ -259,6 +260,8 @@ def _range(m: re.Match) -> str:
 
 
 def _fraction(num: str, den: str) -> str:
+    if len(num) > MAX_WORDED_DIGITS or len(den) > 3:  # never int() a huge number; a denominator over 100 is "over"
+        return f"{cardinal(num)} over {cardinal(den)}"
     n, d = int(num), int(den)
     if (n, d) == (24, 7):
         return "twenty four seven"  # "open 24/7"
@@ -270,8 +273,9 @@ def _fraction(num: str, den: str) -> str:
 
 
 def _mixed(m: re.Match) -> str:
-    whole, n, d = m.group(1), int(m.group(2)), int(m.group(3))
-    if n == 1 and d in (2, 4):
+    whole, num, den = m.group(1), m.group(2), m.group(3)
+    if num.lstrip("0") == "1" and den.lstrip("0") in ("2", "4"):
+        d = int(den)
         return f"{cardinal(whole)} and a {'half' if d == 2 else 'quarter'}"
     return f"{cardinal(whole)} and {_fraction(m.group(2), m.group(3))}"
 

@@ -8,8 +8,11 @@ from functools import lru_cache
 from num2words import num2words
 
 _DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-# Beyond this a run of digits is an identifier, read digit by digit.
-_MAX_CARDINAL_DIGITS = 15
+# Beyond this a run of digits is an identifier, read digit by digit: every number word here (cardinal,
+# ordinal, year) stays under num2words' range (10**36) and Python's int() limit (4,300 digits), so a
+# number is never a 500 and never costs more words than it has digits.
+MAX_WORDED_DIGITS = 15
+_MAX_CARDINAL_DIGITS = MAX_WORDED_DIGITS
 _AND = re.compile(r"\band\b ?")
 _PUNCT = re.compile(r"[-,]")
 _SPACES = re.compile(r"\s+")
@@ -22,7 +25,7 @@ def _tidy(words: str) -> str:
 
 def digits(text: str) -> str:
     """'4507' -> 'four five zero seven'; other characters are dropped."""
-    return " ".join(_DIGIT_WORDS[int(ch)] for ch in text if ch.isdigit())
+    return " ".join(_DIGIT_WORDS[int(ch)] for ch in text if ch.isdecimal())  # isdigit() takes "²", which int() refuses
 
 
 @lru_cache(maxsize=4096)  # num2words is the slow part of a number-dense text
@@ -43,8 +46,11 @@ def cardinal(number: str | int) -> str:
 
 @lru_cache(maxsize=4096)  # num2words is the slow part of a number-dense text
 def ordinal(number: str | int) -> str:
-    """'22' -> 'twenty second'."""
-    return _tidy(num2words(int(str(number).replace(",", "")), to="ordinal"))
+    """'22' -> 'twenty second'; past MAX_WORDED_DIGITS digits, the digits and the last one as an ordinal."""
+    s = str(number).replace(",", "").strip()
+    if len(s) > MAX_WORDED_DIGITS:  # "…9th": "nine nine … ninth" (num2words overflows at 10**36)
+        return f"{digits(s[:-1])} {ordinal(s[-1])}".strip()
+    return _tidy(num2words(int(s), to="ordinal"))
 
 
 def ordinal_plural(number: int) -> str:
@@ -59,7 +65,10 @@ def ordinal_plural(number: int) -> str:
 @lru_cache(maxsize=4096)  # num2words is the slow part of a number-dense text
 def year(number: str | int) -> str:
     """'2026' -> 'twenty twenty six'; '1905' -> 'nineteen oh five'; '2005' -> 'two thousand five'."""
-    return _tidy(num2words(int(number), to="year"))
+    s = str(number).strip()
+    if len(s.lstrip("-")) > 4:  # not a year: read as a number (bounded there)
+        return cardinal(s)
+    return _tidy(num2words(int(s), to="year"))
 
 
 def fraction(numerator: int, denominator: int) -> str:

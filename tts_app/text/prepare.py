@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from tts_app.text.chunk import Chunk, chunk_sentences
+from tts_app.text.cost import check_pauses
 from tts_app.text.errors import TextError
 from tts_app.text.expand import expand_text
 from tts_app.text.lexicon import Lexicon
@@ -48,6 +49,7 @@ class TextOptions:
     clause_pause_s: float = 0.12
     max_phonemes: int = 400
     first_chunk_phonemes: int = 160  # the first chunk's cap: its text stage is what the first audio waits for
+    max_pause_s: float | None = None  # the most <break> seconds in all (tts_app.text.cost); None: no cap
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class PreparedText:
     chunks: list[Chunk]
     warnings: list[str] = field(default_factory=list)
     words: list[str] = field(default_factory=list)  # the words as spoken, as captions show them; Chunk.word_of indexes them
+    break_s: float = 0.0  # of the chunks' pauses, the seconds SSML <break>s asked for (the rest: sentence ends, <p>)
     # per word: [start, end) of the request's text it was read from (whole written tokens), None where
     # the text did not hold it (SSML); several words of one written token ("$5": five dollars) share it
     spans: list[Span] = field(default_factory=list)
@@ -113,6 +116,9 @@ def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], opt
     else:
         with recording(Recorder()) as base:
             segments, slots, warnings = [Segment(normalize_text(text))], PhonemeSlots(), []
+    break_s = sum(seg.pause_after_s for seg in segments if seg.pause_is_break and seg.pause_after_s)
+    if options.max_pause_s is not None:  # before any phonemes are made
+        check_pauses(break_s, options.max_pause_s)
     if options.lexicon is not None:
         options.lexicon.check(id_map)
     chunks: list[Chunk] = []
@@ -145,7 +151,7 @@ def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], opt
     # The end of the utterance gets no pause, unless the SSML asked for one with a final <break>.
     if not final_break:
         chunks[-1] = replace(chunks[-1], pause_after_s=0.0)
-    return PreparedText(" ".join(shown), chunks, warnings, all_words, written_spans(text, spans))
+    return PreparedText(" ".join(shown), chunks, warnings, all_words, break_s, written_spans(text, spans))
 
 
 def _read(text: str, base: Recorder | None, options: TextOptions, slots: PhonemeSlots) -> tuple[str, list[Span]]:

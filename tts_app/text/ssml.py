@@ -90,11 +90,11 @@ def _rate(value: str) -> float:
 
 
 def _say_date(text: str, fmt: str) -> str:
-    parts = [int(p) for p in re.findall(r"\d+", text)]
+    found = re.findall(r"\d+", text)
     order = {"mdy": "mdy", "dmy": "dmy", "ymd": "ymd", "md": "md", "dm": "dm"}.get(fmt or "mdy")
-    if order is None or len(parts) != len(order):
+    if order is None or len(found) != len(order) or any(len(p) > 4 for p in found):  # int() of a bounded run only
         raise TextError(f"SSML <say-as interpret-as='date'>: cannot read {text[:30]!r} as {fmt or 'mdy'}")
-    v = dict(zip(order, parts))
+    v = dict(zip(order, (int(p) for p in found)))
     if not (1 <= v["m"] <= 12 and 1 <= v["d"] <= 31):
         raise TextError(f"SSML <say-as interpret-as='date'>: {text[:30]!r} is not a valid date")
     return month_day(v["m"], v["d"], str(v["y"]) if "y" in v else None)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tts_app import settings
 from tts_app.assets import BUILTIN_VOICES_DIR
-from tts_app.voice.errors import VoiceError
+from tts_app.voice.errors import VoiceError, shown_name
 from tts_app.voice.profile import PROFILE_SUFFIX, VoiceProfile, load_profile, make_profile
 
 logger = logging.getLogger(__name__)
@@ -35,10 +35,10 @@ def voices_dir() -> Path:
 def check_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise VoiceError(
-            f"invalid voice name {name!r}: use 1-64 letters, digits, '_' or '-', starting with a letter or digit"
+            f"invalid voice name {shown_name(name)}: use 1-64 letters, digits, '_' or '-', starting with a letter or digit"
         )
     if name.lower() in RESERVED_NAMES:
-        raise VoiceError(f"{name!r} is reserved (it means the model's own voice)")
+        raise VoiceError(f"{shown_name(name)} is reserved (it means the model's own voice)")
     return name
 
 
@@ -81,7 +81,7 @@ class VoiceLibrary:
             return make_profile(builtin[name], name=name)
         path = self._saved_path(name)
         if not _NAME_RE.fullmatch(name or "") or not path.is_file():
-            raise VoiceError(f"unknown voice {name!r}; available: {', '.join(self.names()) or 'none'}")
+            raise VoiceError(f"unknown voice {shown_name(name)}; available: {', '.join(self.names()) or 'none'}")
         return load_profile(path)
 
     def save(self, profile: VoiceProfile, name: str | None = None, overwrite: bool = True) -> VoiceProfile:
@@ -101,7 +101,7 @@ class VoiceLibrary:
             raise VoiceError(f"{name!r} is a built-in voice and cannot be deleted")
         path = self.path_for(name)
         if not path.is_file():
-            raise VoiceError(f"unknown voice {name!r}")
+            raise VoiceError(f"unknown voice {shown_name(name)}")
         path.unlink()
         logger.info("deleted voice %r", name)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from tts_app.voice.errors import VoiceError
+from tts_app.voice.errors import VoiceError, shown_name
 from tts_app.voice.library import RESERVED_NAMES, VoiceLibrary, default_library
 from tts_app.voice.profile import VoiceProfile, make_profile
 
@@ -37,6 +37,6 @@ def resolve_voice(voice: Any, library: VoiceLibrary | None = None, text: str | N
         if Path(name).expanduser().is_file():
             return make_profile(Path(name).expanduser(), text=text)
         if "/" in name or "\\" in name or Path(name).suffix:
-            raise VoiceError(f"reference file not found: {name}")
-        raise VoiceError(f"unknown voice {name!r}; available: {', '.join(library.names()) or 'none'}")
+            raise VoiceError(f"reference file not found: {shown_name(name)}")
+        raise VoiceError(f"unknown voice {shown_name(name)}; available: {', '.join(library.names()) or 'none'}")
     raise VoiceError(f"cannot use a {type(voice).__name__} as a voice; give a name, a file path or (audio, sample_rate)")

@@ -21,12 +21,17 @@ from tts_app.web.guards.connection_guard import ConnectionLimits, guarded_protoc
 from tts_app.web.guards.cors import ApiCors, cors_origins
 from tts_app.audio.ffmpeg_path import ensure_ffmpeg_on_path
 from tts_app.web.guards.file_guard import FileDataGuard
+from tts_app.web.guards.forwarded import ResolveClient
+from tts_app.web.guards.session_guard import SessionGuard
+from tts_app.web.guards.visitor_requests import VisitorRequestCap
 from tts_app.web.log_throttle import throttle_repeated_logs
 from tts_app.web.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, requests_seen
 from tts_app.catalog.engines import close_model_engines
 from tts_app.storage.output_store import output_store
 from tts_app.web.guards.request_guard import RequestGuard, RequestLimits
 from tts_app.web.session_sweeper import HeartbeatTracker, start_session_sweeper
+from tts_app.web.event_streams import EventStreamTracker
+from tts_app.web.guards.dev_routes import DevRoutesOff
 from tts_app.catalog.shared_engine import close_engine, engine_loaded, get_engine
 from tts_app.web.shutdown import StoppingServer, on_stop
 from tts_app.web.ui.theme import APP_CSS, APP_HEAD, app_theme
@@ -92,10 +97,18 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     app.add_middleware(FileDataGuard)
     app.add_middleware(RequestCounter)
     app.add_middleware(HeartbeatTracker)
+    app.add_middleware(EventStreamTracker)  # who reads a run's events (the run watchdog cancels what nobody hears)
+    app.add_middleware(DevRoutesOff)  # Gradio's development routes (reload watcher, vibe editor, profiler): 404
     app.add_middleware(ApiCors, origins=cors_origins())  # no origins: /v1 preflights refused (not Gradio's localhost rule)
+    # A session hash names the page that first used it, nothing else; stream URLs carry a token, not the hash.
+    app.add_middleware(SessionGuard)
     # Outermost: headers, content types, body caps and the upload quota before anything reads a byte.
     limits = RequestLimits.from_env({"/v1/documents": DOCUMENT_BODY_BYTES})
     app.add_middleware(RequestGuard, limits=limits, quota=UploadQuota.from_env(upload_root))
+    # Outside it, who is asking: the visitor behind a trusted proxy, then its open requests capped.
+    limits_now = ConnectionLimits.from_env()
+    app.add_middleware(VisitorRequestCap, per_visitor=limits_now.per_address)
+    app.add_middleware(ResolveClient, trusted=limits_now.trusted)
     for route in app.routes:
         stop_event = getattr(getattr(route, "app", None), "stop_event", None)
         if stop_event is not None:
@@ -146,7 +159,8 @@ def launch(demo: gr.Blocks) -> None:
     logger.info("serving on http://%s:%d (OpenAI API at /v1/audio/speech)", host, port)
     try:
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-                                http=guarded_protocol(ConnectionLimits.from_env()))
+                                http=guarded_protocol(ConnectionLimits.from_env()),
+                                proxy_headers=False)  # ResolveClient decides who is asking (uvicorn trusts 127.0.0.1)
         throttle_repeated_logs()  # after uvicorn's logging set-up: its handlers get the filter too
         StoppingServer(config).run()
     finally:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tts_app import settings
+from tts_app.web.guards.session_binding import SESSION_BINDINGS, forget_session
 from tts_app.web.memory_trim import trim
 
 logger = logging.getLogger(__name__)
@@ -122,9 +123,13 @@ def sweep_sessions(blocks: Any, idle_s: float) -> int:
         blocks.pending_diff_streams.pop(session, None)
         queue.pending_messages_per_session.pop(session, None)  # the session's message queue (no client reads it)
         queue.pending_event_ids_session.pop(session, None)  # empty: the session is not busy
+        forget_session(session)  # its page binding and stream tokens
         for hook in _session_end_hooks:
             hook(session)
         dropped += 1
+    # Hashes bound by a request that never made a session (a heartbeat alone, a refused event).
+    alive = set(holder.session_data) | set(blocks.pending_streams) | set(_open_heartbeats) | busy
+    SESSION_BINDINGS.prune(idle_s, alive)
     return dropped
 
 

@@ -236,9 +236,11 @@ def test_submit_many_queues_all_or_none():
         first = e.submit("a b c d", SpeechParams(seed=0))
         assert stepped.wait(10)  # running: the queue is empty again
         with pytest.raises(EngineBusy, match="busy"):
-            e.submit_many(["a", "b", "c", "d"])  # four do not fit in a queue of three
-        assert e.stats()["queued"] == 0 and e.stats()["submitted"] == 1
+            e.submit_many(["a", "b", "c", "d"], in_order=False)  # four listeners do not fit in a queue of three
+        assert e.stats()["queued"] == 0 and e.stats()["submitted"] == 1  # none of them queued
+        e.submit_many(["a", "b", "c", "d"]).pop().result(timeout=10)  # one run's lines: one place (later lines wait inside it)
         first.result(timeout=10)
+        assert e.stats()["submitted"] == 5
 
 
 class _GatedBackend(FakeBackend):

@@ -242,7 +242,7 @@ def test_the_page_figures_show_each_line_s_stall():
 
 
 def test_a_page_s_lines_are_one_listener_they_start_together_and_are_due_in_turn():
-    engine, backend, _clock = sim_engine(qos=QosSettings(client_share=0.1, max_queue_wait_s=1e9), max_batch_size=8)
+    engine, backend, _clock = sim_engine(qos=QosSettings(client_share=0.5, max_queue_wait_s=1e9), max_batch_size=8)
     lines = [words(30, f"l{i}") for i in range(3)]
     due: dict[int, float] = {}
 
@@ -253,13 +253,34 @@ def test_a_page_s_lines_are_one_listener_they_start_together_and_are_due_in_turn
 
     backend.on_step = on_step
     with engine:
-        handles = engine.submit_many(lines, SpeechParams(client="page:one"))  # a client share of one row, yet one listener
+        handles = engine.submit_many(lines, SpeechParams(client="page:one"))  # a share of four rows: all three at once
         run_all(handles, lines)
     assert len({h._req.admitted_at for h in handles}) == 1  # admitted together
     first, second, third = (h.id for h in handles)
     # Line 2 is due when line 1 (3 s of audio) has been heard, line 3 after line 2 as well.
     assert due[second] > due[first] + 2.5 and due[third] > due[second] + 2.5
     assert max(h.stall_s for h in handles[1:]) < 1e-9
+
+
+@pytest.mark.parametrize("policy", ["fifo", "deadline"])
+def test_a_page_s_lines_take_its_visitor_s_share_of_slots_and_one_queue_place(policy: str):
+    """Issue 32 item 4: a page's 50 lines took 16 of 16 slots (later lines of a run joined past the
+    client's share) and 34 queue places; now the run holds its visitor's share of rows and one place."""
+    engine, backend, _clock = sim_engine(policy, qos=QosSettings(max_queue_wait_s=1e9), max_batch_size=16)
+    seen: list[int] = []
+    backend.on_step = lambda: seen.append(sum(r.client == "page" for r in engine._scheduler.running))
+    lines = [words(WORDS, f"l{i}") for i in range(50)]
+    with engine:
+        page = engine.submit_many(lines, SpeechParams(client="page"))
+        more = engine.submit_many(lines[:2], SpeechParams(client="page"))  # a second run of the same visitor: a place of its own
+        others = [engine.submit(words(5), SpeechParams(seed=1, client=f"visitor{i}")) for i in range(12)]
+        for h in others:
+            np.testing.assert_array_equal(h.result(timeout=30), expected(words(5), 1))
+        if policy == "fifo":  # (deadline admits by the machine's stream places, which these fill)
+            assert all(h._req.admitted_at < 1.0 for h in others)  # nobody waited for the page's lines
+        for h in page + more:
+            h.cancel()
+    assert max(seen) == 4  # 16 slots x client share 0.25
 
 
 def test_the_servers_policy_comes_from_its_setting(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,3 +55,30 @@ def test_lexicon_through_the_engine(engine):
 def test_bad_ssml_is_refused_at_submit(engine):
     with pytest.raises(ValueError, match="not well-formed"):
         engine.submit("<speak>Hi <b></speak>")
+
+
+def test_a_long_pause_comes_as_silence_in_pieces_never_one_array(engine, piper_backend):
+    """Issue 32 item 2: a pause was one np.zeros array (214 ten-second breaks at speed 0.25: 8,561 s in one)."""
+    from tts_app.backends.piper import SILENCE_PIECE_S  # reason: the backend module is what this test is about
+
+    ssml = '<speak>The first part<break time="10s"/><break time="10s"/>and the second.</speak>'
+    chunks = list(engine.submit(ssml, SpeechParams(seed=3, speed=0.5)))  # 20 s of breaks: 40 s of silence at half speed
+    whole = np.concatenate(chunks)
+    rate = piper_backend.sample_rate
+    hop = piper_backend.model.config.hop_length
+    assert 40 * rate <= _zero_runs(whole)[0] <= 40 * rate + hop  # the whole pause, exact
+    window = piper_backend.window_frames * 4 * hop  # the largest decoder window (grown 4x for a safe listener)
+    assert max(c.size for c in chunks) <= window + SILENCE_PIECE_S * rate  # no chunk holds the pause in one array
+
+
+def test_a_handle_read_with_forget_holds_no_audio_it_has_handed_out(engine):
+    """The API's replies read with forget: the handle no longer keeps a float32 copy of all the audio."""
+    import asyncio  # reason: only this test drives a handle from an event loop
+
+    handle = engine.submit("A short line to read and let go.", SpeechParams(seed=1))
+
+    async def read() -> int:
+        return sum([c.size async for c in handle.astream(forget=True)])
+
+    got = asyncio.run(read())
+    assert got > 0 and handle.result(timeout=60).size == 0 and handle.done

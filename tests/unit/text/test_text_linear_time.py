@@ -47,7 +47,7 @@ MARKDOWN_ATOMS = ["*a ", "<!--a", "_", "[", "`", "&", "![", "[a](", "**a", "~~a"
 TEXT_ATOMS = ["1", "1,111", ",1", ".", "A.", "AA'", "A'", "$", "$1", "-", "a-", "a.b", "1.", "1/", "1:", "'", " ",
               "Jan ", "e.g", "www.a", "a@", "@a.", "(", "+1", "1e", "Dr. ", "I", "MCM", "Ab I", "St.", "1th",
               "v1.1", "°", "USD", "\t", "a, ", "AB ", "x-ray", "…", "&", "_", "%", "#1"]  # fmt: skip
-SSML_ATOMS = ["<p>a</p>", "<s>a, b.</s>", "<break time='1ms'/>", "&amp;", "a ", "<x>a</x>", "<sub alias='b'>a</sub>",
+SSML_ATOMS = ["<say-as interpret-as='ordinal'>99999999999999999999</say-as>", "<p>a</p>", "<s>a, b.</s>", "<break time='1ms'/>", "&amp;", "a ", "<x>a</x>", "<sub alias='b'>a</sub>",
               "<say-as interpret-as='characters'>ab</say-as>", "<prosody rate='fast'>a</prosody>", "<!--a-->"]  # fmt: skip
 
 
@@ -131,6 +131,9 @@ def test_markdown_documents_parse_in_linear_time(unit: str, tail: str) -> None:
 @example("AA'", "")  # the shouting check backtracked over every word
 @example(".", "a")  # a token of dots: the clause-end check restarted at every dot
 @example("1,111", "x")
+@example("9", "th")  # issue 32: a huge ordinal, now read digit by digit
+@example("9", "/7")  # a huge fraction: never int() of it
+@example("5", ".05 USD")  # a huge amount of money
 def test_normalisation_is_linear(unit: str, tail: str) -> None:
     assert_linear(expand_text, unit, tail, max_chars=40_000)
     assert_linear(normalize_text, unit, tail)
@@ -174,6 +177,8 @@ def test_chunking_is_linear(symbols: list[str]) -> None:
 @PROPERTY
 @given(_units(SSML_ATOMS))
 @example("<p>a</p>")
+@example("<say-as interpret-as='ordinal'>99999999999999999999</say-as>")  # issue 32: num2words kept in range
+@example("<break time='10s'/>")  # pauses summed as they come (the cap is checked on the sum)
 def test_ssml_parses_in_linear_time(unit: str) -> None:
     with pytest.MonkeyPatch.context() as env:
         env.setenv(MAX_ELEMENTS_ENV, str(10**7))  # time the parse, not the refusal

@@ -70,16 +70,16 @@ async def create_captioned_speech(request: Request) -> Response:
         return encoder
 
     if not body.stream:
-        data = await whole_encoded(request, handle, encoder)
-        if isinstance(data, Response):
-            return data
-        return JSONResponse(_line(data, body.response_format, sample_rate, handle.words), headers=headers)
+        pieces = await whole_encoded(request, handle, encoder)
+        if isinstance(pieces, Response):
+            return pieces
+        return JSONResponse(_line(b"".join(pieces), body.response_format, sample_rate, handle.words), headers=headers)
 
     async def lines() -> AsyncIterator[bytes]:
         words: list = []  # released by the engine, not yet sent
 
         async def audio() -> AsyncIterator[Any]:
-            async with aclosing(handle.achunks()) as chunks:
+            async with aclosing(handle.achunks(forget=True)) as chunks:  # the handle keeps no copy of what was sent
                 async for chunk in chunks:
                     words.extend(chunk.words)
                     if chunk.audio.size:

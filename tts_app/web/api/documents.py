@@ -29,6 +29,7 @@ from tts_app.text import TextError
 from tts_app.text.document import MAX_DOCUMENT_CHARS
 from tts_app.catalog.voices import DEFAULT_VOICE
 from tts_app.audio.wav_io import streaming_wav_header
+from tts_app.web.guards.client_identity import visitor_key
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +77,7 @@ async def start_document(request: Request) -> Response:
     from tts_app.documents import ClientJobsFull, JobsBusy, api_client, document_jobs  # start-up: the document jobs load on first use
     from tts_app.backends.params import SpeechParams  # start-up: with the document jobs
 
-    # The address uvicorn gives (a trusted proxy's X-Forwarded-For already applied).
-    clients = api_client(request.client.host if request.client else "unknown")
+    clients = api_client(visitor_key(request))  # the visitor behind a trusted proxy, an IPv6 /64 as one
     settings = SpeechParams(body.seed, body.speed, voice, voice_strength=body.voice_strength, normalize=body.normalize)
     try:  # caps checked before the text is parsed, and parsed in turn (documents/parse_gate.py)
         job = await asyncio.to_thread(document_jobs().admit, body.input, body.markdown, settings, body.title.strip() or "Document", clients)

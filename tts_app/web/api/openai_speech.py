@@ -21,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -180,10 +181,18 @@ def api_voice(name: str) -> tuple[Any, JSONResponse | None]:
         return None, error_response(400, str(exc), param="voice", code="voice_not_found")
 
 
-async def whole_result(request: Request, handle: Any) -> Any:
-    """The request's whole audio, or a 499 response once its client has gone (the request is then cancelled)."""
+async def _drained(handle: Any) -> None:
+    """The request run to its end, its audio forgotten as it comes; raises as ``aresult`` does."""
+    async for _ in handle.astream(forget=True):
+        pass
+    await handle.aresult()  # the request's error, or RequestCancelled (its audio is forgotten: this is cheap)
+
+
+async def whole_result(request: Request, handle: Any, work: Awaitable[Any] | None = None) -> Any:
+    """``work``'s result (default: the request run to its end, for its words), or a 499 response once its client
+    has gone (the request is then cancelled)."""
     try:
-        return await until_disconnect(request, handle.aresult())
+        return await until_disconnect(request, work if work is not None else _drained(handle))
     except ClientGone:
         logger.info("client gone: cancelled request %d", handle.id)
         return Response(status_code=499)  # nobody reads it; nginx's "client closed request"
@@ -191,15 +200,27 @@ async def whole_result(request: Request, handle: Any) -> Any:
         handle.cancel()  # a no-op once done; frees the request if the client left or this coroutine was cancelled
 
 
-async def whole_encoded(request: Request, handle: Any, encoder: Encoder) -> bytes | Response:
-    """The request's whole audio, encoded; a 499 response if its client left, a 429/503 if no encoder
-    slot is free once the audio is there. The encoder is released."""
+async def whole_encoded(request: Request, handle: Any, encoder: Encoder) -> list[bytes] | Response:
+    """The request's whole file as byte pieces (Encoder.whole_pieces: 16-bit or encoded as the audio comes, the
+    handle forgetting each float32 chunk once taken); a 499 response if its client left, a 429/503 if no encoder
+    slot is free once the first audio is there (never while the request is queued). The encoder is released."""
     try:
-        audio = await whole_result(request, handle)
-        if isinstance(audio, Response):
-            return audio
-        refused = claim_encoder(encoder, request, handle)
-        return refused if refused is not None else await encoder.whole(audio)
+        audio = handle.astream(forget=True)
+        first: Any = None
+        if encoder.needs_slot:
+            first, failed = await first_audio(request, handle, audio)
+            refused = failed if failed is not None else claim_encoder(encoder, request, handle)
+            if refused is not None:
+                handle.cancel()
+                await audio.aclose()
+                return refused
+
+        async def pieces() -> list[bytes]:
+            got = await encoder.whole_pieces(with_first(first, audio))
+            await handle.aresult()  # raises as before for a failed or cancelled request (its audio is forgotten: cheap)
+            return got
+
+        return await whole_result(request, handle, pieces())
     finally:
         encoder.release()
 
@@ -219,6 +240,22 @@ def claim_encoder(encoder: Encoder, request: Request, handle: Any) -> JSONRespon
         handle.cancel()
         return encoder_refusal(exc)
     return None
+
+
+def send_pieces(pieces: list[bytes]) -> Iterator[bytes]:
+    """The pieces in order, each let go once handed to the server (a long reply is not held twice)."""
+    queue = deque(pieces)
+    pieces.clear()
+    while queue:
+        yield queue.popleft()
+
+
+async def with_first(first: Any, audio: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``first`` (already taken from ``audio``, None if not) then the rest of ``audio``."""
+    if first is not None:
+        yield first
+    async for chunk in audio:
+        yield chunk
 
 
 async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRequest) -> Submitted | JSONResponse:
@@ -314,12 +351,13 @@ async def create_speech(request: Request) -> Response:
         return encoder
 
     if not body.stream:
-        data = await whole_encoded(request, handle, encoder)
-        if isinstance(data, Response):
-            return data
-        return Response(content=data, media_type=media_type, headers=headers)
+        pieces = await whole_encoded(request, handle, encoder)
+        if isinstance(pieces, Response):
+            return pieces
+        headers["Content-Length"] = str(sum(len(p) for p in pieces))
+        return StreamingResponse(send_pieces(pieces), media_type=media_type, headers=headers)
 
-    audio = until_shutdown(handle.astream())
+    audio = until_shutdown(handle.astream(forget=True))
     first: Any = None
     if encoder.needs_slot:  # the slot is taken when the audio starts flowing, not while the request is queued
         first, failed = await first_audio(request, handle, audio)
@@ -329,15 +367,9 @@ async def create_speech(request: Request) -> Response:
             await audio.aclose()
             return refused
 
-    async def flowing() -> AsyncIterator[Any]:
-        if first is not None:
-            yield first
-        async for chunk in audio:
-            yield chunk
-
     async def body_chunks() -> AsyncIterator[bytes]:
         try:
-            async with aclosing(encoder.stream(flowing())) as encoded:  # closed now, not at GC: ffmpeg stops
+            async with aclosing(encoder.stream(with_first(first, audio))) as encoded:  # closed now, not at GC: ffmpeg stops
                 async for data in encoded:
                     yield data
         finally:

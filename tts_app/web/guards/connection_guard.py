@@ -5,8 +5,8 @@ sends its headers a byte at a time (slowloris) holds a socket for ever; enough o
 the file descriptors and nobody else is served. Here every request's headers must be complete
 within ``header_timeout_s`` of its first byte (or of the connection), and one address (an IPv6
 /64 counts as one) may hold at most ``per_address`` connections; past it, new ones are closed
-at once with a one-line 503. Behind a reverse proxy every connection comes from the proxy:
-raise the cap or set it to 0 (off) there, and let the proxy limit its clients.
+at once with a one-line 503. Connections from a trusted proxy (``TTS_APP_TRUSTED_PROXIES``) are
+not counted: they carry many visitors, whom ``visitor_requests`` caps by request instead.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from tts_app import settings
+from tts_app.web.guards.forwarded import TrustedProxies
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +36,11 @@ DEFAULT_PER_ADDRESS = settings.default(PER_ADDRESS_ENV)
 class ConnectionLimits:
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
     per_address: int = DEFAULT_PER_ADDRESS
+    trusted: TrustedProxies = TrustedProxies()  # peers not counted: a proxy's connections are many visitors'
 
     @classmethod
     def from_env(cls) -> "ConnectionLimits":
-        return cls(settings.value(HEADER_TIMEOUT_ENV), settings.value(PER_ADDRESS_ENV))
+        return cls(settings.value(HEADER_TIMEOUT_ENV), settings.value(PER_ADDRESS_ENV), TrustedProxies.from_env())
 
 
 def address_key(host: str) -> str:
@@ -75,7 +77,7 @@ def guarded_protocol(limits: ConnectionLimits) -> type[H11Protocol]:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             key = address_key(self.client[0]) if self.client else None
-            if key is not None and limits.per_address > 0:
+            if key is not None and limits.per_address > 0 and not limits.trusted.trusts(self.client[0]):
                 if open_per_address[key] >= limits.per_address:
                     logger.warning("refused a connection: %d open from one address already", limits.per_address)
                     transport.write(TOO_MANY)

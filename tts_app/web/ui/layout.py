@@ -14,6 +14,7 @@ from tts_app.web.ui.history.tab import build_history_tab
 from tts_app.web.ui.pronunciation.panel import build_lexicon_panel
 from tts_app.web.ui.session.active_runs import ActiveRuns
 from tts_app.web.ui.session.owner import owner_of, page_closed, watch_session_ends
+from tts_app.web.ui.session.run_watchdog import RunWatchdog
 from tts_app.web.ui.speak.loading_status import POLL_S as POLL_LOADING_S
 from tts_app.web.ui.speak.loading_status import loading_status
 from tts_app.web.ui.speak.stream_encoder import tune_stream_encoder
@@ -72,6 +73,9 @@ def build_demo() -> gr.Blocks:
         demo.load(origin_markdown, None, api_help, queue=False, api_visibility="private")  # snippets name this server
         demo.unload(cleanup)
         watch_session_ends()
+    # A run nobody hears (no page, no reader of its events) is cancelled within seconds; the events of a
+    # session are Gradio's own record (a REST caller reads by event id).
+    runs.on_add = RunWatchdog(runs, lambda session: tuple(demo._queue.pending_event_ids_session.get(session, ()))).ensure_started
 
     quiet_input_validation(demo)  # after every component exists
     demo.queue(max_size=QUEUE_MAX_SIZE, default_concurrency_limit=CONCURRENCY)

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
-import numpy as np
 
 from tts_app.models.available import EMBEDDED_ID as MODEL_ID
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for
 from tts_app.backends.params import SpeechParams
+from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.ui.common.model_picker import check_model, model_dropdown
 from tts_app.web.ui.common.run_figures import RunFigures
 from tts_app.web.ui.common.text_lines import MAX_LINE_CHARS
@@ -26,7 +26,8 @@ from tts_app.web.ui.session.visitor_voices import VISITOR_VOICES
 from tts_app.web.ui.speak.handlers import resolve_page_params, spoken_without
 from tts_app.web.ui.voices.voice_input import voice_choices
 from tts_app.catalog.voices import DEFAULT_VOICE, builtin_voices
-from tts_app.audio.wav_io import write_wav
+from tts_app.audio.wav_io import GrowingWav
+from tts_app.voice.errors import shown_name
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def _describe(settings: dict[str, Any]) -> str:
 def _side_settings(model: str, voice: str, strength: float, seed: float, speed: float, owner: str | None = None) -> dict[str, Any]:
     model = check_model(model)  # one of the models found here, or a one-line error
     if voice != DEFAULT_VOICE and voice not in voice_choices(owner):
-        raise UserError(f"Unknown voice {voice!r}.")
+        raise UserError(f"Unknown voice {shown_name(voice)}.")
     try:
         values = {"model": model, "voice": voice, "strength": float(strength), "seed": int(seed), "speed": float(speed)}
     except (TypeError, ValueError) as exc:
@@ -96,7 +97,7 @@ def _side_settings(model: str, voice: str, strength: float, seed: float, speed: 
     return values
 
 
-def _submit_pair(text: str, sides: list[dict[str, Any]], owner: str | None = None) -> list[Any]:
+def _submit_pair(text: str, sides: list[dict[str, Any]], owner: str | None = None, client: str | None = None) -> list[Any]:
     from tts_app.engine import EngineBusy  # start-up: the engine and its model runtime load on first use
 
     try:
@@ -109,7 +110,8 @@ def _submit_pair(text: str, sides: list[dict[str, Any]], owner: str | None = Non
     voices = [None if side["voice"] == DEFAULT_VOICE else VISITOR_VOICES.get(owner, side["voice"]) or side["voice"] for side in sides]
     handles: list[Any] = []
     try:
-        asked = [SpeechParams(side["seed"], side["speed"], voice, voice_strength=side["strength"]) for side, voice in zip(sides, voices)]
+        # ``client``: the visitor (its fair share, as its Speak runs and API calls); None was the app's own work, never refused.
+        asked = [SpeechParams(side["seed"], side["speed"], voice, voice_strength=side["strength"], client=client) for side, voice in zip(sides, voices)]
         params = [resolve_page_params(p) for p in asked]
         for p, engine, side in zip(params, engines, sides, strict=True):
             kept, note = spoken_without(p, [text], engine, side["model"])
@@ -127,6 +129,18 @@ def _submit_pair(text: str, sides: list[dict[str, Any]], owner: str | None = Non
     return handles
 
 
+async def _to_file(handle: Any, path: str) -> None:
+    """A side's audio written to ``path`` as it comes, 16-bit: no float32 copy of the whole (two sides of a
+    2,000-character line at the slowest speed were four of ~70 MB each)."""
+    wav = GrowingWav(path, handle.engine.sample_rate)
+    try:
+        async for audio in handle.astream(forget=True):
+            wav.write(audio)
+    finally:
+        wav.close()
+    await handle.aresult()  # the request's error or cancellation, as before (its audio is forgotten: cheap)
+
+
 async def render_pair(
     text: str,
     blind: bool,
@@ -142,18 +156,16 @@ async def render_pair(
         raise UserError(f"The text has {len(utterance):,} characters; the limit is {MAX_LINE_CHARS:,}.")
     session = owner_of(request)
     sides = [_side_settings(*side_values[:5], owner=session), _side_settings(*side_values[5:10], owner=session)]
-    handles = await asyncio.to_thread(_submit_pair, utterance, sides, session)
+    handles = await asyncio.to_thread(_submit_pair, utterance, sides, session, visitor_key(request))
+    paths = [str(new_file(session, f"ab-{label}", ".wav")) for label in "AB"]
     try:
-        audios = await asyncio.gather(*(h.aresult() for h in handles))
+        await asyncio.gather(*(_to_file(h, path) for h, path in zip(handles, paths, strict=True)))
     except Exception as exc:  # noqa: BLE001 - an engine failure becomes a message in the page, not a trace
         logger.exception("A/B render failed")
         raise gr.Error(f"Rendering failed: {exc}") from exc
     finally:
         for handle in handles:
             handle.cancel()
-    paths: list[str] = []
-    for label, audio, handle in zip("AB", audios, handles, strict=True):
-        paths.append(str(write_wav(new_file(session, f"ab-{label}", ".wav"), np.asarray(audio), handle.engine.sample_rate)))
 
     order = ["A", "B"]
     if blind:

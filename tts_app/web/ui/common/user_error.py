@@ -7,6 +7,7 @@ import logging
 import gradio as gr
 
 logger = logging.getLogger(__name__)
+_MAX_MESSAGE_CHARS = 1000  # Gradio's own message lists the choices too; a long list is cut, not sent whole
 
 
 class UserError(gr.Error):
@@ -15,6 +16,15 @@ class UserError(gr.Error):
     def __init__(self, message: str, **kwargs: object) -> None:
         super().__init__(message, print_exception=False, **kwargs)
         logger.info("user error: %s", message)
+
+
+def _bounded(message: str, payload: object) -> str:
+    """Gradio's message with the refused value shortened (it quotes it whole: a 60,000-character voice name)."""
+    from tts_app.voice.errors import SHOWN_NAME_CHARS, shown_name  # start-up: the voice package loads its DSP stack on first use
+
+    if isinstance(payload, str) and len(payload) > SHOWN_NAME_CHARS:
+        message = message.replace(repr(payload), shown_name(payload)).replace(payload, shown_name(payload))
+    return message if len(message) <= _MAX_MESSAGE_CHARS else message[:_MAX_MESSAGE_CHARS] + "…"
 
 
 def quiet_input_validation(blocks: gr.Blocks) -> int:
@@ -33,7 +43,7 @@ def quiet_input_validation(blocks: gr.Blocks) -> int:
             except UserError:
                 raise
             except gr.Error as exc:
-                raise UserError(str(exc.message)) from exc
+                raise UserError(_bounded(str(exc.message), payload)) from exc
 
         checked._quiet = True  # type: ignore[attr-defined]
         block.preprocess = checked

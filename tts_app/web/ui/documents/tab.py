@@ -15,6 +15,7 @@ from typing import Any
 import gradio as gr
 
 from tts_app.web.ui.common.user_error import UserError
+from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.ui.speak.handlers import _settings_values, resolve_page_params
 from tts_app.web.ui.voices.voice_input import MODE_UPLOAD, VoiceChoiceError, voice_choice
 
@@ -115,7 +116,7 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
     asked = SpeechParams(seed_value, speed_value, voice, voice_text if voice_mode == MODE_UPLOAD else None, strength_value)
     settings = resolve_page_params(asked)  # now: the job outlives the upload
     try:  # caps checked before the text is parsed, and parsed in turn (documents/parse_gate.py)
-        clients = page_client(getattr(request, "session_hash", None) or "none", getattr(getattr(request, "client", None), "host", None) or "unknown")
+        clients = page_client(visitor_key(request))  # the page's visitor, not its (free) session hash
         job = document_jobs().admit(text, bool(markdown), settings, (title or "").strip()[:200] or "Document", clients)
     except TextError as exc:
         raise UserError(str(exc)) from exc

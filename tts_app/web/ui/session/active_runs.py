@@ -6,7 +6,7 @@ One ActiveRuns belongs to one page (build_demo makes it): nothing here is shared
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 
@@ -16,11 +16,19 @@ class ActiveRuns:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._runs: dict[str, list[Any]] = {}
+        self.on_add: Callable[[], None] | None = None  # the run watchdog starts with the first run
 
     def add(self, session: str, handles: Iterable[Any]) -> None:
         """Record ``handles`` as running for ``session``."""
         with self._lock:
             self._runs.setdefault(session, []).extend(handles)
+        if self.on_add is not None:
+            self.on_add()
+
+    def sessions(self) -> list[str]:
+        """The sessions with requests running now."""
+        with self._lock:
+            return list(self._runs)
 
     def remove(self, session: str, handles: Iterable[Any]) -> None:
         """Forget ``handles`` (their run ended)."""

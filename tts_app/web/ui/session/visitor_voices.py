@@ -74,10 +74,12 @@ class VisitorVoices:
 
     def remove(self, owner: str | None, name: str) -> None:
         """Delete ``owner``'s voice ``name``; ValueError when ``owner`` has none of that name."""
+        from tts_app.voice.errors import shown_name  # start-up: the voice package loads its DSP stack on first use
+
         with self._lock:
             mine = self._by_owner.get(owner or "", {})
             if name not in mine:
-                raise ValueError(f"{name!r} is not one of your saved voices")
+                raise ValueError(f"{shown_name(name)} is not one of your saved voices")
             del mine[name]
             if not mine:
                 self._by_owner.pop(owner or "", None)

@@ -17,6 +17,7 @@ from tts_app.backends.params import SpeechParams
 from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for, model_loaded
 from tts_app.models.available import EMBEDDED_ID
 from tts_app.catalog.shared_engine import engine_loaded, get_engine
+from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.ui.common.model_picker import check_model, model_label
 from tts_app.web.ui.common.text_lines import TextLimitError, parse_lines
 from tts_app.web.ui.common.user_error import UserError
@@ -95,6 +96,11 @@ def _queue_note(handles: Sequence[Any]) -> tuple[int, str]:
     estimate = min(h.eta_s() for h in waiting)  # the engine's own prediction (its learnt capacity)
     wait = f", about {estimate:.1f} s to wait" if estimate is not None else ""
     return len(waiting), f"{ahead} request{'s' if ahead != 1 else ''} ahead in the engine queue{wait}"
+
+
+def _stopped(handles: Sequence[Any]) -> bool:
+    """Whether the run's requests were cancelled (Stop, or its page gone)."""
+    return any(h.status.value == "cancelled" for h in handles)
 
 
 def _waiting_status(handles: Sequence[Any], started: float) -> str:
@@ -239,7 +245,8 @@ async def _generate(
     # The checkbox's tick is each model's own reading (the embedded voice expands; the others read as given).
     normalize = None if form.normalize is not False else False
     try:
-        asked = SpeechParams(seed_value, speed_value, voice, voice_text, strength_value, normalize, client=f"page:{session}")
+        # The visitor's key, as its API calls have: a session hash costs nothing, so a share per hash was none.
+        asked = SpeechParams(seed_value, speed_value, voice, voice_text, strength_value, normalize, client=visitor_key(request))
     except ValueError as exc:  # a seed past the largest, say: one line for the page
         raise UserError(str(exc)) from exc
     started = time.perf_counter()
@@ -289,6 +296,9 @@ async def _generate(
         yield start
         while not run.complete:
             batch, getter = await next_batch(events, getter, STATUS_EVERY_S)
+            if _stopped(handles):  # Stop (or the page gone): no later update may turn the status back to waiting
+                yield {outputs.status: f"■ **Stopped:** {run.finished_count} of {len(lines)} lines finished."}
+                return
             if not batch:
                 if not run.has_audio:
                     yield {outputs.status: _waiting_status(handles, started)}

@@ -166,7 +166,7 @@ class SpeakRun:
 async def pump(index: int, handle: Any, events: asyncio.Queue[Event]) -> None:
     """Forward one engine handle's chunks to ``events``; None marks its end, an exception its failure."""
     try:
-        async for chunk in handle.achunks():
+        async for chunk in handle.achunks(forget=True):  # the page keeps the audio; the handle need not
             await events.put((index, chunk))
         await events.put((index, None))
     except asyncio.CancelledError:

@@ -87,8 +87,8 @@ def _build_outputs(history: gr.State, line_items: gr.State) -> tuple[handlers.Sp
         autoplay=True,
         interactive=False,
         visible=False,
-        # No download: a stream's address carries the session hash (Gradio's HLS
-        # route); the take downloads from "All lines, one file" instead.
+        # No download: the take downloads from "All lines, one file". The stream's
+        # address carries a per-run token, not the session hash (guards/session_guard.py).
         buttons=[],
         elem_id="stream-player",
     )

@@ -1,0 +1,81 @@
+"""The session binding table and the stream tokens (issue 32, item 7; through the real server: tests/e2e/test_session_binding.py)."""
+
+from __future__ import annotations
+
+import datetime
+import re
+import threading
+from types import SimpleNamespace
+
+from tts_app.web.guards.session_binding import (
+    MAX_TOKENS_PER_SESSION, SESSION_BINDINGS, STREAM_TOKENS, SessionBindings, StreamTokens, cookie_value,
+    new_cookie_value,
+)
+from tts_app.web.guards.session_guard import STREAM_ID
+from tts_app.web.session_sweeper import sweep_sessions
+
+COOKIE_A, COOKIE_B = new_cookie_value(), new_cookie_value()
+
+
+def test_a_hash_is_its_first_pages_alone() -> None:
+    table = SessionBindings()
+    assert table.admit("s1", COOKIE_A, "addr:1.1.1.1") is True
+    assert table.admit("s1", COOKIE_A, "addr:2.2.2.2") is True  # the same browser, moved
+    assert table.admit("s1", COOKIE_B, "addr:1.1.1.1") is False  # another browser, same address
+    assert table.admit("s1", None, "addr:1.1.1.1") is False  # the cookie withheld
+    assert table.admit("s2", None, "addr:1.1.1.1") is True  # an API caller: bound to its visitor
+    assert table.admit("s2", COOKIE_A, "addr:1.1.1.1") is True
+    assert table.admit("s2", None, "addr:2.2.2.2") is False
+
+
+def test_the_table_is_bounded_and_pruned() -> None:
+    table = SessionBindings(max_entries=2)
+    assert table.admit("a", None, "v") and table.admit("b", None, "v")
+    assert table.admit("c", None, "v") is None  # full: a new hash is refused, no bound one is evicted
+    assert table.prune(0.0, alive=["a"]) == 1 and len(table) == 1
+    assert table.admit("c", None, "v") is True
+    table.forget("a")
+    assert table.admit("a", None, "w") is True  # a forgotten hash binds afresh
+
+
+def test_stream_tokens_map_back_and_end_with_their_session() -> None:
+    tokens = StreamTokens()
+    token = tokens.token("sess", "0" * 32)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", token) and "sess" not in token
+    assert tokens.token("sess", "0" * 32) == token and tokens.run_of(token) == ("sess", "0" * 32)
+    for n in range(MAX_TOKENS_PER_SESSION + 5):
+        tokens.token("sess", f"{n:032x}")
+    assert len(tokens) == MAX_TOKENS_PER_SESSION
+    tokens.forget("sess")
+    assert len(tokens) == 0 and tokens.run_of(token) is None
+
+
+def test_the_cookie_parser_takes_well_formed_values_only() -> None:
+    assert cookie_value(f"x=1; tts_page={COOKIE_A}; y=2") == COOKIE_A
+    assert cookie_value("tts_page=short") is None and cookie_value(None) is None
+    assert cookie_value("tts_page=" + "a" * 10_000) is None
+
+
+def test_stream_ids_are_found_in_paths_and_urls_only() -> None:
+    run = "ab" * 16
+    text = f'{{"path":"abc-1/{run}/7/playlist.m3u8","url":"http://h/gradio_api/stream/abc-1/{run}/7/playlist.m3u8"}}'
+    assert [m[1] for m in STREAM_ID.finditer(text.encode())] == [b"abc-1", b"abc-1"]
+    assert not STREAM_ID.search(f"abc/{run}/7/other.wav".encode())
+
+
+def test_the_sweeper_drops_bindings_with_their_sessions_and_prunes_bare_hashes() -> None:
+    old = datetime.datetime.now() - datetime.timedelta(seconds=600)
+    holder = SimpleNamespace(session_data={"over": object(), "live": object()},
+                             time_last_used={"over": old, "live": datetime.datetime.now()}, lock=threading.Lock())
+    queue = SimpleNamespace(pending_event_ids_session={"live": {"event-1"}}, pending_messages_per_session={})
+    blocks = SimpleNamespace(state_holder=holder, _queue=queue, pending_streams={}, pending_diff_streams={})
+    for session in ("over", "live", "bare"):  # "bare": a hash that never made a session (a heartbeat alone)
+        assert SESSION_BINDINGS.admit(session, None, "addr:192.0.2.1")
+    token = STREAM_TOKENS.token("over", "0" * 32)
+    sweep_sessions(blocks, idle_s=0)  # "live" runs an event: kept
+    assert STREAM_TOKENS.run_of(token) is None
+    assert SESSION_BINDINGS.admit("live", None, "addr:192.0.2.9") is False  # still bound to its page
+    for session in ("over", "bare"):  # forgotten: a later request binds afresh
+        assert SESSION_BINDINGS.admit(session, None, "addr:192.0.2.9") is True
+        SESSION_BINDINGS.forget(session)
+    SESSION_BINDINGS.forget("live")
