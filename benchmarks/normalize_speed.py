@@ -20,11 +20,19 @@ if str(REPO_ROOT) not in sys.path:
 from benchmarks.normalize_wer import SENTENCES, isa_flags, load_pairs  # noqa: E402
 from benchmarks.voice_similarity import cpu_name  # noqa: E402
 from tts_app.text import expand_text, phonemize  # noqa: E402
+from tts_app.text.offsets import Recorder, map_back, recording, token_spans  # noqa: E402
 
 PROSE = (
     "The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background. "
     "It's easy to tell the depth of a well. These days a chicken leg is a rare dish. "
 )
+
+
+def expand_with_spans(text: str) -> list[tuple[int, int]]:
+    """What a request pays for captions in the reader's words: the rules recorded, every word mapped back."""
+    with recording(Recorder()) as rec:
+        out = expand_text(text)
+    return map_back(token_spans(out), rec.passes)
 
 
 def ms_per_1000_chars(fn, text: str, repeats: int = 7) -> float:
@@ -47,10 +55,11 @@ def main() -> int:
     print(f"{cpu_name()} ({isa_flags()})")
     for name, text in (("prose", prose), ("numbers/dates/abbreviations", dense)):
         norm = ms_per_1000_chars(expand_text, text)
+        spans = ms_per_1000_chars(expand_with_spans, text)
         # espeak on the same text, same run: a yardstick that the shared CPU's load scales alike
         espeak = ms_per_1000_chars(lambda t: phonemize(t, "en-us"), text[:10_000], repeats=3)
         print(f"{name}: normalisation {norm:.3f} ms per 1,000 characters; espeak phonemization {espeak:.2f} ms "
-              f"({100 * norm / espeak:.1f}% of it)")
+              f"({100 * norm / espeak:.1f}% of it); with word spans recorded and mapped back {spans:.3f} ms")
     # Hostile input: 5,000 characters of one repeated shape each; the rules must stay near-linear.
     shapes = ["a." * 2500, "a" * 4999 + "@", "1" * 5000, "1," * 2500, "A" * 5000, "1-" * 2500, "1/" * 2500,
               "$1" * 2500, "12:30 pm " * 500, "e.g. " * 1000, "www." + "a." * 2490, "Jan 1 " * 800]  # fmt: skip

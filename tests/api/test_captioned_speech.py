@@ -96,3 +96,35 @@ def test_not_json_and_oversized_bodies(http: httpx.Client) -> None:
     big = json.dumps({"input": "a" * 3_000_000}).encode()
     assert http.post(ROUTE, content=big, headers={"content-type": "application/json"}).status_code == 413
     assert http.get("/healthz").status_code == 200
+
+
+WRITTEN = "Dr. Lee paid $5 on Jan. 3rd."
+
+
+def test_words_carry_the_written_text_in_every_format(http: httpx.Client) -> None:
+    """Captions in the reader's words: JSON and NDJSON words say where in ``input`` they were read from; SRT and
+    WebVTT show the written tokens (fails on the code before: no text_start, and subtitles said "Doctor ... five dollars")."""
+    whole = http.post(ROUTE, json={"input": WRITTEN, "response_format": "pcm", "seed": 4})
+    assert whole.status_code == 200, whole.text
+    words = whole.json()["words"]
+    assert [w["word"] for w in words] == ["Doctor", "Lee", "paid", "five", "dollars", "on", "January", "third."]
+    assert [w["written"] for w in words] == ["Dr.", "Lee", "paid", "$5", "$5", "on", "Jan.", "3rd."]
+    for w in words:
+        assert WRITTEN[w["text_start"] : w["text_end"]] == w["written"]
+    lines = []
+    with http.stream("POST", ROUTE, json={"input": WRITTEN, "response_format": "pcm", "seed": 4, "stream": True}) as reply:
+        assert reply.status_code == 200
+        lines = [json.loads(line) for line in reply.iter_lines() if line]
+    assert [w for x in lines for w in x["words"]] == words
+    srt = http.post(ROUTE, json={"input": WRITTEN, "response_format": "srt", "seed": 4}).text
+    assert " ".join(b.split("\n", 2)[2] for b in srt.strip().split("\n\n")) == WRITTEN
+    vtt = http.post(ROUTE, json={"input": WRITTEN, "response_format": "vtt", "seed": 4}).text
+    cue = vtt.split("\n\n")[1].split("\n", 1)[1]
+    assert re.sub(r"<[\d:.]+>", "", cue).strip() == WRITTEN and cue.count("<") == 6  # one timestamp a written token after the first
+    dollars = [w for w in words if w["written"] == "$5"]
+    assert f"<{_vtt_clock(dollars[0]['start'])}>$5" in cue  # the token's cue word starts with its first spoken word
+
+
+def _vtt_clock(seconds: float) -> str:
+    ms = round(seconds * 1000)
+    return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}"

@@ -41,6 +41,19 @@ def _wait(http: httpx.Client, job_id: str, timeout_s: float = 180) -> dict:
         time.sleep(0.3)
 
 
+def test_document_subtitles_show_the_written_words(http: httpx.Client) -> None:
+    """Captions in the reader's words: a document's SRT and WebVTT show "$5" and "Jan. 3rd", not "five dollars"
+    (fails on the code before: the cues held the spoken words), and no Markdown syntax."""
+    started = http.post("/v1/documents", json={"input": "# Costs\n\nDr. Lee paid **$5** on Jan. 3rd.\n", "title": "Costs"})
+    assert started.status_code == 202, started.text
+    job_id = started.json()["id"]
+    assert _wait(http, job_id)["status"] == "finished"
+    srt = http.get(f"/v1/documents/{job_id}/captions.srt").text
+    assert " ".join(b.split("\n", 2)[2] for b in srt.strip().split("\n\n")) == "Costs Dr. Lee paid $5 on Jan. 3rd."
+    vtt = http.get(f"/v1/documents/{job_id}/captions.vtt").text
+    assert ">$5 <" in vtt and "dollars" not in vtt and "Doctor" not in vtt
+
+
 def test_a_document_runs_to_files_with_chapters(http: httpx.Client) -> None:
     started = http.post("/v1/documents", json={"input": DOC, "title": "Two chapters"})
     assert started.status_code == 202, started.text

@@ -45,6 +45,7 @@ class ParsedText:
     rates: tuple[float, ...] = ()  # per chunk, times the request's speed (SSML <prosody rate>); empty: all 1
     words: tuple[str, ...] = ()  # the written words, for timestamps
     word_spans: tuple[tuple[tuple[int, int, int], ...], ...] = ()  # per chunk: (word, first id, end id)
+    sources: tuple[tuple[int, int, str] | None, ...] = ()  # per word: (text_start, text_end, written), None: not in the text
 
 
 @dataclass
@@ -110,7 +111,8 @@ class PiperBackend(Backend):
             raise TextError("text has nothing to speak")
         spans = tuple(tuple(word_id_spans(c.phonemes, c.word_of, id_map)) for c in chunks)
         pauses, rates = tuple(c.pause_after_s for c in chunks), tuple(c.rate for c in chunks)
-        parsed = ParsedText(prepared.text, ids, pauses, rates, tuple(prepared.words), spans)
+        sources = tuple(None if sp is None else (sp[0], sp[1], text[sp[0] : sp[1]]) for sp in prepared.spans)
+        parsed = ParsedText(prepared.text, ids, pauses, rates, tuple(prepared.words), spans, sources)
         # Before any work: the audio this text would give, at the request's speed, against its length.
         audio_s = self._speech_s(parsed, rates) + max(0.0, sum(pauses) - prepared.break_s)  # breaks: capped on their own
         check_audio_length(audio_s, len(text), params.speed if params is not None else 1.0)
@@ -125,7 +127,11 @@ class PiperBackend(Backend):
             streamer = None
             if p.voice is not None and p.voice_strength > 0:
                 streamer = p.voice.streamer(p.voice_strength, sample_rate=self.sample_rate)
-            clock = WordClock.for_chunks(parsed.words, parsed.word_spans, self.sample_rate, self.model.hop) if parsed.word_spans else None
+            clock = (
+                WordClock.for_chunks(parsed.words, parsed.word_spans, self.sample_rate, self.model.hop, parsed.sources)
+                if parsed.word_spans
+                else None
+            )
             states.append(PiperRow(parsed, p.speed, np.random.default_rng(p.seed), streamer, clock=clock))
         self._run_text_stage(states)
         return states

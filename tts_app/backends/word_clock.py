@@ -26,13 +26,22 @@ class WordClock:
     chunk_start: int = 0  # first sample of the next chunk to be timed
     chunks_timed: int = 0
     next_word: int = 0
+    sources: tuple[tuple[int, int, str] | None, ...] = ()  # per word: where the request's text held it
 
     def __post_init__(self) -> None:
         self.starts, self.ends = [-1] * len(self.words), [-1] * len(self.words)
 
     @classmethod
-    def for_chunks(cls, words: Sequence[str], spans: Sequence[Sequence[tuple[int, int, int]]], sample_rate: int, hop: int) -> "WordClock":
-        """``spans``: per chunk, (word, first id, end id) as ``text.word_id_spans`` gives them."""
+    def for_chunks(
+        cls,
+        words: Sequence[str],
+        spans: Sequence[Sequence[tuple[int, int, int]]],
+        sample_rate: int,
+        hop: int,
+        sources: Sequence[tuple[int, int, str] | None] = (),
+    ) -> "WordClock":
+        """``spans``: per chunk, (word, first id, end id) as ``text.word_id_spans`` gives them; ``sources``: per word,
+        (text_start, text_end, written) or None."""
         last = [-1] * len(words)
         for c, chunk_spans in enumerate(spans):
             for w, _, _ in chunk_spans:
@@ -40,7 +49,7 @@ class WordClock:
         for w in range(len(last)):  # unspoken words follow the word before them
             if last[w] < 0:
                 last[w] = last[w - 1] if w else 0
-        return cls(tuple(words), tuple(last), sample_rate, hop)
+        return cls(tuple(words), tuple(last), sample_rate, hop, sources=tuple(sources))
 
     def time_chunk(self, spans: Sequence[tuple[int, int, int]], frames_N: np.ndarray, chunk_samples: int, pause_samples: int) -> None:
         """Place the words of the next chunk; ``chunk_samples`` is its audio, the pause follows it."""
@@ -63,6 +72,8 @@ class WordClock:
                 self.starts[w] = self.ends[w] = max(self.ends[w - 1], 0) if w else 0
             if not done and self.ends[w] > sent_samples:
                 break
-            out.append(WordTiming(self.words[w], self.starts[w] / self.sample_rate, self.ends[w] / self.sample_rate))
+            src = self.sources[w] if w < len(self.sources) else None
+            where = src if src is not None else (None, None, None)
+            out.append(WordTiming(self.words[w], self.starts[w] / self.sample_rate, self.ends[w] / self.sample_rate, "model", *where))
             self.next_word += 1
         return tuple(out)

@@ -3,7 +3,9 @@
 Audio is buffered until a pause; the speech before the pause is aligned to the words still
 untimed, any number of them (most likely a whole clause), and the words found are released.
 What is left when the request ends is aligned to the words left. A stretch the aligner cannot
-place is shared out over its speech by word length, marked ``"even"``.
+place is shared out over its speech by word length, marked ``"even"``. The words are the request's
+text as written (the model reads it raw), so each carries its own span of it (``text_start``,
+``text_end``, ``written``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy as np
 from scipy.signal import resample_poly
 
 from tts_app.text.word_timing import WordTiming
-from tts_app.text.words import clause_ends, written_words
+from tts_app.text.words import clause_ends, written_word_spans, written_words
 from tts_app.captions import decoder
 from tts_app.captions.pauses import PauseFinder
 from tts_app.captions.pronounce import dictionary_key
@@ -36,6 +38,7 @@ class WordAligner:
 
     def __init__(self, text: str, sample_rate: int, min_pause_s: float = 0.2) -> None:
         self.words = written_words(text)
+        self.spans = written_word_spans(text)  # where each word is in the request's text
         self.keys = [dictionary_key(w) for w in self.words]
         self.clause_end = clause_ends(text)
         self.sample_rate = sample_rate
@@ -125,7 +128,8 @@ class WordAligner:
         for i in range(self.next_word, indices[-1] + 1):
             start, end = (base + at[i][0], base + at[i][1]) if i in at else (self.last_end, self.last_end)
             start = max(start, self.last_end)  # monotonic even where two stretches' edges overlap
-            out.append(WordTiming(self.words[i], start, max(start, end), source))
+            a, b = self.spans[i]
+            out.append(WordTiming(self.words[i], start, max(start, end), source, a, b, self.words[i]))
             self.last_end = max(start, end)
         self.next_word = indices[-1] + 1
         return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from tts_app.text.number_words import digits
+from tts_app.text.offsets import sub
 
 # Titles always precede a name, so their dot never ends a sentence.
 _TITLES = {
@@ -83,6 +84,7 @@ _ALLCAPS = re.compile(r"\b([A-Z]{2,6})\b")
 _TWO_CAPS = re.compile(r"[A-Z]{2}")
 _DOTTED_WORD = re.compile(r"(?<![A-Za-z])([A-Za-z]{1,8})\.")  # one scan tells which dotted rules can apply
 _DOT_LETTER = re.compile(r"\w\.[A-Za-z]")
+_DIGIT = re.compile(r"\d")  # the gate of the month rule, which needs one: a scan in C, not a generator per character
 # Four all-caps words in a row; starts only at a word's start and never gives back, so it is linear.
 _SHOUTED = re.compile(r"(?<![\w'])(?:[A-Z']{2,}+[\s,!.?]++){3}[A-Z']{2}")
 _SYMBOLS = (("&", re.compile(r"\s&\s"), " and "), ("&", re.compile(r"(?<=\w)&(?=\w)"), " and "),
@@ -204,13 +206,13 @@ def _acronym(m: re.Match) -> str:
 def expand_web(text: str) -> str:
     """URLs, e-mail addresses, bare domains and file names, before any rule eats their dots."""
     if "://" in text or "www." in text:
-        text = _URL.sub(_url, text)
+        text = sub(_URL, _url, text)
     if "@" in text:
-        text = _EMAIL.sub(lambda m: _speak_address(m.group(0)), text)
+        text = sub(_EMAIL, lambda m: _speak_address(m.group(0)), text)
     if _DOT_LETTER.search(text) is None:  # no "name.ext" or "host.tld"
         return text
-    text = _DOMAIN.sub(_url, text)
-    return _FILE.sub(_file, text)
+    text = sub(_DOMAIN, _url, text)
+    return sub(_FILE, _file, text)
 
 
 def expand_abbreviations(text: str) -> str:
@@ -219,23 +221,23 @@ def expand_abbreviations(text: str) -> str:
     dotted = set(_DOTTED_WORD.findall(text))
     if dotted:
         if dotted & _LATIN_LAST:
-            text = _LATIN.sub(_latin, text)
+            text = sub(_LATIN, _latin, text)
         if dotted & _NUMBER_WORDS:
-            text = _NUMBER_ABBR.sub("number ", text)
+            text = sub(_NUMBER_ABBR, "number ", text)
         if dotted & _BEFORE_NUMBER.keys():
-            text = _BEFORE_NUMBER_RE.sub(lambda m: _BEFORE_NUMBER[m.group(1)] + " ", text)
+            text = sub(_BEFORE_NUMBER_RE, lambda m: _BEFORE_NUMBER[m.group(1)] + " ", text)
         if "St" in dotted:
-            text = _ST.sub(_saint_or_street, text)
+            text = sub(_ST, _saint_or_street, text)
         if dotted & _ABBR_WORDS:
-            text = _ABBR.sub(_abbr, text)
+            text = sub(_ABBR, _abbr, text)
         if any(len(w) == 1 and w.isupper() for w in dotted):
-            text = _DOTTED_ACRONYM.sub(_dotted, text)
-            text = _INITIAL.sub(_initial, text)
-    if any(ch.isdigit() for ch in text):
-        text = _MONTH_NO_DOT.sub(lambda m: _MONTH_ABBR[m.group(1)], text)
+            text = sub(_DOTTED_ACRONYM, _dotted, text)
+            text = sub(_INITIAL, _initial, text)
+    if _DIGIT.search(text):
+        text = sub(_MONTH_NO_DOT, lambda m: _MONTH_ABBR[m.group(1)], text)
     for mark, pattern, spoken in _SYMBOLS:
         if mark in text:
-            text = pattern.sub(spoken, text)
+            text = sub(pattern, spoken, text)
     return text
 
 
@@ -243,4 +245,4 @@ def expand_acronyms(text: str) -> str:
     """All-caps words espeak would spell but people say as words; skipped for shouted (all-caps) text."""
     if _TWO_CAPS.search(text) is None or _SHOUTED.search(text):
         return text
-    return _ALLCAPS.sub(_acronym, text)
+    return sub(_ALLCAPS, _acronym, text)

@@ -11,8 +11,9 @@ import re
 
 from tts_app.text.abbreviations import expand_abbreviations, expand_acronyms, expand_web
 from tts_app.text.normalize_numbers import expand_numbers
+from tts_app.text.offsets import strip, sub
 
-_SPACES = re.compile(r"[ \t]+")
+_SPACES = re.compile(r"\t[ \t]*| [ \t]+")  # runs that change: one space stays as it is
 
 
 def expand_text(text: str) -> str:
@@ -21,4 +22,4 @@ def expand_text(text: str) -> str:
     text = expand_abbreviations(text)
     text = expand_numbers(text)
     text = expand_acronyms(text)
-    return _SPACES.sub(" ", text).strip()
+    return strip(sub(_SPACES, " ", text))

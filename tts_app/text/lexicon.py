@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tts_app.text.errors import TextError
+from tts_app.text.offsets import sub
 from tts_app.text.slots import PhonemeSlots, check_ipa
 
 _LOGGER = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class Lexicon:
                 return slots.add(self.ipa[key], f"lexicon entry {key!r}", m.group(1))
             return self.respell[key]
 
-        return self._pattern.sub(one, text)
+        return sub(self._pattern, one, text)
 
 
 def parse_lexicon(data: object) -> Lexicon:

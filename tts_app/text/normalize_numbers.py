@@ -11,6 +11,7 @@ import re
 
 from tts_app.text.abbreviations import MONTHS, sentence_goes_on
 from tts_app.text.number_words import MAX_WORDED_DIGITS, cardinal, digits, fraction, ordinal, year
+from tts_app.text.offsets import sub
 
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"  # 1,234.5 or 1234.5
 _SIGN = r"[-\u2212]?"
@@ -137,7 +138,7 @@ def _time(m: re.Match) -> str:
 
 def time_words(text: str) -> str:
     """Times anywhere in ``text`` as words ('17:45' -> 'seventeen forty five')."""
-    return _HOUR_AMPM.sub(lambda m: cardinal(int(m.group(1))) + _ampm(m, 2), _TIME.sub(_time, text))
+    return sub(_HOUR_AMPM, lambda m: cardinal(int(m.group(1))) + _ampm(m, 2), sub(_TIME, _time, text))
 
 
 # -- phone numbers --------------------------------------------------------------
@@ -305,42 +306,42 @@ def expand_numbers(text: str) -> str:
     if _DIGIT.search(text) is None:  # prose without digits: only Roman numerals can apply
         return _roman(text)
     if _MONEY_MARK.search(text):
-        text = _MONEY_SYMBOL.sub(_money_symbol, text)
-        text = _MONEY_CODE_FIRST.sub(_money_code_first, text)
-        text = _MONEY_CODE_AFTER.sub(_money_code_after, text)
-        text = _CENTS.sub(lambda m: f"{cardinal(m.group(1))} cent{'' if m.group(1) == '1' else 's'}", text)
+        text = sub(_MONEY_SYMBOL, _money_symbol, text)
+        text = sub(_MONEY_CODE_FIRST, _money_code_first, text)
+        text = sub(_MONEY_CODE_AFTER, _money_code_after, text)
+        text = sub(_CENTS, lambda m: f"{cardinal(m.group(1))} cent{'' if m.group(1) == '1' else 's'}", text)
     if "-" in text:
-        text = _DATE_ISO.sub(_date_iso, text)
+        text = sub(_DATE_ISO, _date_iso, text)
     if "/" in text:
-        text = _DATE_MDY.sub(_date_mdy, text)
-    text = _DATE_DAY_MONTH.sub(_date_day_month, text)
-    text = _DATE_MONTH_DAY.sub(_date_month_day, text)
-    text = _MONTH_YEAR.sub(lambda m: f"{m.group(1)} {year(m.group(2))}", text)
+        text = sub(_DATE_MDY, _date_mdy, text)
+    text = sub(_DATE_DAY_MONTH, _date_day_month, text)
+    text = sub(_DATE_MONTH_DAY, _date_month_day, text)
+    text = sub(_MONTH_YEAR, lambda m: f"{m.group(1)} {year(m.group(2))}", text)
     text = time_words(text)
     if "." in text:
-        text = _DOTTED_NUMBERS.sub(_dotted_numbers, text)
+        text = sub(_DOTTED_NUMBERS, _dotted_numbers, text)
     if "+" in text or "-" in text or "(" in text or "." in text:
-        text = _PHONE.sub(lambda m: telephone(m.group(0)), text)
+        text = sub(_PHONE, lambda m: telephone(m.group(0)), text)
     if ":" in text:
-        text = _RATIO.sub(lambda m: f"{cardinal(m.group(1))} to {cardinal(m.group(2))}", text)
+        text = sub(_RATIO, lambda m: f"{cardinal(m.group(1))} to {cardinal(m.group(2))}", text)
     if "'" in text or "\u2032" in text:
-        text = _FEET_INCHES.sub(lambda m: f"{cardinal(m.group(1))} foot {cardinal(m.group(2))}", text)
+        text = sub(_FEET_INCHES, lambda m: f"{cardinal(m.group(1))} foot {cardinal(m.group(2))}", text)
     if "bn" in text or "tn" in text:
-        text = _BIG_MAGNITUDE.sub(lambda m: f"{m.group(1)} {'billion' if m.group(2) == 'bn' else 'trillion'}", text)
-    text = _DIMENSIONS.sub(lambda m: f"{cardinal(m.group(1))} by {cardinal(m.group(2))}", text)
-    text = _RANGE.sub(_range, text)
-    text = _PERCENT.sub(lambda m: f"{cardinal(m.group(1) + m.group(2))} percent", text)
-    text = _DECADE.sub(_decade, text)
-    text = _UNIT.sub(_unit, _DEGREE_SPACE.sub(r"°\1", text))
-    text = _MIXED_FRACTION.sub(_mixed, text)
-    text = _FRACTION.sub(lambda m: _fraction(m.group(1), m.group(2)), text)
-    text = _ORDINAL.sub(lambda m: ordinal(m.group(1)), text)
+        text = sub(_BIG_MAGNITUDE, lambda m: f"{m.group(1)} {'billion' if m.group(2) == 'bn' else 'trillion'}", text)
+    text = sub(_DIMENSIONS, lambda m: f"{cardinal(m.group(1))} by {cardinal(m.group(2))}", text)
+    text = sub(_RANGE, _range, text)
+    text = sub(_PERCENT, lambda m: f"{cardinal(m.group(1) + m.group(2))} percent", text)
+    text = sub(_DECADE, _decade, text)
+    text = sub(_UNIT, _unit, sub(_DEGREE_SPACE, r"°\1", text))
+    text = sub(_MIXED_FRACTION, _mixed, text)
+    text = sub(_FRACTION, lambda m: _fraction(m.group(1), m.group(2)), text)
+    text = sub(_ORDINAL, lambda m: ordinal(m.group(1)), text)
     text = _roman(text)
-    text = _YEAR.sub(_year_or_number, text)
-    text = _GLUED.sub(r"\1\2 ", text)
-    return _NUMBER.sub(_number, text)
+    text = sub(_YEAR, _year_or_number, text)
+    text = sub(_GLUED, r"\1\2 ", text)
+    return sub(_NUMBER, _number, text)
 
 
 def _roman(text: str) -> str:
-    text = _SECTION_ROMAN.sub(lambda m: f"{m.group(1)} {cardinal(roman_value(m.group(2)))}", text)
-    return _NAME_ROMAN.sub(lambda m: f"{m.group(1)} the {ordinal(roman_value(m.group(2)))}", text)
+    text = sub(_SECTION_ROMAN, lambda m: f"{m.group(1)} {cardinal(roman_value(m.group(2)))}", text)
+    return sub(_NAME_ROMAN, lambda m: f"{m.group(1)} the {ordinal(roman_value(m.group(2)))}", text)

@@ -15,10 +15,11 @@ from tts_app.text.errors import TextError
 from tts_app.text.expand import expand_text
 from tts_app.text.lexicon import Lexicon
 from tts_app.text.normalize import normalize_text
+from tts_app.text.offsets import Recorder, Span, map_back, recording, written_spans
 from tts_app.text.phonemize import phonemize
 from tts_app.text.slots import SLOT_RE, PhonemeSlots, ipa_symbols
 from tts_app.text.ssml import JOIN, Segment, is_ssml, parse_ssml
-from tts_app.text.words import NO_WORD, clause_ends, label_phonemes, shown_word, word_phonemes, written_words
+from tts_app.text.words import NO_WORD, clause_ends, label_phonemes, shown_word, word_phonemes, written_word_spans, written_words
 
 _SENTENCE_END = (".", "!", "?")
 _MARKS = frozenset(".,;:!?")
@@ -56,8 +57,15 @@ class PreparedText:
     text: str  # what was phonemized, after normalisation (phoneme slots shown as /ipa/)
     chunks: list[Chunk]
     warnings: list[str] = field(default_factory=list)
-    words: list[str] = field(default_factory=list)  # the written words, as captions show them; Chunk.word_of indexes them
+    words: list[str] = field(default_factory=list)  # the words as spoken, as captions show them; Chunk.word_of indexes them
     break_s: float = 0.0  # of the chunks' pauses, the seconds SSML <break>s asked for (the rest: sentence ends, <p>)
+    # per word: [start, end) of the request's text it was read from (whole written tokens), None where
+    # the text did not hold it (SSML); several words of one written token ("$5": five dollars) share it
+    spans: list[Span] = field(default_factory=list)
+
+    def written(self, original: str) -> list[str | None]:
+        """Per word, the written token it was read from (``original`` is the request's text)."""
+        return [original[s[0] : s[1]] if s is not None else None for s in self.spans]
 
 
 def phonemize_spliced(text: str, espeak_voice: str, slots: PhonemeSlots) -> list[list[str]]:
@@ -101,11 +109,13 @@ def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], opt
     """Chunks ready for ``to_ids``; TextError with a one-line reason for text that cannot be spoken."""
     if not isinstance(text, str):
         raise TextError(f"text must be a string, not {type(text).__name__}")
+    base: Recorder | None = None  # how the segment's text maps back to the request's (None: not known)
     if is_ssml(text):
         parsed = parse_ssml(text)
         segments, slots, warnings = parsed.segments, parsed.slots, parsed.warnings
     else:
-        segments, slots, warnings = [Segment(normalize_text(text))], PhonemeSlots(), []
+        with recording(Recorder()) as base:
+            segments, slots, warnings = [Segment(normalize_text(text))], PhonemeSlots(), []
     break_s = sum(seg.pause_after_s for seg in segments if seg.pause_is_break and seg.pause_after_s)
     if options.max_pause_s is not None:  # before any phonemes are made
         check_pauses(break_s, options.max_pause_s)
@@ -114,11 +124,11 @@ def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], opt
     chunks: list[Chunk] = []
     shown: list[str] = []
     all_words: list[str] = []
+    spans: list[Span] = []
     final_break = False
     for seg in segments:
-        words = options.lexicon.apply(seg.text, slots) if options.lexicon is not None else seg.text
-        if options.normalize:
-            words = expand_text(words)
+        words, here = _read(seg.text, base, options, slots)
+        spans.extend(here)
         shown.append(_show(words, slots))
         sentences = phonemize_spliced(words, espeak_voice, slots)
         word_of = _word_labels(sentences, words, len(all_words), word_phonemes(espeak_voice, slots))
@@ -141,7 +151,35 @@ def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], opt
     # The end of the utterance gets no pause, unless the SSML asked for one with a final <break>.
     if not final_break:
         chunks[-1] = replace(chunks[-1], pause_after_s=0.0)
-    return PreparedText(" ".join(shown), chunks, warnings, all_words, break_s)
+    return PreparedText(" ".join(shown), chunks, warnings, all_words, break_s, written_spans(text, spans))
+
+
+def _read(text: str, base: Recorder | None, options: TextOptions, slots: PhonemeSlots) -> tuple[str, list[Span]]:
+    """A segment's text as read (lexicon, normalisation), and per written word of it the span of the request's
+    text it came from (``base``: how the segment maps to the request; None: it does not)."""
+    known = base is not None and base.follows(text)
+    with recording(Recorder(list(base.passes), length=len(text)) if base is not None else Recorder()) as rec:
+        words = options.lexicon.apply(text, slots) if options.lexicon is not None else text
+        if options.normalize:
+            words = expand_text(words)
+    here = written_word_spans(words)
+    # A rule that rewrote the text without recording (a length the record does not expect): no spans, not wrong ones.
+    if not known or not rec.follows(words):
+        return words, [None] * len(here)
+    return words, map_back(here, rec.passes)
+
+
+def word_sources(text: str, options: TextOptions) -> list[tuple[str, Span]]:
+    """(spoken word, span of ``text`` it was read from) for plain text, without phonemizing: the text side of
+    captions in the reader's words, as ``prepare_text`` finds it."""
+    slots = PhonemeSlots()
+    with recording(Recorder()) as base:
+        cleaned = normalize_text(text)
+    words, spans = _read(cleaned, base, options, slots)
+    said = written_words(words)
+    if slots.ipa:  # a lexicon's IPA entry: the slot shown as the word it stands for
+        said = [shown_word(w, slots) for w in said]
+    return list(zip(said, written_spans(text, spans)))
 
 
 def _word_labels(sentences: list[list[str]], text: str, first: int, own: Callable[[str], Sequence[str]]) -> list[list[int]]:

@@ -21,6 +21,7 @@ NO_WORD = -1  # label of a space, a punctuation mark, or a phoneme no written wo
 _MARKS = frozenset(" .,;:!?")
 _STRESS = frozenset("ˈˌ")  # espeak drops stress on joined function words: not counted in lengths
 _WORD_CHARS = re.compile(r"\w|[\ue000-\uf8ff]")
+_TOKEN = re.compile(r"\S+")  # what str.split() splits out
 _CLAUSE_MARKS = frozenset(".,;:!?")
 _FIRST_SLOT, _LAST_SLOT = "\ue000", "\uf8ff"  # phoneme slots (slots.py) count as word characters
 # (written words, phoneme words) per alignment step, and what each costs beyond the length gap.
@@ -32,6 +33,11 @@ _STEPS: tuple[tuple[int, int, float], ...] = (
 def written_words(text: str) -> list[str]:
     """Whitespace tokens that hold a letter, a digit or a phoneme slot, with their punctuation ("planks.")."""
     return [tok for tok in text.split() if _WORD_CHARS.search(tok)]
+
+
+def written_word_spans(text: str) -> list[tuple[int, int]]:
+    """[start, end) in ``text`` of each of ``written_words(text)``."""
+    return [m.span() for m in _TOKEN.finditer(text) if _WORD_CHARS.search(m.group(0))]
 
 
 def clause_ends(text: str) -> list[bool]:

@@ -128,3 +128,12 @@ def test_a_long_stretch_without_pauses_is_cut_at_its_quietest(piper_engine, monk
     assert before_last >= 3 and all(w.source == "aligned" for w in words)
     errors = np.abs([w.start - m.start for w, m in zip(words, model)])
     assert errors.mean() <= 0.06, errors
+
+
+def test_aligned_words_carry_their_span_of_the_raw_text() -> None:
+    """Qwen3-TTS reads the text raw: each aligned word is a written token and says where it is (fails before: no span)."""
+    text = "Dr. Lee  paid $5 on\nJan. 3rd."
+    blip = np.sin(np.arange(24000 // 20) / 3.0).astype(np.float32) * 0.3
+    words = WordAligner(text, 24000).feed(blip, True)
+    assert [w.written for w in words] == ["Dr.", "Lee", "paid", "$5", "on", "Jan.", "3rd."]
+    assert all(text[w.text_start : w.text_end] == w.written == w.word for w in words)

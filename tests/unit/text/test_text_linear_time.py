@@ -28,6 +28,7 @@ from tts_app.text.document import parse_document
 from tts_app.text.expand import expand_text
 from tts_app.text.lexicon import parse_lexicon
 from tts_app.text.normalize import normalize_text
+from tts_app.text.prepare import TextOptions, word_sources
 from tts_app.text.slots import PhonemeSlots
 from tts_app.text.ssml import parse_ssml
 from tts_app.text.ssml_limits import MAX_DEPTH_ENV, MAX_ELEMENTS_ENV
@@ -138,6 +139,17 @@ def test_normalisation_is_linear(unit: str, tail: str) -> None:
     assert_linear(normalize_text, unit, tail)
     assert_linear(clause_ends, unit, tail)
     assert_linear(written_words, unit, tail)
+
+
+@PROPERTY
+@given(_units(TEXT_ATOMS + ["…", "\u00a0", "A4 ", "5 km ", "Jan. 3rd "]), TAILS)
+@example("A.", "x")
+@example("www.a", "")  # one address read as many words, all mapped to its one written token
+@example("…", "a")  # text NFKC changes: mapped run by run
+def test_word_sources_are_linear(unit: str, tail: str) -> None:
+    """Captions in the reader's words: the rules recorded, every spoken word mapped back and widened to its token."""
+    lexicon = parse_lexicon({"aa": "/ɑː/", "x-ray": "ex ray"})
+    assert_linear(lambda text: word_sources(text, TextOptions(lexicon=lexicon)), unit, tail, max_chars=40_000)
 
 
 @PROPERTY

@@ -1,12 +1,14 @@
 """``POST /v1/audio/speech/captioned``: speech with word timestamps, or subtitles.
 
 The body is ``/v1/audio/speech``'s. The reply is one JSON object
-``{audio (base64), audio_format, sample_rate, words: [{word, start, end}]}``, or with
+``{audio (base64), audio_format, sample_rate, words: [{word, start, end, source, text_start, text_end, written}]}``, or with
 ``"stream": true`` one such object per line (NDJSON) as audio is produced: the decoded
 ``audio`` pieces, joined in order, are the whole file, and each line's ``words`` are the
 words whose audio has been handed to the encoder by then. ``response_format`` ``srt`` or
-``vtt`` returns subtitles only. Times are seconds from the start of the audio; words are
-the text as read (numbers and abbreviations expanded). Models without word timings (Chatterbox,
+``vtt`` returns subtitles only. Times are seconds from the start of the audio; ``word`` is
+the text as read (numbers and abbreviations expanded), ``written`` = ``input[text_start:text_end]``
+the written token it came from (null where the text did not hold it, as in SSML); subtitles show
+the written tokens. Models without word timings (Chatterbox,
 ``/v1/models`` ``capabilities.word_timings`` "none") return no words.
 """
 

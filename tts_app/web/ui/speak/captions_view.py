@@ -1,5 +1,8 @@
 """Live captions under the stream player: the words heard so far, the current one highlighted.
 
+The words are shown as the reader wrote them: one span per written token ("$5"), its times the
+union of the words spoken for it ("five dollars", kept in the span's title).
+
 The page gets the words as spans carrying their times in the live stream; a small script in
 the page head compares them with the live player's clock every 40 ms. Word times are the
 engine's (from the model's durations); the stream is the joined take, so the same times
@@ -12,6 +15,7 @@ import html
 from collections.abc import Sequence
 
 from tts_app.backends.base import WordTiming
+from tts_app.captions.subtitles import written_words
 
 EMPTY = '<div class="captions muted">Captions appear here as the lines are spoken.</div>'
 
@@ -20,12 +24,15 @@ def captions_html(lines: Sequence[Sequence[WordTiming]], run_id: str) -> str:
     """The caption box's HTML: a paragraph a line, a span a word with its start and end in the stream (seconds)."""
     if not any(lines):
         return EMPTY
-    paragraphs = "".join(
-        "<p>" + " ".join(f'<span data-s="{w.start:.3f}" data-e="{w.end:.3f}">{html.escape(w.word)}</span>' for w in line) + "</p>"
-        for line in lines
-        if line
-    )
+    paragraphs = "".join("<p>" + " ".join(_span(line, w) for w in written_words(line)) + "</p>" for line in lines if line)
     return f'<div class="captions" data-run="{html.escape(run_id)}">{paragraphs}</div>'
+
+
+def _span(line: Sequence[WordTiming], w: WordTiming) -> str:
+    """A written token's span; where it was spoken otherwise ("$5": "five dollars"), the spoken words are its title."""
+    spoken = " ".join(x.word for x in line if w.text_start is not None and (x.text_start, x.text_end) == (w.text_start, w.text_end))
+    title = f' title="{html.escape(spoken)}"' if spoken and spoken != w.word else ""
+    return f'<span data-s="{w.start:.3f}" data-e="{w.end:.3f}"{title}>{html.escape(w.word)}</span>'
 
 
 # The stream player's clock starts at its first buffered range (the encoder's priming shifts it a little);
