@@ -454,6 +454,30 @@ def test_phone_layout_never_scrolls_sideways(server: str, browser: Any, artifact
     page.close()
 
 
+def test_desktop_tables_show_every_column_and_the_snippets_name_this_server(server: str, browser: Any, artifacts_dir: Path) -> None:
+    """At 1280 px the run's figures and the history show every column (total, RTF, batch and stall were cut off), and
+    the API tab's snippets name the address the page came from, port included (they said http://HOST/)."""
+    page = _open(browser, server, {"width": 1280, "height": 900})
+    page.locator("#text-input textarea").fill("\n".join(LINES[:2]))
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    page.wait_for_selector("#run-figures table", timeout=30_000)
+    # Header cells whose right edge lies past the table's visible box (a column one must scroll to see).
+    hidden = """sel => { const box = document.querySelector(sel).getBoundingClientRect();
+        return [...document.querySelectorAll(sel + ' thead th')].filter(th => th.offsetParent !== null
+          && th.getBoundingClientRect().right > box.right + 1).map(th => th.innerText.trim()); }"""
+    assert page.evaluate(hidden, "#run-figures") == []
+    page.screenshot(path=str(artifacts_dir / "desktop_1280_speak.png"), full_page=True)
+    _open_tab(page, "History")
+    time.sleep(0.8)
+    assert page.evaluate(hidden, "#history-table") == []
+    _open_tab(page, "API")
+    time.sleep(0.8)
+    snippets = page.inner_text("#api-help")
+    assert f'base_url="{server}/v1"' in snippets and "HOST" not in snippets
+    page.close()
+
+
 def _voice_choices(page: Any, elem_id: str) -> list[str]:
     page.click(f"#{elem_id} input")
     time.sleep(0.3)

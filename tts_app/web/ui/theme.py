@@ -64,7 +64,14 @@ footer { opacity: 0.75; }
 /* Tables scroll sideways inside their own box, never the page (phones): their content must not set
    the column's width (contain: inline-size), and they never squeeze a column to a letter per line. */
 #run-figures, #history-table, #lexicon-table { contain: inline-size; max-width: 100%; }
-#run-figures th, #run-figures td, #history-table th, #history-table td { white-space: nowrap; }
+#history-table th, #history-table td { white-space: nowrap; }
+/* The run's figures fit their half of a desktop page (headers on two lines, column_widths); on a narrower
+   screen the table keeps a readable width and scrolls inside its box. */
+@media (max-width: 900px) {
+  #run-figures table { min-width: 1120px; }
+  #history-table table { min-width: 1500px; }
+  #run-figures th, #run-figures td, #run-figures th *, #run-figures td * { white-space: nowrap !important; }
+}
 #api-help { contain: inline-size; overflow-wrap: anywhere; }
 #api-help pre, #api-help table { display: block; max-width: 100%; overflow-x: auto; }
 #api-help table { border: none; border-collapse: collapse; }

@@ -6,7 +6,7 @@ from typing import Any
 
 import gradio as gr
 
-from tts_app.web.ui.history.takes import HISTORY_HEADERS, HISTORY_TYPES, history_table, history_zip, take_audio
+from tts_app.web.ui.history.takes import HISTORY_HEADERS, HISTORY_TYPES, HISTORY_WIDTHS, history_table, history_zip, take_audio
 from tts_app.web.ui.session.owner import owner_of
 
 
@@ -33,6 +33,7 @@ def build_history_tab(history: gr.State) -> None:
         datatype=HISTORY_TYPES,
         interactive=False,
         wrap=False,  # one line per cell: a phone scrolls the table inside its box
+        column_widths=HISTORY_WIDTHS,  # at 1280 px every column shows (RTF, batch and wait were cut off)
         elem_id="history-table",
         elem_classes=["wide-table"],
     )

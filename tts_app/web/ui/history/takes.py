@@ -30,6 +30,8 @@ HISTORY_HEADERS = [
     "wait (s)",
 ]
 HISTORY_TYPES = ["number", "str", "str", "str", "str", "number", "number", "number", "str", "number", "number", "number", "number", "number"]
+# Shares of the page's width: every column shows at 1280 px, the text cut to its share (a phone scrolls instead).
+HISTORY_WIDTHS = ["5%", "8%", "6%", "21%", "11%", "5%", "5%", "5%", "4%", "6%", "6%", "6%", "6%", "6%"]
 MAX_TAKES = 200  # a session keeps its latest takes only
 
 
