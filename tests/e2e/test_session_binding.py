@@ -176,3 +176,22 @@ def test_every_route_that_takes_a_hash_refuses_a_stranger(app_server: str) -> No
                                                                    "fn_name": "x", "data": "1"}, files={"f": ("a", b"a")})
         assert form.status_code == 415, form.text
         assert victim.output("stop", []) == ["■ Nothing was running."]  # the owner is unaffected
+
+
+def test_one_address_cannot_fill_the_binding_table_for_everyone(app_server: str) -> None:
+    """Every new hash binds a table entry: one address binding hash after hash is refused past its own cap (429,
+    one line), while another address still opens new sessions (the table's global cap is 100 times larger)."""
+    from tts_app.web.guards.session_binding import MAX_PER_VISITOR
+
+    def cancel(client: httpx.Client, session: str) -> httpx.Response:
+        return client.post("/gradio_api/cancel", json={"session_hash": session, "fn_index": 0, "event_id": "x"})
+
+    flood = httpx.Client(base_url=app_server, timeout=TIMEOUT, transport=httpx.HTTPTransport(local_address="127.0.0.9"))
+    other = httpx.Client(base_url=app_server, timeout=TIMEOUT, transport=httpx.HTTPTransport(local_address="127.0.0.10"))
+    with flood, other:
+        codes = [cancel(flood, f"flood{i:05d}").status_code for i in range(MAX_PER_VISITOR)]
+        assert 429 not in codes and 403 not in codes, sorted(set(codes))
+        refused = cancel(flood, "flood-one-more")
+        assert refused.status_code == 429 and "\n" not in refused.text.strip(), refused.text
+        assert cancel(flood, "flood00000").status_code == codes[0]  # its bound hashes still work
+        assert cancel(other, "another-visitors-page").status_code == codes[0]

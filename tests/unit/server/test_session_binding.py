@@ -7,8 +7,10 @@ import re
 import threading
 from types import SimpleNamespace
 
+import pytest
+
 from tts_app.web.guards.session_binding import (
-    MAX_TOKENS_PER_SESSION, SESSION_BINDINGS, STREAM_TOKENS, SessionBindings, StreamTokens, cookie_value,
+    MAX_TOKENS_PER_SESSION, SESSION_BINDINGS, STREAM_TOKENS, SessionBindings, VisitorSessionsFull, StreamTokens, cookie_value,
     new_cookie_value,
 )
 from tts_app.web.guards.session_guard import STREAM_ID
@@ -79,3 +81,14 @@ def test_the_sweeper_drops_bindings_with_their_sessions_and_prunes_bare_hashes()
         assert SESSION_BINDINGS.admit(session, None, "addr:192.0.2.9") is True
         SESSION_BINDINGS.forget(session)
     SESSION_BINDINGS.forget("live")
+
+
+def test_one_visitor_cannot_fill_the_table() -> None:
+    table = SessionBindings(max_entries=10, max_per_visitor=2)
+    assert table.admit("a", None, "v") and table.admit("b", None, "v")
+    with pytest.raises(VisitorSessionsFull):
+        table.admit("c", None, "v")
+    assert table.admit("a", None, "v") is True  # its bound hashes still work
+    assert table.admit("d", None, "w") is True  # another visitor binds
+    table.forget("a")
+    assert table.admit("c", None, "v") is True  # a freed place is the visitor's again

@@ -20,7 +20,7 @@ import re
 import secrets
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -29,6 +29,9 @@ COOKIE_PATTERN = re.compile(r"[A-Za-z0-9_-]{32}")
 HASH_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,128}")  # Gradio's page (base 36) and gradio_client (uuid4) fit
 MAX_BOUND_SESSIONS = 100_000  # 31 MB measured (tracemalloc, a distinct cookie each); the sweeper prunes every few seconds
 TOKEN_BYTES = 16  # 128 random bits per stream token
+# One visitor's bound hashes at once (gradio_client makes one per call; idle ones are pruned after
+# TTS_APP_IDLE_SESSION_S): one address cannot fill the table for everyone (its new hash past this: 429).
+MAX_PER_VISITOR = 1_000
 MAX_TOKENS_PER_SESSION = 256  # a session's older runs' streams lose their token (long finished by then)
 
 
@@ -63,12 +66,17 @@ class Binding:
     last_used: float
 
 
+class VisitorSessionsFull(RuntimeError):
+    """This visitor has ``MAX_PER_VISITOR`` hashes bound already: its new one is refused (for it only)."""
+
+
 class SessionBindings:
     """Session hash -> the page it belongs to (see the module doc). Thread-safe."""
 
-    def __init__(self, max_entries: int = MAX_BOUND_SESSIONS) -> None:
-        self.max_entries = max_entries
+    def __init__(self, max_entries: int = MAX_BOUND_SESSIONS, max_per_visitor: int = MAX_PER_VISITOR) -> None:
+        self.max_entries, self.max_per_visitor = max_entries, max_per_visitor
         self._bound: OrderedDict[str, Binding] = OrderedDict()
+        self._per_visitor: Counter[str] = Counter()  # bound hashes by the visitor that first used them
         self._lock = threading.Lock()
 
     def admit(self, session: str, cookie: str | None, visitor: str) -> bool | None:
@@ -78,9 +86,12 @@ class SessionBindings:
         with self._lock:
             bound = self._bound.get(session)
             if bound is None:
+                if self._per_visitor[visitor] >= self.max_per_visitor:
+                    raise VisitorSessionsFull(f"{self._per_visitor[visitor]} page sessions are open from your address")
                 if len(self._bound) >= self.max_entries:
                     return None
                 self._bound[session] = Binding(cookie, visitor, now)
+                self._per_visitor[visitor] += 1
                 return True
             if bound.cookie is not None:
                 ok = cookie is not None and hmac.compare_digest(cookie, bound.cookie)
@@ -93,7 +104,7 @@ class SessionBindings:
 
     def forget(self, session: str) -> None:
         with self._lock:
-            self._bound.pop(session, None)
+            self._drop(session)
 
     def prune(self, idle_s: float, alive: Iterable[str]) -> int:
         """Drop hashes unused for ``idle_s`` seconds that are not in ``alive``; returns how many."""
@@ -102,8 +113,16 @@ class SessionBindings:
         with self._lock:
             stale = [s for s, b in self._bound.items() if b.last_used < cutoff and s not in keep]
             for session in stale:
-                del self._bound[session]
+                self._drop(session)
         return len(stale)
+
+    def _drop(self, session: str) -> None:
+        """Unbind ``session`` (lock held)."""
+        bound = self._bound.pop(session, None)
+        if bound is not None:
+            self._per_visitor[bound.visitor] -= 1
+            if self._per_visitor[bound.visitor] <= 0:
+                del self._per_visitor[bound.visitor]  # no key left behind per visitor ever seen
 
     def __len__(self) -> int:
         return len(self._bound)

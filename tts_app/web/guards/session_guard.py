@@ -23,7 +23,8 @@ from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.guards.file_guard import MAX_EVENT_BODY_BYTES
 from tts_app.web.guards.request_guard import UPLOAD_PATHS
 from tts_app.web.guards.session_binding import (
-    HASH_PATTERN, SESSION_BINDINGS, STREAM_TOKENS, SessionBindings, StreamTokens, cookie_value, new_cookie_value,
+    HASH_PATTERN, SESSION_BINDINGS, STREAM_TOKENS, SessionBindings, StreamTokens, VisitorSessionsFull, cookie_value,
+    new_cookie_value,
     set_cookie_header,
 )
 
@@ -100,7 +101,11 @@ class SessionGuard:
     def _refusal(self, scope: Scope, session: str, cookie: str | None) -> tuple[int, str] | None:
         if not HASH_PATTERN.fullmatch(session):
             return 400, "session_hash must be 1 to 128 letters, digits, '-' or '_'"
-        admitted = self.bindings.admit(session, cookie, visitor_key(HTTPConnection(scope)))
+        try:
+            admitted = self.bindings.admit(session, cookie, visitor_key(HTTPConnection(scope)))
+        except VisitorSessionsFull as exc:  # one address's flood of new hashes falls on it alone
+            logger.warning("refused a new session: %s", exc)
+            return 429, f"{exc}; close some or try again in a few minutes"
         if admitted is None:
             logger.warning("refused a new session: %d sessions are bound", len(self.bindings))
             return 503, "too many page sessions are open; try again in a minute"
