@@ -587,6 +587,25 @@ def test_stop_ends_the_live_player_and_the_status_stays_stopped(server: str, bro
     page.close()
 
 
+def test_live_captions_show_the_written_text(server: str, browser: Any) -> None:
+    """The Speak tab's live captions show what the visitor typed ("Dr.", "$5", "Jan.", "3rd."), one span a
+    written token, the spoken words in its title; before issue 35 they showed "Doctor", "five", "dollars"."""
+    page = _open(browser, server, {"width": 1360, "height": 900})
+    page.locator("#text-input textarea").fill("Dr. Lee paid $5 on Jan. 3rd.")
+    toggle = page.locator("#streaming-toggle input[type=checkbox]")
+    if not toggle.is_checked():  # the live player, whose captions these are
+        toggle.check()
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    page.wait_for_selector("#live-captions .captions[data-run] span", timeout=30_000)
+    spans = page.eval_on_selector_all(
+        "#live-captions .captions[data-run] span", "els => els.map(e => [e.textContent, e.title || ''])"
+    )
+    assert [text for text, _ in spans] == ["Dr.", "Lee", "paid", "$5", "on", "Jan.", "3rd."], spans
+    assert dict(spans)["$5"] == "five dollars" and dict(spans)["Dr."] == "Doctor", spans
+    page.close()
+
+
 DOCUMENT = """# Opening
 
 The birch canoe slid on the smooth planks. Glue the sheet to the *dark blue* background.

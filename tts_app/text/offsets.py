@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from bisect import bisect_left
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from itertools import accumulate, count
+from operator import add
+from operator import sub as sub_ints
 
 Edit = tuple[int, int, int, int]  # (in_start, in_end, out_start, out_end)
 Span = tuple[int, int] | None  # [start, end) in the original text; None: the text did not hold the word
@@ -56,8 +59,6 @@ def recording(recorder: Recorder) -> Iterator[Recorder]:
 
 def _trimmed(old: str, new: str) -> tuple[int, int]:
     """(head, tail): whole words ``old`` and ``new`` share at the start and end ("January 3rd" -> "January third")."""
-    if old[:1] != new[:1] and old[-1:] != new[-1:]:  # the usual case ("$5" -> "five dollars"): no loop
-        return 0, 0
     limit = min(len(old), len(new))
     head = 0
     while head < limit and old[head] == new[head]:
@@ -78,28 +79,46 @@ def sub(pattern: re.Pattern, repl: str | Callable[[re.Match], str], text: str) -
     if rec is None or rec.busy:  # a rule's own helpers rewrite pieces, not the text: not recorded
         return pattern.sub(repl, text)
     rec.follows(text)
-    edits: list[Edit] = []
-    shift = 0  # output minus input length of the edits so far
+    # Per match only what cannot wait (the match and what replaced it); the edits are worked out after,
+    # in one loop, and only for a pass that changed something.
+    found: list[tuple[re.Match, str]] = []
+    found_append = found.append
+    if callable(repl):
 
-    def one(m: re.Match) -> str:
-        nonlocal shift
-        rec.busy += 1
-        try:
-            out = repl(m) if callable(repl) else m.expand(repl)
-        finally:
-            rec.busy -= 1
-        old = m.group(0)
-        if out != old:
-            head, tail = _trimmed(old, out)
-            a, b = m.start() + head, m.end() - tail
-            edits.append((a, b, a + shift, a + shift + len(out) - head - tail))
-            shift += len(out) - len(old)
-        return out
+        def one(m: re.Match) -> str:
+            out = repl(m)
+            found_append((m, out))
+            return out
+    else:
 
-    result = pattern.sub(one, text)
-    if edits:
-        rec.passes.append(edits)
+        def one(m: re.Match) -> str:
+            out = m.expand(repl) if "\\" in repl else repl
+            found_append((m, out))
+            return out
+
+    rec.busy += 1  # once for the whole call, not per match
+    try:
+        result = pattern.sub(one, text)
+    finally:
+        rec.busy -= 1
     rec.length = len(result)
+    if found:
+        edits: list[Edit] = []
+        shift = 0  # output minus input length of the edits so far
+        for m, out in found:
+            old = m.group(0)
+            if out == old:
+                continue
+            a, b = m.span()
+            if old[:1] == out[:1] or old[-1:] == out[-1:]:  # words kept at either end ("January 3rd" -> "January third")
+                head, tail = _trimmed(old, out)
+                a, b = a + head, b - tail
+                edits.append((a, b, a + shift, a + shift + len(out) - head - tail))
+            else:
+                edits.append((a, b, a + shift, a + shift + len(out)))
+            shift += len(out) - len(old)
+        if edits:
+            rec.passes.append(edits)
     return result
 
 
@@ -140,35 +159,58 @@ def nfkc(text: str) -> str:
     return whole
 
 
-def _map_points(points: Sequence[int], edits: Sequence[Edit], ends: bool) -> list[int]:
-    """Positions of one pass's output mapped to its input; ``points`` non-decreasing (starts, or exclusive ends).
+_COUNT = [array("i")]  # 0, 1, 2...: copied by slicing (a memcpy); replaced by a longer one when short
 
-    Between two edits every point moves by the same shift: those runs are found by bisection and
-    mapped by a list comprehension, so the cost is the points plus the edits times a logarithm.
-    """
-    out: list[int] = []
-    at, shift, bump = 0, 0, 1 if ends else 0  # an end stands for the character before it
-    for a, b, oa, ob in edits:
-        before = bisect_left(points, oa + bump, at)  # the character lies before what the rule wrote
-        out.extend([p - shift for p in points[at:before]] if shift else points[at:before])
-        inside = bisect_left(points, ob + bump, before)  # a character the rule wrote: its whole source
-        out.extend([b if ends else a] * (inside - before))
-        at, shift = inside, ob - b
-    out.extend([p - shift for p in points[at:]] if shift else points[at:])
-    return out
+
+def _count(n: int) -> array:
+    """An array of 0, 1, ..., n - 1."""
+    have = _COUNT[0]
+    if len(have) < n:
+        have = array("i", range(max(n, 2 * len(have), 1 << 13)))
+        _COUNT[0] = have  # replaced whole, never grown in place: a reader in another thread keeps its copy
+    return have[:n]
 
 
 def map_back(spans: Sequence[tuple[int, int]], passes: Sequence[Sequence[Edit]]) -> list[tuple[int, int]]:
-    """Spans of the final text (in order, non-empty) as spans of the text before the first pass."""
-    starts, ends = [s for s, _ in spans], [e for _, e in spans]
-    for edits in reversed(passes):
-        starts, ends = _map_points(starts, edits, False), _map_points(ends, edits, True)
-    return list(zip(starts, ends))
+    """Spans of the final text (in order, non-empty) as spans of the text before the first pass.
+
+    Every character carries the span of the original it came from, in two machine-integer arrays
+    (``lo[i]``: where character i's source starts; ``hi[i]``: where character i - 1's ends, so an
+    exclusive end indexes it directly), so a pass costs only its edits: each is a slice assignment (a
+    memmove), not a loop over the text or the words. A character a rule wrote takes the span of what
+    the rule replaced: the start of its first character to the end of its last (an insertion: of the
+    characters on either side). Then every span is looked up at once.
+    """
+    if not spans or not passes:
+        return list(spans)
+    # How long the arrays must start: every edit's place, and every span, lies inside them. Past the
+    # real end they hold characters as if the text went on untouched, which is how a point at the end maps.
+    need, grown = 0, 0
+    for edits in passes:
+        if edits:
+            a, b, _, ob = edits[-1]  # the last edit: the furthest, and what the pass grew the text by
+            need = max(need, a - grown, b - grown)
+            grown += ob - b
+    need = max(need, spans[-1][1] - grown) + 2
+    lo, hi = _count(need), _count(need)
+    for edits in passes:
+        for a, b, oa, ob in reversed(edits):  # right to left: what an edit reads has not moved yet
+            n = ob - oa
+            lo[a:b] = array("i", (lo[a],)) * n
+            hi[a + 1 : b + 1] = array("i", (hi[b],)) * n
+    starts, ends = zip(*spans)
+    return list(zip(map(lo.__getitem__, starts), map(hi.__getitem__, ends)))
 
 
 def token_spans(text: str) -> list[tuple[int, int]]:
     """[start, end) of each whitespace token of ``text``."""
-    return [m.span() for m in _TOKEN.finditer(text)]
+    parts = text.split(" ")
+    if "" in parts or not text.isprintable():  # runs of spaces, other whitespace (or a control): the regex
+        return [m.span() for m in _TOKEN.finditer(text)]
+    # One space between tokens (what the rules leave): the spans by running sums, no match objects.
+    lens = list(map(len, parts))
+    ends = list(map(add, accumulate(lens), count()))
+    return list(zip(map(sub_ints, ends, lens), ends))
 
 
 def written_spans(original: str, spans: Sequence[Span]) -> list[Span]:
