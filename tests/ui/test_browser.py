@@ -569,6 +569,10 @@ def test_closing_the_page_cancels_its_run(server: str, browser: Any) -> None:
 def test_stop_ends_the_live_player_and_the_status_stays_stopped(server: str, browser: Any) -> None:
     """Stop on a streaming run of 8 long lines: the live player says Stopped (it stayed on Buffering…) and the
     status box keeps the Stopped line (it flipped back to a frozen Starting… on a loaded machine)."""
+    deadline = time.monotonic() + 60  # an earlier test's cancelled run leaves the engine first (this visitor's share)
+    while (stats := _engine_stats(server))["active"] or stats["queued"]:
+        assert time.monotonic() < deadline, stats
+        time.sleep(0.2)
     page = _open(browser, server, {"width": 1360, "height": 900})
     page.locator("#text-input textarea").fill("\n".join([LONG_LINE] * 8))
     page.click("#generate-btn")
