@@ -566,50 +566,6 @@ def test_closing_the_page_cancels_its_run(server: str, browser: Any) -> None:
     assert stats["finished"] - before["finished"] < 6, "every line ran to its end after the page closed"
 
 
-def test_stop_ends_the_live_player_and_the_status_stays_stopped(server: str, browser: Any) -> None:
-    """Stop on a streaming run of 8 long lines: the live player says Stopped (it stayed on Buffering…) and the
-    status box keeps the Stopped line (it flipped back to a frozen Starting… on a loaded machine)."""
-    deadline = time.monotonic() + 60  # an earlier test's cancelled run leaves the engine first (this visitor's share)
-    while (stats := _engine_stats(server))["active"] or stats["queued"]:
-        assert time.monotonic() < deadline, stats
-        time.sleep(0.2)
-    page = _open(browser, server, {"width": 1360, "height": 900})
-    page.locator("#text-input textarea").fill("\n".join([LONG_LINE] * 8))
-    page.click("#generate-btn")
-    page.wait_for_selector("#live-player .live[data-token]", timeout=120_000)
-    page.click("#stop-btn")
-    page.wait_for_function("() => document.querySelector('#live-player .live-status')?.textContent === 'Stopped'",
-                           timeout=10_000)
-    _wait_status(page, "Stopped", timeout_ms=30_000)
-    seen = []
-    deadline = time.monotonic() + 4  # a late update of the cancelled run would land in this time
-    while time.monotonic() < deadline:
-        seen.append(_status(page))
-        time.sleep(0.1)
-    assert all("Stopped" in text or "Nothing was running" in text for text in seen), sorted(set(seen))
-    assert page.evaluate("() => document.querySelector('#live-player .live-status').textContent") == "Stopped"
-    page.close()
-
-
-def test_live_captions_show_the_written_text(server: str, browser: Any) -> None:
-    """The Speak tab's live captions show what the visitor typed ("Dr.", "$5", "Jan.", "3rd."), one span a
-    written token, the spoken words in its title; before issue 35 they showed "Doctor", "five", "dollars"."""
-    page = _open(browser, server, {"width": 1360, "height": 900})
-    page.locator("#text-input textarea").fill("Dr. Lee paid $5 on Jan. 3rd.")
-    toggle = page.locator("#streaming-toggle input[type=checkbox]")
-    if not toggle.is_checked():  # the live player, whose captions these are
-        toggle.check()
-    page.click("#generate-btn")
-    _wait_status(page, "Done")
-    page.wait_for_selector("#live-captions .captions[data-run] span", timeout=30_000)
-    spans = page.eval_on_selector_all(
-        "#live-captions .captions[data-run] span", "els => els.map(e => [e.textContent, e.title || ''])"
-    )
-    assert [text for text, _ in spans] == ["Dr.", "Lee", "paid", "$5", "on", "Jan.", "3rd."], spans
-    assert dict(spans)["$5"] == "five dollars" and dict(spans)["Dr."] == "Doctor", spans
-    page.close()
-
-
 DOCUMENT = """# Opening
 
 The birch canoe slid on the smooth planks. Glue the sheet to the *dark blue* background.
