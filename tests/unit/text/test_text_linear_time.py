@@ -228,29 +228,41 @@ def test_markdown_parser_keeps_what_is_read() -> None:
 # --- through the real server -----------------------------------------------------------------
 
 
-def _post_document(base: str, text: str) -> float:
+def _post_document(client: httpx.Client, text: str) -> float:
     """POST /v1/documents and stop the job it starts; returns the request's wall time.
 
     Accepted, or refused with one line when nothing is left to read (``<!--a`` repeated is one
     unclosed HTML comment).
     """
     start = time.perf_counter()
-    reply = httpx.post(f"{base}/v1/documents", json={"input": text, "title": "hostile"}, timeout=600)
+    reply = client.post("/v1/documents", json={"input": text, "title": "hostile"})
     took = time.perf_counter() - start
     if reply.status_code == 400:
         assert reply.json()["error"]["message"] == "the document has nothing to read", reply.text[:300]
         return took
     assert reply.status_code == 202, reply.text[:300]
-    assert httpx.delete(f"{base}/v1/documents/{reply.json()['id']}", timeout=30).status_code == 200
+    assert client.delete(f"/v1/documents/{reply.json()['id']}").status_code == 200
     return took
 
 
-@pytest.mark.parametrize("unit", ["*a ", "<!--a"])
-def test_a_hostile_document_is_answered_in_linear_time_and_health_answers_meanwhile(app_server: str, unit: str) -> None:
-    """Issue 24 item 1: ``{"input": "*a " * 26666}`` took 63 s and froze /healthz for as long."""
+@pytest.mark.parametrize(("unit", "address"), [("*a ", "127.0.0.31"), ("<!--a", "127.0.0.32")])
+def test_a_hostile_document_is_answered_in_linear_time_and_health_answers_meanwhile(
+    app_server: str, unit: str, address: str
+) -> None:
+    """Issue 24 item 1: ``{"input": "*a " * 26666}`` took 63 s and froze /healthz for as long.
+
+    Each case is a visitor of its own (a loopback address of its own): the shared server's earlier
+    document tests came from 127.0.0.1 and keep their jobs for an hour, within the per-visitor cap.
+    """
     half, full = unit * (100_000 // len(unit)), unit * (200_000 // len(unit))
-    small = min(_post_document(app_server, half) for _ in range(3))
-    large = min(_post_document(app_server, full) for _ in range(3))
+    client = httpx.Client(base_url=app_server, timeout=600, transport=httpx.HTTPTransport(local_address=address))
+    with client:
+        _check_linear_and_healthy(app_server, client, half, full)
+
+
+def _check_linear_and_healthy(app_server: str, client: httpx.Client, half: str, full: str) -> None:
+    small = min(_post_document(client, half) for _ in range(3))
+    large = min(_post_document(client, full) for _ in range(3))
     assert large <= MAX_RATIO * small, f"{small:.2f} s, doubled {large:.2f} s"
 
     health: list[tuple[float, float, int]] = []  # (sent, answered, status) while the big document is parsed
@@ -268,7 +280,7 @@ def test_a_hostile_document_is_answered_in_linear_time_and_health_answers_meanwh
     while not health:  # the pinger is answering before the document goes in
         time.sleep(0.01)
     start = time.perf_counter()
-    took = _post_document(app_server, full)
+    took = _post_document(client, full)
     end = start + took
     done.set()
     pinger.join(timeout=120)
@@ -331,5 +343,14 @@ def test_the_doubling_check_catches_a_quadratic_parser() -> None:
     def rescans(text: str) -> int:
         return sum(text.count("a", 0, end) for end in range(len(text)))
 
-    with pytest.raises(AssertionError, match="doubled"):
-        assert_linear(rescans, "ab", max_chars=200_000)
+    # A run can pass by noise: CPU time of the smaller size measured while another process (the
+    # real server of the test before, still parsing what it was sent) shares the core runs long.
+    # The check must catch the parser in one of three tries.
+    caught = []
+    for _ in range(3):
+        try:
+            assert_linear(rescans, "ab", max_chars=400_000)
+        except AssertionError as failure:
+            caught.append(str(failure))
+            break
+    assert caught and "doubled" in caught[0], "the doubling check let a quadratic parser pass three times"
