@@ -13,6 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.app_server import serve_app
+from tests.support.streamed import first_bytes
 
 pytestmark = pytest.mark.slow
 
@@ -43,11 +44,7 @@ async def _flood_then_visit(base: str) -> tuple[list[httpx.Response], int, bytes
     try:
         flood = await asyncio.gather(*(_open(flooder, base, LONG) for _ in range(FLOOD)))
         answer = await _open(visitor, base, "A short visit while someone floods the server.")
-        first = b""
-        async for data in answer.aiter_bytes():
-            first += data
-            if len(first) >= 4096:
-                break
+        first = await first_bytes(answer)
         status = answer.status_code
         await answer.aclose()
         refused = [r for r in flood if r.status_code == 503]

@@ -20,6 +20,7 @@ import soundfile as sf
 
 from tts_app.assets import BUILTIN_VOICES_DIR
 from tests.support.paths import REPO
+from tts_app.web.guards.file_guard import MAX_EVENT_BODY_BYTES
 
 VOICES = BUILTIN_VOICES_DIR
 GOOD_CLIP = VOICES / "f5_ref_en.wav"
@@ -290,6 +291,17 @@ def test_a_huge_chunked_body_is_refused_once_over_the_cap(app_server: str) -> No
     head = b"POST /v1/audio/speech HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
     chunk = b"4000\r\n" + b"a" * 0x4000 + b"\r\n"
     reply = _raw_request(app_server, head, chunk * 5)  # 80 KB sent, never the terminating chunk
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+
+
+@pytest.mark.parametrize("path", [b"/gradio_api/queue/join", b"/gradio_api/run/predict"])
+def test_an_event_body_over_its_cap_is_refused_midway_with_one_line(app_server: str, path: bytes) -> None:
+    """The page guards read a Gradio event's body ahead of Gradio (session check, file paths): past
+    the event cap they answer 413 without reading the rest (never the terminating chunk here)."""
+    head = (b"POST " + path + b" HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n")  # fmt: skip
+    chunk = b"4000\r\n" + b"a" * 0x4000 + b"\r\n"
+    reply = _raw_request(app_server, head, chunk * (MAX_EVENT_BODY_BYTES // 0x4000 + 2))
     assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from tests.support.app_server import serve_app
 from tests.support.reverse_proxy import nginx_proxy
+from tests.support.streamed import first_bytes
 
 pytestmark = pytest.mark.slow
 
@@ -70,11 +71,7 @@ async def _forged_flood_then_visit(base: str) -> tuple[list[int], list[str], int
                                        for i in range(FLOOD)))
         codes = [json.loads(await r.aread())["error"]["code"] for r in flood if r.status_code != 200]
         answer = await _open(visitor, base, "A short visit while someone floods the server.")
-        first = b""
-        async for data in answer.aiter_bytes():
-            first += data
-            if len(first) >= 4096:
-                break
+        first = await first_bytes(answer)
         await answer.aclose()
         for r in flood:
             await r.aclose()

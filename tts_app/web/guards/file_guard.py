@@ -18,7 +18,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tts_app import settings
-from tts_app.web.guards.body_replay import replay_body
+from tts_app.web.guards.body_replay import BodyTooLarge, read_capped_body, replay_body
 from tts_app.web.guards.request_guard import UPLOAD_PATHS
 from tts_app.storage.upload_paths import REFUSED_MESSAGE, UploadPathError, check_upload_path
 
@@ -75,22 +75,14 @@ class FileDataGuard:
         if not self._guarded(scope):
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                for reply in _json_reply(413, f"request body over {self.max_body_bytes} bytes"):
-                    await send(reply)
-                return
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
+        try:
+            body = await read_capped_body(receive, self.max_body_bytes)
+        except BodyTooLarge as exc:
+            for reply in _json_reply(413, str(exc)):
+                await send(reply)
+            return
+        if body is None:
+            return
         refusal = self._refusal(body)
         if refusal is not None:
             for reply in _json_reply(400, refusal):

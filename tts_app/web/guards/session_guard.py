@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tts_app.web.guards.body_replay import replay_body
+from tts_app.web.guards.body_replay import BodyTooLarge, read_capped_body, replay_body
 from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.guards.file_guard import MAX_EVENT_BODY_BYTES
 from tts_app.web.guards.request_guard import UPLOAD_PATHS
@@ -124,21 +124,12 @@ class SessionGuard:
         return dict(scope, path=real, raw_path=real.encode())
 
     async def _read_body(self, receive: Receive, send: Send) -> bytes | None:
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > MAX_EVENT_BODY_BYTES:
-                await _reply(send, 413, f"request body over {MAX_EVENT_BODY_BYTES} bytes")
-                return None
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        return b"".join(chunks)
+        """The body, or None once answered (413) or the client went away."""
+        try:
+            return await read_capped_body(receive, MAX_EVENT_BODY_BYTES)
+        except BodyTooLarge as exc:
+            await _reply(send, 413, str(exc))
+            return None
 
     def _rewriting(self, send: Send) -> Send:
         """``send`` with every stream id in an event stream's output replaced by its run's token."""
