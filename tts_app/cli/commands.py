@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "fetch":
-            from tts_app.models.available import fetch  # start-up: only the command that fetches needs it
+            from tts_app.models.hub_fetch import fetch  # start-up: only the command that fetches needs it
 
             print(json.dumps({"model": args.model, "path": str(fetch(args.model, args.dir))}))
         elif args.command in ("voice", "lexicon"):
