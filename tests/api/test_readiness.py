@@ -60,3 +60,29 @@ def test_readiness_and_the_model_list_follow_the_models_downloads(monkeypatch: p
                                              "on Y (the embedded voice serves).")
         assert selector["value"] == "piper-joe-medium"  # the selectors get their choices again once all has settled
     forget_jobs()
+
+
+def test_the_model_selector_offers_a_fetched_model_once_it_is_loaded(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """A checkpoint folder that a $TTS_APP_MODELS download is still filling (or left partial) is not offered; a run
+    naming it gets the download's one line."""
+    from tests.support.qwen3_tiny import tiny_backend, write_checkpoint
+    from tts_app.catalog import fetch_jobs
+    from tts_app.catalog.fetch_jobs import FetchStatus, add_job
+    from tts_app.web.ui.common.model_picker import check_model, model_choices
+    from tts_app.web.ui.common.user_error import UserError
+
+    write_checkpoint(tiny_backend(), tmp_path)
+    monkeypatch.setenv("TTS_APP_QWEN3_PATH", str(tmp_path))
+    monkeypatch.setattr(fetch_jobs, "_jobs", {})
+    local = add_job("qwen3-local")
+    local.stage = "downloading"
+    assert "qwen3-local" not in {model_id for _label, model_id in model_choices()}
+    with pytest.raises(UserError) as loading:
+        check_model("qwen3-local")
+    assert loading.value.message == "qwen3-local: downloading, listing files (the embedded voice serves meanwhile)."
+    local.status, local.reason = FetchStatus.UNAVAILABLE, "cannot download X: No space left on device"
+    with pytest.raises(UserError) as failed:
+        check_model("qwen3-local")
+    assert failed.value.message == "qwen3-local is unavailable: cannot download X: No space left on device (the embedded voice serves)."
+    local.status = FetchStatus.READY
+    assert check_model("qwen3-local") == "qwen3-local"

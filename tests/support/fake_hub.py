@@ -5,7 +5,8 @@ Routes (what huggingface_hub 2.x calls): ``GET /api/models/{repo}[/revision/{rev
 /api/models/{repo}/tree/{rev}?recursive=true`` (files, sizes, git blob ids, LFS sha256), ``HEAD|GET
 /{repo}/resolve/{rev}/{path}`` (X-Repo-Commit, ETag / X-Linked-Etag, Content-Length / X-Linked-Size, Range).
 An unknown repository is the hub's 404 with ``X-Error-Code: RepoNotFound``. ``cut_once`` names files whose first
-GET sends half the body, then drops the connection; ``corrupt`` names files served with their bytes changed.
+GET sends half the body, then drops the connection; ``corrupt`` names files served with their bytes changed;
+``stall`` holds a file's second half until its event is set (a download caught in the middle).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class FakeHub:
     repos: dict[str, Path]
     cut_once: set[str] = field(default_factory=set)
     corrupt: set[str] = field(default_factory=set)
+    stall: dict[str, threading.Event] = field(default_factory=dict)  # file -> sent half, then the rest once set
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, Range header)
     files: dict[str, dict[str, HubFile]] = field(default_factory=dict)
 
@@ -162,5 +164,12 @@ class FakeHub:
             self._send(h, 206 if asked else 200, headers, data[start:start + (len(data) - start) // 2])
             h.wfile.flush()
             h.close_connection = True  # the rest never comes: the client sees a short body
+            return
+        if f.path in self.stall:
+            half = start + (len(data) - start) // 2
+            self._send(h, 206 if asked else 200, headers, data[start:half])
+            h.wfile.flush()
+            self.stall[f.path].wait(timeout=120)
+            h.wfile.write(data[half:])
             return
         self._send(h, 206 if asked else 200, headers, data[start:])

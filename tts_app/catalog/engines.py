@@ -112,8 +112,8 @@ def engine_for(model_id: str) -> "Engine":
             downloading = fetching is not None and fetching.status is FetchStatus.LOADING and fetching.stage != "loading"
             if downloading:
                 raise ModelLoading(fetching.line())
-            if fetching is not None and fetching.status is FetchStatus.UNAVAILABLE and (choice is None or choice.path is None):
-                raise ModelUnavailable(fetching.line())  # why its download failed
+            if fetching is not None and fetching.status is FetchStatus.UNAVAILABLE:
+                raise ModelUnavailable(fetching.line())  # why its download failed (a partial download is not loaded)
             if choice is None or choice.path is None:
                 raise ModelUnavailable(unknown_model_message(model_id, EMBEDDED_ID))
             _engines[model_id] = _load(model_id, choice.label, choice.path)

@@ -98,6 +98,13 @@ def job(model_id: str) -> Optional[FetchJob]:
         return _jobs.get(model_id)
 
 
+def settled_or_absent(model_id: str) -> bool:
+    """False while ``model_id``'s $TTS_APP_MODELS download is under way, or after it failed: its folder, if any, may
+    be partial and is not offered."""
+    found = job(model_id)
+    return found is None or found.status is FetchStatus.READY
+
+
 def any_loading() -> bool:
     return any(j.status is FetchStatus.LOADING for j in jobs())
 

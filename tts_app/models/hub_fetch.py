@@ -59,11 +59,13 @@ class Plan:
             return 0
         done = 0
         for f in self.files:
-            for name in (f.etag, f.etag + ".incomplete"):
+            # A finished blob is named by its ETag; one being written, ETAG.incomplete or (huggingface_hub 2.x,
+            # one per process) ETAG.XXXXXXXX.incomplete.
+            for path in (self.blobs / f.etag, *self.blobs.glob(f"{f.etag}.*incomplete")):
                 try:
-                    done += min(f.size, (self.blobs / name).stat().st_size)
+                    done += min(f.size, path.stat().st_size)
                     break
-                except OSError:
+                except OSError:  # finished or removed between the listing and the stat
                     continue
         return done
 

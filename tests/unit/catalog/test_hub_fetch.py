@@ -8,6 +8,8 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -70,6 +72,32 @@ def test_fetch_takes_the_loaders_files_only_and_reports_its_plan(repo_folder: Pa
     assert {f.path for f in plan.files} == wanted
     assert plan.total_bytes == sum(len(v) for k, v in _files_in(repo_folder).items() if k in wanted)
     assert plan.bytes_on_disk() == plan.total_bytes  # every blob in the cache, counted from the disk
+
+
+def test_the_progress_counts_a_file_being_written(repo_folder: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mid-download, the plan counts the finished files and the bytes written of the one in flight (what the
+    page's status line shows): the hub sends half the weights, then holds the rest until the test has seen them
+    (well within huggingface_hub's 10 s read timeout)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", 4096)  # written in 4 kB chunks (10 MB on the hub)
+    release, plans, done = threading.Event(), [], []
+    size = (repo_folder / "model.safetensors").stat().st_size
+    with FakeHub({QWEN3_REPO: repo_folder}, stall={"model.safetensors": release}) as hub:
+        worker = threading.Thread(target=lambda: done.append(fetch("qwen3-0.6b", endpoint=hub.url, on_plan=plans.append)))
+        worker.start()
+        try:
+            config = len((repo_folder / "config.json").read_bytes())  # the file before the weights, finished
+            deadline = time.monotonic() + 60
+            while not plans or plans[0].bytes_on_disk() <= config:
+                assert time.monotonic() < deadline, f"no progress: {plans[0].bytes_on_disk() if plans else None}"
+                time.sleep(0.05)
+            # Half the weights sent; what is on disk of them (whole 4 kB chunks, less what the file buffer holds).
+            assert config < plans[0].bytes_on_disk() <= config + size // 2
+        finally:
+            release.set()
+            worker.join(timeout=120)
+    assert done and plans[0].bytes_on_disk() == plans[0].total_bytes
 
 
 def test_fetch_into_a_folder_of_ones_own(repo_folder: Path, cache: Path, tmp_path: Path) -> None:
