@@ -46,7 +46,8 @@ class FetchJob:
             return f"{self.model_id} is unavailable: {self.reason} (the embedded voice serves)."
         if self.stage == "downloading":
             done, total = self.progress()
-            share = f"{100 * done // total}% of {total / 1e9:.2g} GB" if total else "listing files"
+            size = f"{total / 1e9:.2g} GB" if total >= 1e9 else f"{max(1, round(total / 1e6))} MB"
+            share = f"{100 * done // total}% of {size}" if total else "listing files"
             return f"{self.model_id}: downloading, {share} (the embedded voice serves meanwhile)."
         return f"{self.model_id}: {self.stage} (the embedded voice serves meanwhile)."
 
