@@ -55,7 +55,9 @@ def test_readiness_and_the_model_list_follow_the_models_downloads(monkeypatch: p
         assert ready.json() == {"status": "ready", "models": {"qwen3-0.6b": "ready", "qwen3-1.7b": "unavailable"}}
         rows = {m["id"]: m for m in client.get("/v1/models").json()["data"]}
         assert rows["qwen3-1.7b"]["status"] == "unavailable" and rows["qwen3-1.7b"]["reason"] == "no repository X on Y"
-        text, timer, selector = status.loading_status("Ready.", "piper-joe-medium")
+        # The selectors' values come from the page, or from anyone posting the event: any string is only compared.
+        text, timer, selector, hostile = status.loading_status("Ready.", "piper-joe-medium", "../../etc/passwd\x00" + "x" * 5000)
+        assert hostile["value"] == "piper-joe-medium" and "qwen3-1.7b" not in {c[1] for c in hostile["choices"]}
         assert not timer.active and text == ("Ready. qwen3-0.6b is ready. qwen3-1.7b is unavailable: no repository X "
                                              "on Y (the embedded voice serves).")
         assert selector["value"] == "piper-joe-medium"  # the selectors get their choices again once all has settled
