@@ -18,6 +18,9 @@ from tts_app import settings
 # Before the imports below: some of their modules read a setting when imported, and a bad value
 # should stop the start with one line naming the variable, not a traceback.
 settings.exit_on_bad_values()
+from tts_app.catalog.fetch_jobs import exit_on_unknown_models  # noqa: E402
+
+exit_on_unknown_models()  # a name in $TTS_APP_MODELS nobody can fetch: one line, no start
 
 from tts_app.models.available import CHATTERBOX_ENV  # noqa: E402
 from tts_app.models.available import ENV_VAR as QWEN3_PATH_ENV  # noqa: E402

@@ -153,6 +153,9 @@ SETTINGS: tuple[Setting, ...] = (
     _int("TTS_APP_WARM_LOGGED_SHAPES", 0, "logged shapes a start replays (off by default: four long ones grew a "
          "restart's idle memory by 73 MB; kernels are cached on disk anyway)", low=0),
     # Optional GPU models
+    Setting("TTS_APP_MODELS", "list", (), "checkpoints to download from the Hugging Face hub at start, into its cache "
+            "(e.g. `qwen3-0.6b,chatterbox`; the names of `python -m tts_app fetch`): the embedded voice serves meanwhile, "
+            "a failure is one line on the page; HF_ENDPOINT, HF_HOME and HF_TOKEN apply", GPU_MODELS, shown_default="none"),
     Setting("TTS_APP_QWEN3_PATH", "path", None, "a Qwen3-TTS checkpoint folder to serve (else the Hugging Face cache)",
             GPU_MODELS, shown_default="none"),
     Setting("TTS_APP_CHATTERBOX_PATH", "path", None, "a Chatterbox checkpoint folder to serve (else the Hugging Face cache)",

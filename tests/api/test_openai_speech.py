@@ -165,7 +165,7 @@ def test_the_fast_embedded_voice_through_http(artifacts_dir) -> None:
         exact = http.post("/v1/audio/speech", json=body | {"model": "piper-joe-medium"})
         assert fast.status_code == exact.status_code == 200
         assert abs(len(fast.content) - len(exact.content)) <= 0.02 * len(exact.content)  # same durations: the text stage stays float32
-        assert http.get("/v1/models").json()["data"][1] == {"id": EMBEDDED_FAST_ID, "object": "model", "owned_by": "tts_app", "loaded": True}
+        assert http.get("/v1/models").json()["data"][1] == {"id": EMBEDDED_FAST_ID, "object": "model", "owned_by": "tts_app", "loaded": True, "status": "ready"}
 
 
 # --- streaming, proved with a backend that holds its work ----------------------------------

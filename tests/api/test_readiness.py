@@ -19,3 +19,72 @@ def test_readiness_follows_the_engine(monkeypatch: pytest.MonkeyPatch, loaded: b
     assert health.json() == {"status": "ok", "engine": "ready" if loaded else "loading"}
     assert ready.status_code == (200 if loaded else 503)
     assert ready.json()["status"] == ("ready" if loaded else "loading")
+
+
+def test_readiness_and_the_model_list_follow_the_models_downloads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$TTS_APP_MODELS: /readyz is 503 while a model downloads or loads, 200 once each is ready or unavailable
+    (the embedded voice serves); /v1/models and the page's status line say which and why, in one line each."""
+    import tts_app.web.server as server
+    import tts_app.web.ui.speak.loading_status as status
+    from tts_app.catalog import engines, fetch_jobs
+    from tts_app.catalog.fetch_jobs import FetchStatus, add_job, forget_jobs
+    from tts_app.web.ui.layout import build_demo
+
+    monkeypatch.setattr(server, "engine_loaded", lambda: True)
+    monkeypatch.setattr(status, "engine_loaded", lambda: True)
+    monkeypatch.setattr(engines, "engine_loaded", lambda: False)  # /v1/models must not load the embedded voice here
+    monkeypatch.setattr(fetch_jobs, "_jobs", {})
+    small, large = add_job("qwen3-0.6b"), add_job("qwen3-1.7b")
+    small.stage = "downloading"
+    with TestClient(server.create_app(build_demo())) as client:
+        loading = client.get("/readyz")
+        assert loading.status_code == 503
+        assert loading.json() == {"status": "loading", "models": {"qwen3-0.6b": "loading", "qwen3-1.7b": "loading"}}
+        rows = {m["id"]: m for m in client.get("/v1/models").json()["data"]}
+        assert rows["qwen3-0.6b"]["status"] == "loading" and rows["qwen3-0.6b"]["stage"] == "downloading"
+        assert rows["qwen3-0.6b"]["loaded"] is False and rows["qwen3-1.7b"]["stage"] == "waiting"
+        refused = client.post("/v1/audio/speech", json={"model": "qwen3-0.6b", "input": "Hi."})
+        assert refused.status_code == 503 and refused.json()["error"]["code"] == "model_loading"
+        assert refused.json()["error"]["message"] == "qwen3-0.6b: downloading, listing files (the embedded voice serves meanwhile)."
+        text, timer = status.loading_status("Ready.")
+        assert timer.active and text == ("Ready. qwen3-0.6b: downloading, listing files (the embedded voice serves "
+                                         "meanwhile). qwen3-1.7b: waiting (the embedded voice serves meanwhile).")
+        small.status, large.status, large.reason = FetchStatus.READY, FetchStatus.UNAVAILABLE, "no repository X on Y"
+        ready = client.get("/readyz")
+        assert ready.status_code == 200
+        assert ready.json() == {"status": "ready", "models": {"qwen3-0.6b": "ready", "qwen3-1.7b": "unavailable"}}
+        rows = {m["id"]: m for m in client.get("/v1/models").json()["data"]}
+        assert rows["qwen3-1.7b"]["status"] == "unavailable" and rows["qwen3-1.7b"]["reason"] == "no repository X on Y"
+        # The selectors' values come from the page, or from anyone posting the event: any string is only compared.
+        text, timer, selector, hostile = status.loading_status("Ready.", "piper-joe-medium", "../../etc/passwd\x00" + "x" * 5000)
+        assert hostile["value"] == "piper-joe-medium" and "qwen3-1.7b" not in {c[1] for c in hostile["choices"]}
+        assert not timer.active and text == ("Ready. qwen3-0.6b is ready. qwen3-1.7b is unavailable: no repository X "
+                                             "on Y (the embedded voice serves).")
+        assert selector["value"] == "piper-joe-medium"  # the selectors get their choices again once all has settled
+    forget_jobs()
+
+
+def test_the_model_selector_offers_a_fetched_model_once_it_is_loaded(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """A checkpoint folder that a $TTS_APP_MODELS download is still filling (or left partial) is not offered; a run
+    naming it gets the download's one line."""
+    from tests.support.qwen3_tiny import tiny_backend, write_checkpoint
+    from tts_app.catalog import fetch_jobs
+    from tts_app.catalog.fetch_jobs import FetchStatus, add_job
+    from tts_app.web.ui.common.model_picker import check_model, model_choices
+    from tts_app.web.ui.common.user_error import UserError
+
+    write_checkpoint(tiny_backend(), tmp_path)
+    monkeypatch.setenv("TTS_APP_QWEN3_PATH", str(tmp_path))
+    monkeypatch.setattr(fetch_jobs, "_jobs", {})
+    local = add_job("qwen3-local")
+    local.stage = "downloading"
+    assert "qwen3-local" not in {model_id for _label, model_id in model_choices()}
+    with pytest.raises(UserError) as loading:
+        check_model("qwen3-local")
+    assert loading.value.message == "qwen3-local: downloading, listing files (the embedded voice serves meanwhile)."
+    local.status, local.reason = FetchStatus.UNAVAILABLE, "cannot download X: No space left on device"
+    with pytest.raises(UserError) as failed:
+        check_model("qwen3-local")
+    assert failed.value.message == "qwen3-local is unavailable: cannot download X: No space left on device (the embedded voice serves)."
+    local.status = FetchStatus.READY
+    assert check_model("qwen3-local") == "qwen3-local"

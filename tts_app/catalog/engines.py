@@ -21,6 +21,7 @@ from tts_app.models.available import (
     find_models,
     unknown_model_message,
 )
+from tts_app.catalog.fetch_jobs import FetchStatus, job, jobs
 from tts_app.catalog.shared_engine import create_lowered, engine_loaded, get_engine
 
 if TYPE_CHECKING:
@@ -44,6 +45,14 @@ _failed: dict[str, tuple[float, str]] = {}  # model id -> (when its load failed,
 
 class ModelUnavailable(ValueError):
     """The requested model is not on this machine; the message says how to get it (one line)."""
+
+
+class ModelLoading(ModelUnavailable):
+    """The requested model is still downloading ($TTS_APP_MODELS); the message says how far it is (one line)."""
+
+
+# How long a client is asked to wait for a model that is still downloading.
+LOADING_RETRY_S = 30.0
 
 
 class ModelLoadFailed(RuntimeError):
@@ -98,6 +107,13 @@ def engine_for(model_id: str) -> "Engine":
             _engines[model_id] = _create_fast()
         if model_id not in _engines:
             choice = next((c for c in find_models() if c.id == model_id and c.id != EMBEDDED_ID), None)
+            fetching = job(model_id)
+            # A download under way may already look like a checkpoint (some files there): not loaded until it ends.
+            downloading = fetching is not None and fetching.status is FetchStatus.LOADING and fetching.stage != "loading"
+            if downloading:
+                raise ModelLoading(fetching.line())
+            if fetching is not None and fetching.status is FetchStatus.UNAVAILABLE:
+                raise ModelUnavailable(fetching.line())  # why its download failed (a partial download is not loaded)
             if choice is None or choice.path is None:
                 raise ModelUnavailable(unknown_model_message(model_id, EMBEDDED_ID))
             _engines[model_id] = _load(model_id, choice.label, choice.path)
@@ -145,16 +161,23 @@ def _model_row(model_id: str, engine: "Engine | None") -> dict[str, Any]:
     """One entry; a loaded model's capabilities are its checkpoint's (a Qwen3-TTS fine-tune may read
     fewer languages than the model declares before it is loaded)."""
     capabilities = engine.backend.capabilities if engine is not None else capabilities_of(model_id)
-    row = {"id": model_id, "object": "model", "owned_by": "tts_app", "loaded": engine is not None}
+    row = {"id": model_id, "object": "model", "owned_by": "tts_app", "loaded": engine is not None, "status": "ready"}
+    fetching = job(model_id)
+    if fetching is not None:  # named in $TTS_APP_MODELS: loading, ready or unavailable (and why)
+        row |= fetching.as_json()
+    elif model_id == EMBEDDED_ID and engine is None:
+        row["status"] = "loading"
     return row | ({"capabilities": capabilities.as_json()} if capabilities is not None else {})
 
 
 def served_models() -> list[dict[str, Any]]:
-    """OpenAI's model-list entries: the embedded voice, its fast variant where offered and each Qwen3-TTS or
-    Chatterbox checkpoint found, with ``loaded`` and ``capabilities`` (what each honours of a request)."""
+    """OpenAI's model-list entries: the embedded voice, its fast variant where offered, each Qwen3-TTS or
+    Chatterbox checkpoint found and each model of $TTS_APP_MODELS, with ``loaded``, ``status`` (loading, ready
+    or unavailable, with its ``reason``) and ``capabilities`` (what each honours of a request)."""
     rows = [_model_row(EMBEDDED_ID, get_engine() if engine_loaded() else None)]
+    fetching = {j.model_id for j in jobs()}
     for c in find_models():
-        if c.id != EMBEDDED_ID and c.available:
+        if c.id != EMBEDDED_ID and (c.available or c.id in fetching):
             rows.append(_model_row(c.id, _engines.get(c.id)))
     return rows
 

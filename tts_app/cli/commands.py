@@ -14,6 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from tts_app.cli.library import LibraryError, add_library_commands, run_lexicon, run_voice
+from tts_app.models.available import FETCHABLE
 from tts_app.text import TextError, load_lexicon
 
 _LOGGER = logging.getLogger("tts_app")
@@ -39,8 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--no-normalize", action="store_true", help="read numbers, dates and abbreviations as written")
     s.add_argument("--lexicon", help="JSON pronunciation lexicon: {\"word\": \"respelling\" or \"/ipa/\"}")
     s.add_argument("-v", "--verbose", action="store_true", help="log engine progress to stderr")
-    f = sub.add_parser("fetch", help="download a Qwen3-TTS or Chatterbox checkpoint from the Hugging Face hub (opt-in)")
-    f.add_argument("model", help="qwen3-0.6b, qwen3-1.7b or chatterbox")
+    f = sub.add_parser("fetch", help="download a model's checkpoint from the Hugging Face hub (opt-in)")
+    f.add_argument("model", help=", ".join(FETCHABLE))
     f.add_argument("--dir", help="folder to download into (default: the Hugging Face cache)")
     f.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     add_library_commands(sub)
@@ -130,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "fetch":
-            from tts_app.models.available import fetch  # start-up: only the command that fetches needs it
+            from tts_app.models.hub_fetch import fetch  # start-up: only the command that fetches needs it
 
             print(json.dumps({"model": args.model, "path": str(fetch(args.model, args.dir))}))
         elif args.command in ("voice", "lexicon"):

@@ -3,8 +3,8 @@ found on disk.
 
 Search order: ``--model-path`` (or the ``model_path`` argument, whichever kind of checkpoint it holds),
 $TTS_APP_QWEN3_PATH / $TTS_APP_CHATTERBOX_PATH, then the Hugging Face cache (file-system lookup only).
-Nothing here downloads except ``fetch``, the explicit opt-in behind
-``python -m tts_app fetch {qwen3-0.6b,qwen3-1.7b,chatterbox} [--dir DIR]``.
+Nothing here downloads: ``HUB_CHECKPOINTS`` says what ``tts_app.models.hub_fetch`` may download, the explicit
+opt-in behind ``python -m tts_app fetch {qwen3-0.6b,qwen3-1.7b,chatterbox} [--dir DIR]`` and $TTS_APP_MODELS.
 """
 
 from __future__ import annotations
@@ -169,29 +169,30 @@ def fast_variant_offered(env: Optional[Mapping[str, str]] = None) -> bool:
     return settings.value(PRECISION_ENV, env) != "fast" and decoder_kind("fast") == "bf16"
 
 
-FETCHABLE = (*QWEN3_MODELS, CHATTERBOX_ID)
+# The files each loader reads (fnmatch patterns, as huggingface_hub's allow_patterns: ``*`` crosses ``/``):
+# a repository's other files (demo audio, other formats) are never fetched.
+QWEN3_FILES = (
+    "config.json", "*.safetensors", "tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json",
+    "speech_tokenizer/config.json",
+)  # fmt: skip
 
 
-def fetch(model_id: str, directory: Optional[str] = None) -> Path:
-    """Download a Qwen3-TTS or Chatterbox checkpoint (the one explicit network use); returns its folder.
+@dataclass(frozen=True)
+class HubCheckpoint:
+    """A checkpoint ``python -m tts_app fetch ID`` and $TTS_APP_MODELS can download: its repository, the files its
+    loader reads, and the test that a folder holds all of them."""
 
-    Raises ``ValueError`` with a one-line reason (unknown model, hub unreachable, incomplete download).
-    """
-    if model_id == CHATTERBOX_ID:
-        repo, files, complete = CHATTERBOX_REPO, list(CHATTERBOX_FILES), is_chatterbox_checkpoint
-    elif model_id in QWEN3_MODELS:
-        repo, files, complete = QWEN3_MODELS[model_id].repo, None, is_checkpoint
-    else:
-        raise ValueError(f"unknown model {model_id!r}; choose one of: {', '.join(FETCHABLE)}")
-    from huggingface_hub import snapshot_download  # installed with gradio
+    repo: str
+    files: tuple[str, ...]
+    complete: Callable[[Path], bool]
 
-    try:
-        path = Path(snapshot_download(repo, local_dir=directory, allow_patterns=files))
-    except Exception as e:  # network, auth and disk errors all come back as one line
-        raise ValueError(f"could not download {repo}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
-    if not complete(path):
-        raise ValueError(f"{path} is not a complete {model_id} checkpoint after the download")
-    return path
+
+# Model id -> where to fetch it. A new backend's checkpoint is one more entry here.
+HUB_CHECKPOINTS: dict[str, HubCheckpoint] = {
+    **{s.id: HubCheckpoint(s.repo, QWEN3_FILES, is_checkpoint) for s in QWEN3_MODELS.values()},
+    CHATTERBOX_ID: HubCheckpoint(CHATTERBOX_REPO, CHATTERBOX_FILES, is_chatterbox_checkpoint),
+}
+FETCHABLE = tuple(HUB_CHECKPOINTS)
 
 
 def unknown_model_message(model: str, served: str, model_path: Optional[str] = None) -> str:

@@ -1,16 +1,18 @@
-"""Text to phoneme ids with the espeak-ng data that the piper-tts wheel bundles."""
+"""Text to phoneme ids with the espeak-ng data that the piper-tts wheel bundles.
+
+piper-tts is imported on the first call, not with this module: the text package (words, captions) is imported by
+the Qwen3-TTS and Chatterbox backends too, and an install for those alone need not have piper-tts.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-
-from piper.phoneme_ids import BOS, PAD, phonemes_to_ids
-from piper.phonemize_espeak import EspeakPhonemizer
+from typing import Any
 
 # espeak-ng keeps global state, so every call in the process goes through one lock.
 _LOCK = threading.Lock()
-_PHONEMIZER: EspeakPhonemizer | None = None
+_PHONEMIZER: Any = None  # piper's EspeakPhonemizer, made on the first call
 
 
 def phonemize(text: str, espeak_voice: str) -> list[list[str]]:
@@ -18,6 +20,8 @@ def phonemize(text: str, espeak_voice: str) -> list[list[str]]:
     global _PHONEMIZER
     with _LOCK:
         if _PHONEMIZER is None:
+            from piper.phonemize_espeak import EspeakPhonemizer  # piper-tts on first use (module docstring)
+
             _PHONEMIZER = EspeakPhonemizer()
         sentences = _PHONEMIZER.phonemize(espeak_voice, text)
     return [s for s in sentences if s]
@@ -25,6 +29,8 @@ def phonemize(text: str, espeak_voice: str) -> list[list[str]]:
 
 def to_ids(phonemes: Sequence[str], id_map: Mapping[str, Sequence[int]]) -> list[int]:
     """Phonemes to model ids, with BOS/EOS and the pad between phonemes (piper's scheme)."""
+    from piper.phoneme_ids import phonemes_to_ids  # piper-tts on first use (module docstring)
+
     return phonemes_to_ids(list(phonemes), id_map)
 
 
@@ -35,6 +41,8 @@ def word_id_spans(phonemes: Sequence[str], word_of: Sequence[int], id_map: Mappi
     pad after its last one. Phonemes
     missing from ``id_map`` have no ids, as ``to_ids`` skips them.
     """
+    from piper.phoneme_ids import BOS, PAD  # piper-tts on first use (module docstring)
+
     spans: list[list[int]] = []
     at = len(id_map[BOS]) + len(id_map[PAD])
     for phoneme, word in zip(phonemes, word_of):

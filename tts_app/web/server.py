@@ -27,6 +27,8 @@ from tts_app.web.guards.visitor_requests import VisitorRequestCap
 from tts_app.web.log_throttle import throttle_repeated_logs
 from tts_app.web.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, requests_seen
 from tts_app.catalog.engines import close_model_engines
+from tts_app.catalog.fetch_jobs import any_loading, jobs
+from tts_app.catalog.model_fetch import start_model_fetches
 from tts_app.storage.output_store import output_store
 from tts_app.web.guards.request_guard import RequestGuard, RequestLimits
 from tts_app.web.session_sweeper import HeartbeatTracker, start_session_sweeper
@@ -68,10 +70,12 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
 
     @app.get("/readyz", include_in_schema=False)
     async def readyz() -> Response:
-        # For load balancers and scripts: 503 while the model loads in the background, then 200.
-        if engine_loaded():
-            return JSONResponse({"status": "ready"})
-        return JSONResponse({"status": "loading"}, status_code=503)
+        # For load balancers and scripts: 503 while the embedded voice loads or a $TTS_APP_MODELS model downloads
+        # and loads, then 200. A model whose download failed does not hold it at 503: the embedded voice serves.
+        models = {j.model_id: j.status.value for j in jobs()}
+        if engine_loaded() and not any_loading():
+            return JSONResponse({"status": "ready", "models": models})
+        return JSONResponse({"status": "loading", "models": models}, status_code=503)
 
     app = gr.mount_gradio_app(
         app,
@@ -156,6 +160,7 @@ def launch(demo: gr.Blocks) -> None:
     IdleTrimmer(requests_seen).start()  # RSS back down once no request has come for a few seconds
     # Load the model in the background so the page is up at once and the first visitor waits less.
     threading.Thread(target=_warm_engine, name="engine-warmup", daemon=True).start()
+    start_model_fetches()  # $TTS_APP_MODELS: downloaded and loaded in the background, the embedded voice serving meanwhile
     logger.info("serving on http://%s:%d (OpenAI API at /v1/audio/speech)", host, port)
     try:
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S,

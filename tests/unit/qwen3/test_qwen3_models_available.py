@@ -106,26 +106,6 @@ def test_fetch_without_hub_exits_2_with_one_line(tmp_path):
         assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
 
 
-def test_fetch_chatterbox_asks_for_the_five_files_only(tmp_path, monkeypatch):
-    """The Chatterbox repository holds other models' files too (several GB): fetch takes what the backend loads."""
-    import huggingface_hub
-
-    from tts_app.models.available import fetch
-
-    asked = {}
-
-    def fake_download(repo, local_dir=None, allow_patterns=None):
-        asked.update(repo=repo, patterns=allow_patterns)
-        for name in allow_patterns or []:
-            (Path(local_dir) / name).write_bytes(b"x")
-        return local_dir
-
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
-    (tmp_path / "cb").mkdir()
-    assert fetch(CHATTERBOX_ID, str(tmp_path / "cb")) == tmp_path / "cb"
-    assert asked == {"repo": "ResembleAI/chatterbox", "patterns": list(CHATTERBOX_FILES)}
-
-
 def test_the_fast_embedded_voice_is_offered_only_where_it_is_bf16(tmp_path, monkeypatch):
     import tts_app.models.piper.precision as precision
 

@@ -280,7 +280,7 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
 
     from tts_app.engine import EngineBusy, SpeechParams, UnsupportedParameter  # the engine package is heavy; imported on first request
     from tts_app.engine.input_processing import resolve_params
-    from tts_app.catalog.engines import LOAD_RETRY_S, ModelLoadFailed, ModelUnavailable, engine_for  # one engine per model, created on first use
+    from tts_app.catalog.engines import LOAD_RETRY_S, LOADING_RETRY_S, ModelLoadFailed, ModelLoading, ModelUnavailable, engine_for  # one engine per model, created on first use
     from tts_app.text import parse_lexicon, saved_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
 
     model_id = MODEL_ID if body.model in MODEL_ALIASES else body.model
@@ -298,6 +298,8 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
             capabilities.check(params, [body.input], model_id)
         engine = await asyncio.to_thread(engine_for, model_id)
         handle = await asyncio.to_thread(lambda: engine.submit(body.input, resolve_params(params)))
+    except ModelLoading as exc:  # named in $TTS_APP_MODELS, still downloading: the message says how far
+        return error_response(503, str(exc), param="model", code="model_loading", error_type="server_error", retry_after_s=LOADING_RETRY_S)
     except ModelUnavailable as exc:  # the message says how to get the model
         return error_response(400, str(exc), param="model", code="model_not_found")
     except ModelLoadFailed as exc:  # the model's files are here but broken: the server's fault

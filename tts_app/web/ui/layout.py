@@ -69,7 +69,8 @@ def build_demo() -> gr.Blocks:
         status = speak.outputs.status
         load_timer = gr.Timer(POLL_LOADING_S, active=False)  # the status says when the model will be ready
         demo.load(loading_status, status, [status, load_timer], queue=False, api_visibility="private")
-        load_timer.tick(loading_status, status, [status, load_timer], queue=False, api_visibility="private")
+        # The ticks also give the selectors their choices again once all has loaded ($TTS_APP_MODELS downloads).
+        load_timer.tick(loading_status, [status, *models], [status, load_timer, *models], queue=False, api_visibility="private")
         demo.load(origin_markdown, None, api_help, queue=False, api_visibility="private")  # snippets name this server
         demo.unload(cleanup)
         watch_session_ends()

@@ -12,6 +12,7 @@ from typing import Any
 
 import gradio as gr
 
+from tts_app.catalog.fetch_jobs import job, settled_or_absent
 from tts_app.models.available import CHATTERBOX_ID, EMBEDDED_FAST_ID, EMBEDDED_ID, EMBEDDED_IDS, find_models
 from tts_app.web.ui.common.user_error import UserError
 
@@ -24,8 +25,8 @@ CHATTERBOX_CPU_NOTE = "Chatterbox is a GPU model: on a 2-core CPU expect about 1
 
 
 def model_choices() -> list[tuple[str, str]]:
-    """(label, id) of every model that can run here, the embedded voice first."""
-    return [(c.label, c.id) for c in find_models() if c.available]
+    """(label, id) of every model that can run here, the embedded voice first ($TTS_APP_MODELS ones once loaded)."""
+    return [(c.label, c.id) for c in find_models() if c.available and settled_or_absent(c.id)]
 
 
 # Issue 26 measured the first request for the fast voice: ~7 s longer, ~540 MB more resident memory.
@@ -71,6 +72,9 @@ def check_model(value: str | None) -> str:
     model_id = (value or EMBEDDED_ID).strip()
     if model_id in {model_id for _label, model_id in model_choices()}:
         return model_id
+    fetching = job(model_id)
+    if fetching is not None:  # named in $TTS_APP_MODELS and not loaded yet, or failed: its one line says which
+        raise UserError(fetching.line())
     choice = next((c for c in find_models() if c.id == model_id), None)
     if choice is not None:
         raise UserError(choice.how_to_get)

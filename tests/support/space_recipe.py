@@ -1,0 +1,41 @@
+"""The GPU Space recipe's files (spaces/gpu/): its README header, the pins of its requirements and the
+``TTS_APP_MODELS`` it tells the Space to set, read for tests/repo/test_space_recipe.py and the HTTP test that starts
+the app with them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from tests.support.paths import REPO
+
+RECIPE = REPO / "spaces" / "gpu"
+
+
+def header(readme: Path) -> dict:
+    text = readme.read_text(encoding="utf-8")
+    assert text.startswith("---\n"), f"{readme} has no YAML header"
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+def pins(path: Path) -> dict[str, str]:
+    """name -> pinned version of a requirements file (comments, includes and blank lines left out)."""
+    found = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            req = Requirement(line)
+            (spec,) = req.specifier
+            assert spec.operator == "==", f"{path.name}: {line} is not pinned"
+            found[canonicalize_name(req.name)] = spec.version
+    return found
+
+
+def recipe_models() -> list[str]:
+    found = re.findall(r"`TTS_APP_MODELS=([^`]+)`", (RECIPE / "README.md").read_text(encoding="utf-8"))
+    assert found, "spaces/gpu/README.md does not say which TTS_APP_MODELS to set"
+    return found[0].split(",")

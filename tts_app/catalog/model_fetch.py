@@ -1,0 +1,54 @@
+"""$TTS_APP_MODELS at start: each named checkpoint downloaded into the Hugging Face cache and loaded, one after
+another on a background thread, while the embedded voice serves. A failure is one line in the log and on the page
+(``FetchJob.line``); the app goes on serving what it has."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Optional
+
+from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for
+from tts_app.catalog.fetch_jobs import FetchJob, FetchStatus, add_job, requested_models
+from tts_app.models.hub_fetch import FetchError, Plan, fetch
+
+logger = logging.getLogger(__name__)
+
+
+def _fetch_and_load(job: FetchJob) -> None:
+    job.stage = "downloading"
+
+    def planned(plan: Plan) -> None:
+        job.plan = plan
+
+    try:
+        folder = fetch(job.model_id, on_plan=planned)
+        logger.info("%s downloaded to %s; loading it", job.model_id, folder)
+        job.stage = "loading"
+        engine_for(job.model_id)  # in memory before /readyz says ready: the first request does not wait for it
+    except (FetchError, ModelUnavailable, ModelLoadFailed) as exc:  # each message is one line
+        job.reason, job.status = str(exc), FetchStatus.UNAVAILABLE
+        logger.warning("%s", job.line())
+        return
+    job.status = FetchStatus.READY
+    logger.info("%s", job.line())
+
+
+def _run(jobs: list[FetchJob]) -> None:
+    for job in jobs:
+        try:
+            _fetch_and_load(job)
+        except Exception as exc:  # noqa: BLE001 - one model's surprise must not leave the others "loading" forever
+            job.reason, job.status = f"{type(exc).__name__}: {str(exc).strip()[:200]}", FetchStatus.UNAVAILABLE
+            logger.exception("%s", job.line())
+
+
+def start_model_fetches() -> Optional[threading.Thread]:
+    """Start downloading $TTS_APP_MODELS in the background (None when it names none). Their jobs exist on return,
+    so /readyz is 503 for them from the first request on."""
+    jobs = [add_job(model_id) for model_id in requested_models()]
+    if not jobs:
+        return None
+    thread = threading.Thread(target=_run, args=(jobs,), name="model-fetch", daemon=True)
+    thread.start()
+    return thread
