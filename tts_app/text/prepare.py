@@ -60,8 +60,9 @@ class PreparedText:
     warnings: list[str] = field(default_factory=list)
     words: list[str] = field(default_factory=list)  # the words as spoken, as captions show them; Chunk.word_of indexes them
     break_s: float = 0.0  # of the chunks' pauses, the seconds SSML <break>s asked for (the rest: sentence ends, <p>)
-    # per word: [start, end) of the request's text it was read from (whole written tokens), None where
-    # the text did not hold it (SSML); several words of one written token ("$5": five dollars) share it
+    # per word: [start, end) of the request's text it was read from (whole written tokens; for SSML, of the
+    # source as sent), None where the text did not hold it (an empty SSML <sub>'s alias); several words of
+    # one written token ("$5": five dollars) share it
     spans: list[Span] = field(default_factory=list)
 
     def written(self, original: str) -> list[str | None]:
