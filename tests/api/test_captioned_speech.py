@@ -128,3 +128,22 @@ def test_words_carry_the_written_text_in_every_format(http: httpx.Client) -> Non
 def _vtt_clock(seconds: float) -> str:
     ms = round(seconds * 1000)
     return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}"
+
+
+SSML = "<speak>Pay <say-as interpret-as='cardinal'>12</say-as> to <sub alias='World Wide Web'>WWW</sub> &amp; go.</speak>"
+
+
+def test_ssml_words_carry_the_written_text_of_the_source(http: httpx.Client) -> None:
+    """An SSML request's words map to the SSML as sent: a <say-as> or <sub> to what its element holds, an entity
+    as written (before: every SSML word had null offsets and the subtitles showed the spoken words)."""
+    reply = http.post(ROUTE, json={"input": SSML, "response_format": "pcm", "seed": 4})
+    assert reply.status_code == 200, reply.text
+    words = reply.json()["words"]
+    assert [(w["word"], w["written"]) for w in words] == [
+        ("Pay", "Pay"), ("twelve", "12"), ("to", "to"), ("World", "WWW"), ("Wide", "WWW"), ("Web", "WWW"),
+        ("and", "&amp;"), ("go.", "go."),
+    ]  # fmt: skip
+    for w in words:
+        assert SSML[w["text_start"] : w["text_end"]] == w["written"]
+    srt = http.post(ROUTE, json={"input": SSML, "response_format": "srt", "seed": 4}).text
+    assert " ".join(b.split("\n", 2)[2] for b in srt.strip().split("\n\n")) == "Pay 12 to WWW &amp; go."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import io
 import json
 import os
@@ -165,10 +167,21 @@ def test_stop_cancels_in_the_page_registry_it_is_given() -> None:
 
     page_a, page_b = ActiveRuns(), ActiveRuns()
     run = Handle()
-    page_a.add("visitor", [run])
     request = SimpleNamespace(session_hash="visitor")
-    assert stop(request, page_b) == "■ Nothing was running." and not run.cancelled  # another page's registry
-    assert stop(request, page_a).startswith("■ **Stopped:** cancelled 1 engine request") and run.cancelled
+
+    async def scenario() -> None:
+        page_a.add("visitor", [run])
+        assert await stop(request, page_b) == "■ Nothing was running." and not run.cancelled  # another page's registry
+        # Stop answers once the run's handler has ended (removed its handles): an update the run sent as Stop
+        # came lands before Stop's, never after it (the status went back to Speaking… and stayed there).
+        answer = asyncio.create_task(stop(request, page_a))
+        await asyncio.sleep(0.3)
+        assert run.cancelled and not answer.done() and page_a.open_runs("visitor") == 1
+        page_a.remove("visitor", [run])
+        assert (await answer).startswith("■ **Stopped:** cancelled 1 engine request")
+        assert page_a.open_runs("visitor") == 0
+
+    asyncio.run(scenario())
 
 
 def test_run_model_streams_lines_in_order_and_collects_figures() -> None:

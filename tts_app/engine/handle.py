@@ -117,6 +117,11 @@ class RequestHandle:
         """How long a 1x player started at the first chunk has waited for audio so far."""
         return self._req.stall_s
 
+    @property
+    def cancel_asked(self) -> bool:
+        """True once ``cancel`` was called, before the engine's next step marks the request cancelled."""
+        return bool(self._req.cancel_requested)
+
     def cancel(self) -> None:
         """Stop this request; its slot is freed within one engine step."""
         if not self._done:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from itertools import accumulate, count
-from operator import add
+from operator import add, itemgetter
 from operator import sub as sub_ints
 
 Edit = tuple[int, int, int, int]  # (in_start, in_end, out_start, out_end)
@@ -110,7 +109,9 @@ def sub(pattern: re.Pattern, repl: str | Callable[[re.Match], str], text: str) -
             if out == old:
                 continue
             a, b = m.span()
-            if old[:1] == out[:1] or old[-1:] == out[-1:]:  # words kept at either end ("January 3rd" -> "January third")
+            # Words kept at either end ("January 3rd" -> "January third"): only a match with a space has a whole
+            # word to keep ("3rd." -> "third." shares "." and "rd", no word).
+            if (old[:1] == out[:1] or old[-1:] == out[-1:]) and " " in old:
                 head, tail = _trimmed(old, out)
                 a, b = a + head, b - tail
                 edits.append((a, b, a + shift, a + shift + len(out) - head - tail))
@@ -159,14 +160,14 @@ def nfkc(text: str) -> str:
     return whole
 
 
-_COUNT = [array("i")]  # 0, 1, 2...: copied by slicing (a memcpy); replaced by a longer one when short
+_COUNT: list[list[int]] = [[]]  # 0, 1, 2...: copied by slicing; replaced by a longer one when short
 
 
-def _count(n: int) -> array:
-    """An array of 0, 1, ..., n - 1."""
+def _count(n: int) -> list[int]:
+    """A list of 0, 1, ..., n - 1."""
     have = _COUNT[0]
     if len(have) < n:
-        have = array("i", range(max(n, 2 * len(have), 1 << 13)))
+        have = list(range(max(n, 2 * len(have), 1 << 13)))
         _COUNT[0] = have  # replaced whole, never grown in place: a reader in another thread keeps its copy
     return have[:n]
 
@@ -174,16 +175,17 @@ def _count(n: int) -> array:
 def map_back(spans: Sequence[tuple[int, int]], passes: Sequence[Sequence[Edit]]) -> list[tuple[int, int]]:
     """Spans of the final text (in order, non-empty) as spans of the text before the first pass.
 
-    Every character carries the span of the original it came from, in two machine-integer arrays
-    (``lo[i]``: where character i's source starts; ``hi[i]``: where character i - 1's ends, so an
-    exclusive end indexes it directly), so a pass costs only its edits: each is a slice assignment (a
-    memmove), not a loop over the text or the words. A character a rule wrote takes the span of what
-    the rule replaced: the start of its first character to the end of its last (an insertion: of the
-    characters on either side). Then every span is looked up at once.
+    Every character carries the span of the original it came from, in two lists (``lo[i]``: where
+    character i's source starts; ``hi[i]``: where character i - 1's ends, so an exclusive end indexes it
+    directly), so a pass costs only its edits: each is a slice assignment (a memmove), not a loop over
+    the text or the words. A character a rule wrote takes the span of what the rule replaced: the start
+    of its first character to the end of its last (an insertion: of the characters on either side).
+    Then every span is looked up at once. (Lists, not int arrays: a one-value list repeated is cheaper
+    to make than an array, and the lookups by itemgetter stay in C.)
     """
     if not spans or not passes:
         return list(spans)
-    # How long the arrays must start: every edit's place, and every span, lies inside them. Past the
+    # How long the lists must start: every edit's place, and every span, lies inside them. Past the
     # real end they hold characters as if the text went on untouched, which is how a point at the end maps.
     need, grown = 0, 0
     for edits in passes:
@@ -192,14 +194,17 @@ def map_back(spans: Sequence[tuple[int, int]], passes: Sequence[Sequence[Edit]])
             need = max(need, a - grown, b - grown)
             grown += ob - b
     need = max(need, spans[-1][1] - grown) + 2
-    lo, hi = _count(need), _count(need)
+    lo = _count(need)
+    hi = lo[:]
     for edits in passes:
         for a, b, oa, ob in reversed(edits):  # right to left: what an edit reads has not moved yet
             n = ob - oa
-            lo[a:b] = array("i", (lo[a],)) * n
-            hi[a + 1 : b + 1] = array("i", (hi[b],)) * n
+            lo[a:b] = [lo[a]] * n
+            hi[a + 1 : b + 1] = [hi[b]] * n
+    if len(spans) == 1:  # itemgetter of one index gives the value, not a tuple
+        return [(lo[spans[0][0]], hi[spans[0][1]])]
     starts, ends = zip(*spans)
-    return list(zip(map(lo.__getitem__, starts), map(hi.__getitem__, ends)))
+    return list(zip(itemgetter(*starts)(lo), itemgetter(*ends)(hi)))
 
 
 def token_spans(text: str) -> list[tuple[int, int]]:

@@ -6,6 +6,7 @@ Normalisation runs before espeak splits sentences, so "Dr. Smith" stays one phra
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -18,7 +19,7 @@ from tts_app.text.normalize import normalize_text
 from tts_app.text.offsets import Recorder, Span, map_back, recording, written_spans
 from tts_app.text.phonemize import phonemize
 from tts_app.text.slots import SLOT_RE, PhonemeSlots, ipa_symbols
-from tts_app.text.ssml import JOIN, Segment, is_ssml, parse_ssml
+from tts_app.text.ssml import JOIN, ParsedSsml, Segment, is_ssml, parse_ssml
 from tts_app.text.words import NO_WORD, clause_ends, label_phonemes, shown_word, word_phonemes, written_word_spans, written_words
 
 _SENTENCE_END = (".", "!", "?")
@@ -59,8 +60,9 @@ class PreparedText:
     warnings: list[str] = field(default_factory=list)
     words: list[str] = field(default_factory=list)  # the words as spoken, as captions show them; Chunk.word_of indexes them
     break_s: float = 0.0  # of the chunks' pauses, the seconds SSML <break>s asked for (the rest: sentence ends, <p>)
-    # per word: [start, end) of the request's text it was read from (whole written tokens), None where
-    # the text did not hold it (SSML); several words of one written token ("$5": five dollars) share it
+    # per word: [start, end) of the request's text it was read from (whole written tokens; for SSML, of the
+    # source as sent), None where the text did not hold it (an empty SSML <sub>'s alias); several words of
+    # one written token ("$5": five dollars) share it
     spans: list[Span] = field(default_factory=list)
 
     def written(self, original: str) -> list[str | None]:
@@ -109,13 +111,8 @@ def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], opt
     """Chunks ready for ``to_ids``; TextError with a one-line reason for text that cannot be spoken."""
     if not isinstance(text, str):
         raise TextError(f"text must be a string, not {type(text).__name__}")
-    base: Recorder | None = None  # how the segment's text maps back to the request's (None: not known)
-    if is_ssml(text):
-        parsed = parse_ssml(text)
-        segments, slots, warnings = parsed.segments, parsed.slots, parsed.warnings
-    else:
-        with recording(Recorder()) as base:
-            segments, slots, warnings = [Segment(normalize_text(text))], PhonemeSlots(), []
+    parsed, base = _segments(text)
+    segments, slots, warnings = parsed.segments, parsed.slots, parsed.warnings
     break_s = sum(seg.pause_after_s for seg in segments if seg.pause_is_break and seg.pause_after_s)
     if options.max_pause_s is not None:  # before any phonemes are made
         check_pauses(break_s, options.max_pause_s)
@@ -127,7 +124,7 @@ def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], opt
     spans: list[Span] = []
     final_break = False
     for seg in segments:
-        words, here = _read(seg.text, base, options, slots)
+        words, here = _read_segment(seg, base, options, slots)
         spans.extend(here)
         shown.append(_show(words, slots))
         sentences = phonemize_spliced(words, espeak_voice, slots)
@@ -151,7 +148,36 @@ def prepare_text(text: str, espeak_voice: str, id_map: Mapping[str, object], opt
     # The end of the utterance gets no pause, unless the SSML asked for one with a final <break>.
     if not final_break:
         chunks[-1] = replace(chunks[-1], pause_after_s=0.0)
-    return PreparedText(" ".join(shown), chunks, warnings, all_words, break_s, written_spans(text, spans))
+    return PreparedText(" ".join(shown), chunks, warnings, all_words, break_s, written_spans(parsed.visible or text, spans))
+
+
+def _segments(text: str) -> tuple[ParsedSsml, Recorder | None]:
+    """The request as segments (SSML's, or plain text cleaned as one) and, for plain text, the record of how
+    its cleaning moved the characters (SSML segments carry their characters' places themselves)."""
+    if is_ssml(text):
+        return parse_ssml(text), None
+    with recording(Recorder()) as base:
+        segment = Segment(normalize_text(text))
+    return ParsedSsml([segment], PhonemeSlots(), visible=text), base
+
+
+def _read_segment(seg: Segment, base: Recorder | None, options: TextOptions, slots: PhonemeSlots) -> tuple[str, list[Span]]:
+    """``_read`` of one segment, its spans in the request's text."""
+    if seg.source is None:
+        return _read(seg.text, base, options, slots)
+    # SSML: spans of the segment's own text, then through its characters' places in the document
+    words, here = _read(seg.text, Recorder(length=len(seg.text)), options, slots)
+    return words, _placed(here, seg.source)
+
+
+def _placed(spans: list[Span], source: tuple[array, array]) -> list[Span]:
+    """Spans of an SSML segment's text as spans of the document (None where it did not hold the characters)."""
+    lo, hi = source
+    out: list[Span] = []
+    for span in spans:
+        a, b = (lo[span[0]], hi[span[1] - 1]) if span is not None and span[0] < span[1] else (-1, -1)
+        out.append((a, b) if 0 <= a < b else None)
+    return out
 
 
 def _read(text: str, base: Recorder | None, options: TextOptions, slots: PhonemeSlots) -> tuple[str, list[Span]]:
@@ -170,16 +196,18 @@ def _read(text: str, base: Recorder | None, options: TextOptions, slots: Phoneme
 
 
 def word_sources(text: str, options: TextOptions) -> list[tuple[str, Span]]:
-    """(spoken word, span of ``text`` it was read from) for plain text, without phonemizing: the text side of
-    captions in the reader's words, as ``prepare_text`` finds it."""
-    slots = PhonemeSlots()
-    with recording(Recorder()) as base:
-        cleaned = normalize_text(text)
-    words, spans = _read(cleaned, base, options, slots)
-    said = written_words(words)
-    if slots.ipa:  # a lexicon's IPA entry: the slot shown as the word it stands for
-        said = [shown_word(w, slots) for w in said]
-    return list(zip(said, written_spans(text, spans)))
+    """(spoken word, span of ``text`` it was read from) for plain text or SSML, without phonemizing: the text
+    side of captions in the reader's words, as ``prepare_text`` finds it."""
+    parsed, base = _segments(text)
+    said: list[str] = []
+    spans: list[Span] = []
+    for seg in parsed.segments:
+        words, here = _read_segment(seg, base, options, parsed.slots)
+        said += written_words(words)
+        spans += here
+    if parsed.slots.ipa:  # a lexicon's IPA entry or an SSML <phoneme>: the slot shown as the word it stands for
+        said = [shown_word(w, parsed.slots) for w in said]
+    return list(zip(said, written_spans(parsed.visible or text, spans)))
 
 
 def _word_labels(sentences: list[list[str]], text: str, first: int, own: Callable[[str], Sequence[str]]) -> list[list[int]]:

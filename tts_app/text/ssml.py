@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+from array import array
 from dataclasses import dataclass, field
 from xml.etree.ElementTree import Element, ParseError
 
@@ -20,8 +21,10 @@ from tts_app.text.errors import TextError
 from tts_app.text.normalize import clean_chars
 from tts_app.text.normalize_numbers import month_day, telephone
 from tts_app.text.number_words import cardinal, ordinal, year
+from tts_app.text.offsets import Recorder, map_back, recording
 from tts_app.text.slots import PhonemeSlots
 from tts_app.text.ssml_limits import LimitedTreeBuilder, ssml_max_depth, ssml_max_elements
+from tts_app.text.ssml_source import Run, SsmlSource, locate
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -48,6 +51,9 @@ class Segment:
     rate: float = 1.0
     pause_after_s: float | None = None
     pause_is_break: bool = False  # the pause came from <break>: exact, and kept even at the very end
+    # per character of ``text``: [lo, hi) of the SSML source it was read from, -1 where the source did not
+    # hold it (an empty <sub>'s alias); None: positions not known
+    source: tuple[array, array] | None = None
 
 
 @dataclass
@@ -55,6 +61,7 @@ class ParsedSsml:
     segments: list[Segment]
     slots: PhonemeSlots
     warnings: list[str] = field(default_factory=list)
+    visible: str | None = None  # the source with its markup blanked (ssml_source.py); None: positions not known
 
 
 def _break_seconds(el: Element) -> float:
@@ -121,24 +128,61 @@ def _say_as(el: Element, text: str) -> str:
 class _Builder:
     """Walks the tree once, cutting segments at breaks, sentences, paragraphs and rate changes."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: SsmlSource | None) -> None:
+        self.source = source
         self.segments: list[Segment] = []
         self.buf: list[str] = []
+        self.lo, self.hi = array("i"), array("i")  # per character of the buffer: its source span (see Segment)
         self.rates = [1.0]
         self.slots = PhonemeSlots()
         self.warnings: list[str] = []
         self._warned: set[str] = set()
 
-    def add(self, text: str | None) -> None:
-        if text:
-            self.buf.append(clean_chars(text))
+    def add_run(self, el: Element, which: str) -> None:
+        """The element's ``text`` or ``tail``, each character with the source span it came from."""
+        text = getattr(el, which)
+        if not text:
+            return
+        if self.source is None:
+            self.add(text, None)
+            return
+        run: Run = getattr(self.source.elements[id(el)], which)
+        rec = Recorder()
+        with recording(rec):
+            cleaned = clean_chars(text)
+        if not rec.passes:  # unchanged: the run's own positions
+            self.buf.append(cleaned)
+            self.lo.extend(run.lo)
+            self.hi.extend(run.hi)
+            return
+        if not rec.follows(cleaned):
+            self.add(text, None)
+            return
+        self.buf.append(cleaned)
+        # A character a rule wrote takes the span of what it replaced ("\u2026" -> "...": three from one).
+        for a, b in map_back(list(zip(range(len(cleaned)), range(1, len(cleaned) + 1))), rec.passes):
+            self.lo.append(run.lo[a] if a < b else -1)
+            self.hi.append(run.hi[b - 1] if a < b else -1)
+
+    def add(self, text: str, span: tuple[int, int] | None, clean: bool = True) -> None:
+        """Text the document did not hold as written (a <say-as> reading, a <sub> alias): every character
+        from ``span`` of the source (None: from nowhere in it)."""
+        text = clean_chars(text) if clean else text
+        lo, hi = span if span is not None else (-1, -1)
+        self.buf.append(text)
+        self.lo.extend(array("i", (lo,)) * len(text))
+        self.hi.extend(array("i", (hi,)) * len(text))
 
     def cut(self, pause: float | None, add: bool = False) -> None:
         """End the current segment with ``pause``; with ``add`` a pause adds to one just ended (break after break)."""
-        text = "".join(self.buf).strip()
-        self.buf = []
+        whole = "".join(self.buf)
+        text = whole.strip()
+        lead = len(whole) - len(whole.lstrip())
+        lo, hi = self.lo[lead : lead + len(text)], self.hi[lead : lead + len(text)]
+        self.buf, self.lo, self.hi = [], array("i"), array("i")
         if text:
-            self.segments.append(Segment(text, self.rates[-1], pause, add))
+            source = (lo, hi) if self.source is not None else None
+            self.segments.append(Segment(text, self.rates[-1], pause, add, source))
         elif self.segments:
             last = self.segments[-1]
             if add and last.pause_is_break:
@@ -167,7 +211,7 @@ class _Builder:
                 stack.append((el, True))
                 stack.extend((child, False) for child in reversed(el))
                 continue
-            self.add(el.tail)
+            self.add_run(el, "tail")
 
     def open(self, el: Element, tag: str) -> bool:
         """Read a leaf element whole, or open a container (True) whose children come next."""
@@ -179,20 +223,25 @@ class _Builder:
             ph = el.get("ph")
             if not ph:
                 raise TextError("SSML <phoneme> needs a ph attribute")
-            self.buf.append(f" {self.slots.add(ph, f'SSML <phoneme ph={ph[:30]!r}>', ''.join(el.itertext()))} ")
+            slot = self.slots.add(ph, f"SSML <phoneme ph={ph[:30]!r}>", "".join(el.itertext()))
+            self.add(f" {slot} ", self._inner(el), clean=False)
         elif tag == "say-as":
-            self.add(f" {_say_as(el, ''.join(el.itertext()))} ")
+            self.add(f" {_say_as(el, ''.join(el.itertext()))} ", self._inner(el))
         elif tag == "sub":
             alias = el.get("alias")
             if alias is None:
                 raise TextError("SSML <sub> needs an alias attribute")
-            self.add(f" {alias} ")
+            self.add(f" {alias} ", self._inner(el))
         else:
             if tag not in ("speak", "p", "s", "prosody"):
                 self.warn(f"unknown element <{tag[:30]}> read as text")
             self.open_container(el, tag)
             return True
         return False
+
+    def _inner(self, el: Element) -> tuple[int, int] | None:
+        """What the reader wrote inside a leaf element: the span its reading is captioned with."""
+        return self.source.inner(el) if self.source is not None else None
 
     def open_container(self, el: Element, tag: str) -> None:
         if _BOUNDARIES.get(tag, _NONE) is not _NONE:
@@ -201,7 +250,7 @@ class _Builder:
             self.rates.append(self.rates[-1] * _rate(el.get("rate", "medium")))
             if set(el.keys()) - {"rate"}:
                 self.warn(f"<prosody> attributes other than rate are ignored: {', '.join(sorted(el.keys()))[:60]}")
-        self.add(el.text)
+        self.add_run(el, "text")
 
     def close_container(self, tag: str) -> None:
         boundary = _BOUNDARIES.get(tag, _NONE)
@@ -225,7 +274,8 @@ def parse_ssml(text: str) -> ParsedSsml:
         raise TextError("SSML may not contain a DTD, entity declarations or external references") from None
     if root.tag.rpartition("}")[2] != "speak":
         raise TextError("SSML must have <speak> as its root element")
-    builder = _Builder()
+    source = locate(text, root)  # the request's own text: spans index it, not the stripped copy
+    builder = _Builder(source)
     builder.walk(root)
     builder.cut(None)
-    return ParsedSsml(builder.segments, builder.slots, builder.warnings)
+    return ParsedSsml(builder.segments, builder.slots, builder.warnings, source.visible if source is not None else None)

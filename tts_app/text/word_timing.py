@@ -14,8 +14,8 @@ class WordTiming:
     end: float
     source: str = "model"  # "model": the model's own durations; "aligned": forced alignment; "even": a clause shared out by length
     # Where the word was read from in the request's text: [text_start, text_end) and that span (``written``);
-    # None where the text did not hold the word (SSML, a model's own words). "$5" gives "five" and "dollars",
-    # both with the span of "$5".
+    # None where the text did not hold the word (an empty SSML <sub>'s alias, a model's own words). "$5" gives
+    # "five" and "dollars", both with the span of "$5".
     text_start: int | None = None
     text_end: int | None = None
     written: str | None = None

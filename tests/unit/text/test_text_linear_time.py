@@ -185,6 +185,18 @@ def test_ssml_parses_in_linear_time(unit: str) -> None:
         assert_linear(lambda body: parse_ssml(f"<speak>{body}</speak>"), unit)
 
 
+@PROPERTY
+@given(_units(SSML_ATOMS + ["<![CDATA[1 < 2]]>", "&#x41;", "\r\n", "<sub alias='x y'/>", "<phoneme ph='a'>b</phoneme>", "$5 "]))
+@example("<x>a</x>")
+@example("&amp;")  # every entity one character from several
+@example("<sub alias='x y'/>")  # words the document did not hold
+def test_ssml_word_sources_are_linear(unit: str) -> None:
+    """Captions of SSML in the reader's words: the source scanned again, every character's place carried."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(MAX_ELEMENTS_ENV, str(10**7))
+        assert_linear(lambda body: word_sources(f"<speak>{body}</speak>", TextOptions()), unit, max_chars=40_000)
+
+
 @pytest.mark.parametrize("tag", ["p", "prosody rate='fast'", "x", "s"])
 def test_deep_ssml_walks_without_recursion_in_linear_time(tag: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """With the limits raised, 20,000 levels parse (no RecursionError), and depth costs linear time."""
@@ -197,6 +209,7 @@ def test_deep_ssml_walks_without_recursion_in_linear_time(tag: str, monkeypatch:
 
     parsed = parse_ssml(nested(20_000))
     assert "a a a" in " ".join(s.text for s in parsed.segments)
+    assert parsed.visible is not None  # the scan of the source for word spans: no recursion either
     assert_doubling(parse_ssml, nested, 2000, 80_000)
 
 

@@ -16,12 +16,14 @@ class ActiveRuns:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._runs: dict[str, list[Any]] = {}
+        self._open: dict[str, int] = {}  # runs added and not yet removed, by session (cancel leaves them open)
         self.on_add: Callable[[], None] | None = None  # the run watchdog starts with the first run
 
     def add(self, session: str, handles: Iterable[Any]) -> None:
         """Record ``handles`` as running for ``session``."""
         with self._lock:
             self._runs.setdefault(session, []).extend(handles)
+            self._open[session] = self._open.get(session, 0) + 1
         if self.on_add is not None:
             self.on_add()
 
@@ -31,14 +33,24 @@ class ActiveRuns:
             return list(self._runs)
 
     def remove(self, session: str, handles: Iterable[Any]) -> None:
-        """Forget ``handles`` (their run ended)."""
+        """Forget ``handles`` (their run ended: call once a run, with all its handles)."""
         gone = {id(h) for h in handles}
         with self._lock:
+            left = self._open.get(session, 0) - 1
+            if left > 0:
+                self._open[session] = left
+            else:
+                self._open.pop(session, None)
             kept = [h for h in self._runs.get(session, []) if id(h) not in gone]
             if kept:
                 self._runs[session] = kept
             else:
                 self._runs.pop(session, None)
+
+    def open_runs(self, session: str) -> int:
+        """How many of ``session``'s runs have not ended yet (a cancelled run is open until its handler ends)."""
+        with self._lock:
+            return self._open.get(session, 0)
 
     def cancel(self, session: str) -> int:
         """Cancel every request ``session`` has running; return how many were cancelled."""

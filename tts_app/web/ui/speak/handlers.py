@@ -98,9 +98,14 @@ def _queue_note(handles: Sequence[Any]) -> tuple[int, str]:
     return len(waiting), f"{ahead} request{'s' if ahead != 1 else ''} ahead in the engine queue{wait}"
 
 
+STOP_WAIT_S = 10.0  # Stop's answer waits at most this long for the run's handler to end
+
+
 def _stopped(handles: Sequence[Any]) -> bool:
-    """Whether the run's requests were cancelled (Stop, or its page gone)."""
-    return any(h.status.value == "cancelled" for h in handles)
+    """Whether the run's requests were cancelled (Stop, or its page gone), or are being: a request that waits
+    in the queue is marked cancelled only at the engine's next step, which on a loaded machine came after
+    Stop's answer (the status went on saying Starting… and froze there)."""
+    return any(h.cancel_asked or h.status.value == "cancelled" for h in handles)
 
 
 def _waiting_status(handles: Sequence[Any], started: float) -> str:
@@ -373,9 +378,15 @@ def _step_updates(
     return updates + ([last] if last else [])
 
 
-def stop(request: gr.Request, runs: ActiveRuns) -> str:
-    """Cancel the engine requests of this session's run (no other session's)."""
-    count = runs.cancel(owner_of(request) or "anonymous")
+async def stop(request: gr.Request, runs: ActiveRuns) -> str:
+    """Cancel the engine requests of this session's run (no other session's), and answer once the run's handler
+    has ended: every update it sent is then before this one, so none can turn the status back to Speaking… (one
+    in flight as Stop came did, and the run, cancelled, sent nothing after it)."""
+    session = owner_of(request) or "anonymous"
+    count = runs.cancel(session)
+    deadline = time.monotonic() + STOP_WAIT_S
+    while runs.open_runs(session) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
     if count:
         return f"■ **Stopped:** cancelled {count} engine request{'s' if count != 1 else ''}."
     return "■ Nothing was running."

@@ -72,6 +72,7 @@ LIVE_PLAYER_SCRIPT = """<script>
       if (window.__ttsLiveTap) window.__ttsLiveTap(this.ctx, this.out);
     },
     arm() {  // in the Generate click: browsers start sound only after a user gesture
+      this.stopped = false;
       this.make(this.lastRate || 22050);
       if (this.ctx.state !== 'running') this.ctx.resume();
     },
@@ -161,7 +162,11 @@ LIVE_PLAYER_SCRIPT = """<script>
   const show = () => {
     const el = document.querySelector('#live-player .live[data-token]');
     if (!el) return;
-    if (el.dataset.token !== live.token) { live.start(el); return; }
+    if (el.dataset.token !== live.token) {
+      // A run whose player appears after Stop (the click came before this tick started it) never starts.
+      if (!live.stopped) { live.start(el); return; }
+      live.token = el.dataset.token;
+    }
     const status = el.querySelector('.live-status');
     if (!status || !live.ctx) return;
     const t = live.clock(live.run);

@@ -185,9 +185,9 @@ def wire_speak_tab(demo: gr.Blocks, tab: SpeakTab, runs: ActiveRuns) -> None:
         async for update in handlers.generate(form, history, request, outputs, runs):
             yield update
 
-    def stop(request: gr.Request) -> str:
+    async def stop(request: gr.Request) -> str:
         """Cancel the engine requests of this session's run (no other session's)."""
-        return handlers.stop(request, runs)
+        return await handlers.stop(request, runs)
 
     voice = tab.voice
     tab.streaming.change(lambda on: gr.update(visible=bool(on)), tab.streaming, outputs.live, queue=False, api_visibility="private")
