@@ -15,7 +15,8 @@ statistics, the speaker projection) perturbed so that a wrong port cannot hide b
 touches the network: the checkpoint is reloaded through the official public loader
 (``TTSModel.load_model(config=...)``) and every reference output is computed from that reload.
 
-OUT_DIR/clip.wav is a synthetic 16 kHz voice clip (16-bit PCM, ending on a silence that ``end_on_pause``
+OUT_DIR/checkpoint/voices/clip.safetensors is the clip's voice state saved by the official ``export_model_state``
+(the format of the released ``embeddings/<voice>.safetensors``). OUT_DIR/clip.wav is a synthetic 16 kHz voice clip (16-bit PCM, ending on a silence that ``end_on_pause``
 trims). OUT_DIR/reference.pt (tiny only) holds the official outputs: the text chunks and token ids, the
 voice state of the clip, and for each text the noise drawn at each step, the latents, the EOS flags, the
 streamed audio and the whole-sequence Mimi decode of the same latents.
@@ -210,7 +211,7 @@ def calibrate_eos(model, voice, text: str) -> float:
 
 
 def record(out: Path, cfg_path: Path) -> None:
-    from pocket_tts.models.mimi import MimiModel  # noqa: F401  (the official decoder, through the model)
+    from pocket_tts.models.model_state import export_model_state
     from pocket_tts.models.text_chunking import prepare_text_prompt, split_into_best_sentences
     from pocket_tts.models.tts_model import TTSModel
     from pocket_tts.modules.stateful_module import increment_steps, init_states
@@ -232,6 +233,10 @@ def record(out: Path, cfg_path: Path) -> None:
     voice = model.get_state_for_audio_prompt(clip)
     n_voice = model._flow_lm_current_end(voice)
     voice_kv = {name: s["cache"][:, 0, :n_voice].clone() for name, s in voice.items() if "cache" in s}  # [2, V, H, D]
+    # The voice state as the official code saves it (``pocket-tts export-voice``), where our loader looks for
+    # built-in voices (the released ones come as embeddings/<name>.safetensors).
+    (out / "checkpoint" / "voices").mkdir()
+    export_model_state(voice, out / "checkpoint" / "voices" / "clip.safetensors")
     eos_threshold = calibrate_eos(model, voice, TEXTS[0])
     model.eos_threshold = eos_threshold
 

@@ -8,7 +8,8 @@ and rebuilt when those scripts or pins change. Our loader reads the folder as is
 What is compared:
 - text: the official chunking (``split_into_best_sentences``), prompt preparation and token ids;
 - the voice state of a clip file (16 kHz WAV: read, resampled, ended on a pause, Mimi-encoded, projected,
-  run through the flow LM): every layer's keys and values;
+  run through the flow LM): every layer's keys and values; and the same state saved by the official
+  ``export_model_state`` (the released voices' format), read by our loader;
 - latents for fixed noise (the official draws, recorded): our batched generator, each text alone and all
   three in one ragged batch, vs the official ``generate_audio_stream`` (EOS rule included: the fixture's
   threshold is set so the texts end by EOS, not by the length cap);
@@ -110,6 +111,16 @@ def test_voice_state_from_clip_equals_official(official, voice):
         official_kv = ref["voice_kv"][f"transformer.layers.{layer}.self_attn"]  # [2, V, H, D]
         _close(k, official_kv[0].transpose(0, 1), f"layer {layer} keys")
         _close(v, official_kv[1].transpose(0, 1), f"layer {layer} values")
+
+
+def test_voice_file_saved_by_official_code_loads_equal(official, ours, voice):
+    from tts_app.models.pocket_tts.voice import load_voice_file
+
+    saved = load_voice_file(official["ckpt"] / "voices" / "clip.safetensors", ours.config.flow_lm.num_layers)
+    assert saved.length == voice.length
+    for (k, v), (k2, v2) in zip(saved.kv, voice.kv):
+        _close(k, k2, "saved voice keys")
+        _close(v, v2, "saved voice values")
 
 
 @pytest.mark.parametrize("which", [[0], [1], [2], [0, 1, 2], [2, 0, 1]], ids=["text0", "text1", "text2", "batch", "batch-reordered"])

@@ -106,28 +106,35 @@ class PocketGenerator:
         return rows
 
     @torch.no_grad()
-    def step(self) -> list[Row]:
-        """One latent for every generating row; returns the rows that finished (their flow slots are freed, their
-        decoder streams kept until ``release``)."""
+    def step(self, rows: Optional[list[Row]] = None) -> list[Row]:
+        """One latent for each of ``rows`` (default: every generating row); returns the rows that finished (their
+        flow slots are freed, their decoder streams kept until ``release``). The other live rows are computed
+        alongside (the slots are dense) but write nothing and keep their state."""
         n = self.pool.num_live
-        if not n:
+        active = [r for r in (self.rows if rows is None else rows) if not r.done]
+        if not n or not active:
             return []
-        by_slot = sorted(self.rows, key=lambda r: r.slot.index)
+        on = torch.zeros(n, dtype=torch.bool)
+        noise = torch.zeros(n, self.ldim)
+        for r in active:
+            on[r.slot.index] = True
+            noise[r.slot.index] = r.noise(r.step)
+        on, noise = on.to(self.device), noise.to(self.device)
         x = self.flow.latent_input(self.last[:n], self.first[:n])
-        h = self.flow.hidden(x, self.kv.bind(0, torch.ones(n, dtype=torch.long, device=self.device)))[:, -1]
-        noise = torch.stack([r.noise(r.step) for r in by_slot]).to(self.device)
+        h = self.flow.hidden(x, self.kv.bind(0, on.long()))[:, -1]
         latents, eos_logits = self.flow.head(h, noise)
-        self.last[:n] = latents
-        self.first[:n] = False
+        self.last[:n] = torch.where(on[:, None], latents, self.last[:n])
+        self.first[:n] &= ~on
         eos = (eos_logits > self.eos_threshold).tolist()
         finished = []
-        for r, is_eos in zip(by_slot, eos):
-            if is_eos and r.eos_step is None and r.step >= MIN_FRAMES_BEFORE_EOS:
+        for r in active:
+            i = r.slot.index
+            if eos[i] and r.eos_step is None and r.step >= MIN_FRAMES_BEFORE_EOS:
                 r.eos_step = r.step
             if r.eos_step is not None and r.step >= r.eos_step + r.frames_after_eos:
                 r.done = True
             else:
-                r.latents.append(latents[r.slot.index])
+                r.latents.append(latents[i])
                 r.done = r.step + 1 >= r.max_frames
             r.step += 1
             if r.done:

@@ -83,3 +83,26 @@ def voice_state(model, wav_1xT: torch.Tensor, rate: int) -> VoiceState:
     latents = model.mimi.encode(wav[None].to(model.device))[0]  # [frames, latent_dim]
     prompt = model.flow_lm.voice_prompt(latents)
     return VoiceState(tuple((k.contiguous(), v.contiguous()) for k, v in model.flow_lm.voice_kv(prompt)))
+
+
+def load_voice_file(path: Path, num_layers: int) -> VoiceState:
+    """A voice state saved by the official code (``export_model_state``: ``<layer module>/cache`` of
+    [2, 1, T, heads, head_dim] and ``<layer module>/offset``, or the older ``current_end``), as the released
+    ``embeddings/<voice>.safetensors`` are."""
+    from safetensors import safe_open  # optional dependency: only when a checkpoint's voices load
+
+    kv = []
+    with safe_open(str(path), framework="pt") as f:
+        keys = set(f.keys())
+        for layer in range(num_layers):
+            name = f"transformer.layers.{layer}.self_attn"
+            if f"{name}/cache" not in keys:
+                raise ValueError(f"{path.name} is not a Pocket TTS voice state (no {name}/cache)")
+            cache = f.get_tensor(f"{name}/cache")  # [2, 1, T, H, D]
+            if f"{name}/offset" in keys:
+                length = int(f.get_tensor(f"{name}/offset").view(-1)[0])
+            else:
+                length = int(f.get_tensor(f"{name}/current_end").shape[0])
+            k, v = cache[0, 0, :length], cache[1, 0, :length]
+            kv.append((k.transpose(0, 1).contiguous().float(), v.transpose(0, 1).contiguous().float()))
+    return VoiceState(tuple(kv))
