@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["PocketBackend", "WeightsMissing"]
 
 DEFAULT_VOICE = "alba"  # the official default voice, when the checkpoint has it
+MAX_CHUNK_TOKENS = 200  # with a 30 s clip's prompt (378 positions) a chunk still has 446 latents (36 s) of room
 
 
 @dataclass
@@ -119,8 +120,10 @@ class PocketBackend(Backend):
         for c in split_chunks(text, m.tokenizer, m.rules):
             prepared, guess = prepare(c, m.rules)
             ids = m.tokenizer.encode(prepared)
-            if ids:
-                chunks.append(Chunk(ids, m.config.frames_after_eos if m.config.frames_after_eos is not None else guess + 2))
+            after = m.config.frames_after_eos if m.config.frames_after_eos is not None else guess + 2
+            # A "sentence" the official cut leaves longer than any real one (no punctuation, say) is cut by
+            # count, so that every chunk fits a slot beside the longest voice prompt.
+            chunks += [Chunk(ids[i:i + MAX_CHUNK_TOKENS], after) for i in range(0, len(ids), MAX_CHUNK_TOKENS)]
         if not chunks:
             raise TextError("the text has nothing this model can read")
         return chunks

@@ -39,9 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--no-normalize", action="store_true", help="read numbers, dates and abbreviations as written")
     s.add_argument("--lexicon", help="JSON pronunciation lexicon: {\"word\": \"respelling\" or \"/ipa/\"}")
     s.add_argument("-v", "--verbose", action="store_true", help="log engine progress to stderr")
-    f = sub.add_parser("fetch", help="download a Qwen3-TTS or Chatterbox checkpoint from the Hugging Face hub (opt-in)")
-    f.add_argument("model", help="qwen3-0.6b, qwen3-1.7b or chatterbox")
-    f.add_argument("--dir", help="folder to download into (default: the Hugging Face cache)")
+    f = sub.add_parser("fetch", help="download a Qwen3-TTS, Chatterbox or Pocket TTS checkpoint from the Hugging Face hub (opt-in)")
+    f.add_argument("model", help="qwen3-0.6b, qwen3-1.7b, chatterbox or pocket-tts")
+    f.add_argument("--dir", help="folder to download into (default: the Hugging Face cache; pocket-tts: TTS_APP_CACHE_DIR/pocket-tts)")
     f.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     add_library_commands(sub)
     return p

@@ -1,10 +1,10 @@
-"""Which speech models this machine can serve: the embedded voice, plus Qwen3-TTS and Chatterbox checkpoints
-found on disk.
+"""Which speech models this machine can serve: the embedded voice, plus Qwen3-TTS, Chatterbox and Pocket TTS
+checkpoints found on disk.
 
 Search order: ``--model-path`` (or the ``model_path`` argument, whichever kind of checkpoint it holds),
-$TTS_APP_QWEN3_PATH / $TTS_APP_CHATTERBOX_PATH, then the Hugging Face cache (file-system lookup only).
-Nothing here downloads except ``fetch``, the explicit opt-in behind
-``python -m tts_app fetch {qwen3-0.6b,qwen3-1.7b,chatterbox} [--dir DIR]``.
+$TTS_APP_QWEN3_PATH / $TTS_APP_CHATTERBOX_PATH / $TTS_APP_POCKET_TTS_PATH, then the Hugging Face cache
+(file-system lookup only; Qwen3-TTS and Chatterbox). Nothing here downloads except ``fetch``, the explicit
+opt-in behind ``python -m tts_app fetch {qwen3-0.6b,qwen3-1.7b,chatterbox,pocket-tts} [--dir DIR]``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional
 
 from tts_app import settings
-from tts_app.models.capabilities import CHATTERBOX, PIPER, QWEN3, Capabilities
+from tts_app.models.capabilities import CHATTERBOX, PIPER, POCKET_TTS, QWEN3, Capabilities
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +33,12 @@ CHATTERBOX_ENV = "TTS_APP_CHATTERBOX_PATH"
 CHATTERBOX_REPO = "ResembleAI/chatterbox"
 CHATTERBOX_FILES = ("ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors", "tokenizer.json", "conds.pt")
 CHATTERBOX_GB = 3.2  # t3_cfg 2.1 GB + s3gen 1.1 GB; the repository's other files are not fetched
+POCKET_ID = "pocket-tts"
+POCKET_ENV = "TTS_APP_POCKET_TTS_PATH"
+POCKET_LABEL = "Pocket TTS (Kyutai, CPU cloning)"
+POCKET_REPO = "kyutai/pocket-tts"
+POCKET_GB = 0.24  # the 100M-parameter English model in float32, its tokenizer and a few saved voices
+POCKET_FILES = ("config.yaml", "model.safetensors", "tokenizer.json")  # what the fetch writes; the config names the rest
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,12 @@ class ModelChoice:
     @property
     def how_to_get(self) -> str:
         """One line telling a user how to make this model available."""
+        if not self.available and self.id == POCKET_ID:
+            return (
+                f"{self.label} is not on this machine: accept the terms of {POCKET_REPO} on the Hugging Face hub, log in "
+                f"(`hf auth login`), run `python -m tts_app fetch {POCKET_ID} --dir DIR` (about {POCKET_GB:g} GB), then "
+                f"start the app with --model-path DIR or {POCKET_ENV}=DIR"
+            )
         if not self.available and self.id == CHATTERBOX_ID:
             return (
                 f"{self.label} is not on this machine: run `python -m tts_app fetch {CHATTERBOX_ID} --dir DIR` (about "
@@ -93,11 +105,37 @@ def capabilities_of(model_id: str) -> Optional[Capabilities]:
         return CHATTERBOX
     if model_id in QWEN3_MODELS or model_id == LOCAL_ID:
         return QWEN3
+    if model_id == POCKET_ID:
+        return POCKET_TTS
     return None
 
 
 def is_chatterbox_checkpoint(path: Path) -> bool:
     return all((path / f).is_file() for f in CHATTERBOX_FILES)
+
+
+def is_pocket_checkpoint(path: Path) -> bool:
+    """A Pocket TTS folder: the official config as config.yaml beside the weights and tokenizer it names
+    (tts_app.models.pocket_tts.weights reads them; the name check is enough to list it)."""
+    return (path / "config.yaml").is_file() and any(path.glob("*.safetensors")) and any(path.glob("tokenizer.*"))
+
+
+def pocket_default_dir(env: Optional[Mapping[str, str]] = None) -> Path:
+    """Where ``fetch pocket-tts`` puts the model without --dir (looked up like the Hugging Face cache)."""
+    env = os.environ if env is None else env
+    configured = settings.value("TTS_APP_CACHE_DIR", env)
+    root = configured if configured is not None else Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tts_app"
+    return Path(root) / "pocket-tts"
+
+
+def find_pocket_checkpoint(model_path: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> Path:
+    """``model_path``, $TTS_APP_POCKET_TTS_PATH or the fetch's default folder, the first that holds a Pocket TTS
+    folder; ValueError (one line, how to get one) otherwise."""
+    env = os.environ if env is None else env
+    for given in (model_path, settings.value(POCKET_ENV, env), str(pocket_default_dir(env))):
+        if given and is_pocket_checkpoint(Path(given).expanduser()):
+            return Path(given).expanduser()
+    raise ValueError(ModelChoice(POCKET_ID, POCKET_LABEL).how_to_get)
 
 
 def is_checkpoint(path: Path) -> bool:
@@ -134,8 +172,8 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
     """The embedded voice first, then every Qwen3-TTS size and Chatterbox (with ``path`` None where none was found)."""
     env = os.environ if env is None else env
     found: dict[str, Path] = {}
-    for given, kinds in ((model_path, "qwen3 chatterbox"), (settings.value(ENV_VAR, env), "qwen3"),
-                         (settings.value(CHATTERBOX_ENV, env), "chatterbox")):
+    for given, kinds in ((model_path, "qwen3 chatterbox pocket"), (settings.value(ENV_VAR, env), "qwen3"),
+                         (settings.value(CHATTERBOX_ENV, env), "chatterbox"), (settings.value(POCKET_ENV, env), "pocket")):
         if not given:
             continue
         path = Path(given).expanduser()
@@ -143,6 +181,8 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
             found.setdefault(_model_id(path), path)
         elif "chatterbox" in kinds and is_chatterbox_checkpoint(path):
             found.setdefault(CHATTERBOX_ID, path)
+        elif "pocket" in kinds and is_pocket_checkpoint(path):
+            found.setdefault(POCKET_ID, path)
         else:
             logger.warning("%s is not a %s checkpoint", path, " or ".join(k.capitalize() for k in kinds.split()))
     for spec in QWEN3_MODELS.values():
@@ -150,6 +190,8 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
             found[spec.id] = snap
     if CHATTERBOX_ID not in found and (snap := hf_cache_snapshot(CHATTERBOX_REPO, env, is_chatterbox_checkpoint)) is not None:
         found[CHATTERBOX_ID] = snap
+    if POCKET_ID not in found and is_pocket_checkpoint(pocket_default_dir(env)):
+        found[POCKET_ID] = pocket_default_dir(env)
     choices = [ModelChoice(EMBEDDED_ID, "Embedded voice (Piper joe, CPU)")]
     if fast_variant_offered(env):
         choices.append(ModelChoice(EMBEDDED_FAST_ID, "Embedded voice, fast (bfloat16)"))
@@ -157,6 +199,7 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
     if LOCAL_ID in found:
         choices.append(ModelChoice(LOCAL_ID, f"Qwen3-TTS ({found[LOCAL_ID].name})", found[LOCAL_ID]))
     choices.append(ModelChoice(CHATTERBOX_ID, "Chatterbox (Resemble AI)", found.get(CHATTERBOX_ID)))
+    choices.append(ModelChoice(POCKET_ID, POCKET_LABEL, found.get(POCKET_ID)))
     return choices
 
 
@@ -169,14 +212,64 @@ def fast_variant_offered(env: Optional[Mapping[str, str]] = None) -> bool:
     return settings.value(PRECISION_ENV, env) != "fast" and decoder_kind("fast") == "bf16"
 
 
-FETCHABLE = (*QWEN3_MODELS, CHATTERBOX_ID)
+FETCHABLE = (*QWEN3_MODELS, CHATTERBOX_ID, POCKET_ID)
+
+# The released English voice-cloning model (pocket-tts 4.0.1's config/english.yaml, MIT), files pinned to the
+# revisions that config names; the saved voices are the official predefined ones (their default first).
+POCKET_WEIGHTS = (POCKET_REPO, "languages/english/model.safetensors", "db04f0e653473e5c7333c69686ac92b7460b0c1d")
+POCKET_TOKENIZER = ("kyutai/pocket-tts-without-voice-cloning", "languages/english/tokenizer.json",
+                    "00eac05ed3d16bdc3f6b5d598874019c34a89214")
+POCKET_VOICES = ("kyutai/pocket-tts-without-voice-cloning", "languages/english/embeddings/{}.safetensors",
+                 "a7056f505a4a8ca72d8b5fb1440071d6f1a35739", ("alba", "marius", "javert", "jean", "fantine", "cosette"))
+_SEANET = dict(dimension=512, channels=1, n_filters=64, n_residual_layers=1, ratios=[6, 5, 4], kernel_size=7,
+               residual_kernel_size=3, last_kernel_size=3, dilation_base=2, pad_mode="constant", compress=2)
+POCKET_ENGLISH_CONFIG = {
+    "weights_path": "model.safetensors", "default_temperature": 0.3, "replace_characters": {"\u2019": "'", "\u2018": "'"},
+    "flow_lm": {
+        "insert_bos_before_voice": True, "dtype": "float32", "flow": {"depth": 6, "dim": 512},
+        "transformer": {"d_model": 1024, "hidden_scale": 4, "max_period": 10000, "num_heads": 16, "num_layers": 6},
+        "lookup_table": {"dim": 1024, "n_bins": 4000, "tokenizer": "tokenizers", "tokenizer_path": "tokenizer.json"},
+    },
+    "mimi": {
+        "dtype": "float32", "sample_rate": 24000, "inner_dim": 32, "outer_dim": 512, "channels": 1, "frame_rate": 12.5,
+        "seanet": _SEANET,
+        "transformer": {"d_model": 512, "num_heads": 8, "num_layers": 2, "layer_scale": 0.01, "context": 250,
+                        "dim_feedforward": 2048, "input_dimension": 512, "output_dimensions": [512]},
+        "quantizer": {"dimension": 32, "output_dimension": 512},
+    },
+}
+
+
+def _fetch_pocket(directory: Optional[str]) -> Path:
+    """The released English model as one folder: config.yaml (written), the weights, the tokenizer, voices/."""
+    import yaml  # installed with gradio
+    from huggingface_hub import hf_hub_download  # installed with gradio
+
+    folder = Path(directory).expanduser() if directory else pocket_default_dir()
+    (folder / "voices").mkdir(parents=True, exist_ok=True)
+    repo, name, rev, voices = POCKET_VOICES
+    wanted = [(POCKET_WEIGHTS, "model.safetensors"), (POCKET_TOKENIZER, "tokenizer.json")]
+    wanted += [((repo, name.format(v), rev), f"voices/{v}.safetensors") for v in voices]
+    for (repo_id, filename, revision), target in wanted:
+        try:
+            got = Path(hf_hub_download(repo_id, filename, revision=revision))
+        except Exception as e:  # network, auth (the weights are gated) and disk errors all come back as one line
+            raise ValueError(f"could not download {repo_id}/{filename}: {type(e).__name__}: "
+                             f"{str(e).splitlines()[0] if str(e) else ''}") from e
+        dest = folder / target
+        dest.unlink(missing_ok=True)
+        dest.symlink_to(got)
+    (folder / "config.yaml").write_text(yaml.safe_dump(POCKET_ENGLISH_CONFIG, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return folder
 
 
 def fetch(model_id: str, directory: Optional[str] = None) -> Path:
-    """Download a Qwen3-TTS or Chatterbox checkpoint (the one explicit network use); returns its folder.
+    """Download a Qwen3-TTS, Chatterbox or Pocket TTS checkpoint (the one explicit network use); returns its folder.
 
     Raises ``ValueError`` with a one-line reason (unknown model, hub unreachable, incomplete download).
     """
+    if model_id == POCKET_ID:
+        return _fetch_pocket(directory)
     if model_id == CHATTERBOX_ID:
         repo, files, complete = CHATTERBOX_REPO, list(CHATTERBOX_FILES), is_chatterbox_checkpoint
     elif model_id in QWEN3_MODELS:

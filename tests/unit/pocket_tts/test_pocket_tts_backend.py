@@ -158,3 +158,14 @@ def test_voice_state_of_a_clip_is_deterministic(model):
     a, b = voice_state(model, wav, 16000), voice_state(model, wav, 16000)
     assert a.length == b.length > 1
     assert all(torch.equal(x[0], y[0]) for x, y in zip(a.kv, b.kv))
+
+
+def test_text_without_sentence_ends_is_cut_to_fit_a_slot(model):
+    """Thousands of tokens with no punctuation the official cut could use: cut by count, every chunk fits."""
+    from tts_app.backends.pocket_tts import MAX_CHUNK_TOKENS
+
+    backend = PocketBackend(model, max_batch=1)
+    chunks = backend.check_text("word " * 1500)
+    assert len(chunks) > 1 and all(0 < len(c.ids) <= MAX_CHUNK_TOKENS for c in chunks)
+    marks = backend.check_text("." * 3000)
+    assert all(len(c.ids) <= MAX_CHUNK_TOKENS for c in marks)
