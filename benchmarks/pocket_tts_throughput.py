@@ -5,8 +5,9 @@ Random weights at the released English model's size, written in the released lay
 with end of speech switched off (``default_eos_threshold`` out of reach) so that every request gives the same
 audio on both sides: each chunk runs to the official length cap, ceil((tokens / 3 + 2) * 12.5) latents. Both
 clone the same clip. Reported: the official ``generate_audio_stream`` one request at a time (its own two
-threads); our engine with one stream, and with ``--concurrent`` streams submitted together; x real time
-(audio seconds per wall second), time to first audio, and the aggregate ratio.
+threads); our engine with one stream, and with ``--requests`` streams submitted together (``--policy fifo``, the
+default: all batched at once; ``deadline``: the server's listener-first admission); x real time (audio seconds
+per wall second), time to first audio, and the aggregate ratio.
 
     python benchmarks/pocket_tts_throughput.py [--requests 8] [--json out.json]
     python benchmarks/pocket_tts_throughput.py --tiny   # a smoke run on the tiny test checkpoint
@@ -40,8 +41,7 @@ from tts_app.engine import Engine  # noqa: E402
 from tts_app.models.pocket_tts.voice import read_clip  # noqa: E402
 from tts_app.models.pocket_tts.weights import load_pocket  # noqa: E402
 
-TEXT = ("The quick brown fox jumps over the lazy dog, and then it runs far away into the forest. "
-        "Nobody saw it again until the next spring.")
+TEXT = "Hello there, how are you today?"
 CLIP = REPO.parent / "shared" / "voices" / "lj_female_us.wav"
 
 
@@ -74,7 +74,7 @@ def no_eos_copy(src: Path, dst: Path) -> Path:
 
 def official(python: str, ckpt: Path, requests: int) -> dict:
     out = subprocess.run([python, str(REPO / "benchmarks" / "pocket_tts_official_serve.py"), str(ckpt / "config.yaml"),
-                          str(CLIP), TEXT, str(requests)], capture_output=True, text=True, check=True)
+                          str(CLIP), TEXT, str(requests)], capture_output=True, text=True, check=True, timeout=3600)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -125,6 +125,9 @@ def main() -> None:
     ap.add_argument("--root", type=Path, default=Path.home() / ".cache" / "tts_app" / "pocket_tts_bench")
     ap.add_argument("--ckpt", type=Path, help="a checkpoint folder to use instead of building the released-size one")
     ap.add_argument("--tiny", action="store_true", help="the tiny test checkpoint (a smoke run; figures mean nothing)")
+    ap.add_argument("--policy", choices=("fifo", "deadline"), default="fifo",
+                    help="the engine's: fifo batches every request at once (throughput); deadline is the server's listener-first "
+                         "policy, which holds streams back while the machine cannot feed one more in real time")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     python = reference_python()
@@ -144,7 +147,8 @@ def main() -> None:
     wav, rate = read_clip(CLIP)
     voice = SimpleNamespace(reference_audio=wav[0].numpy(), reference_sample_rate=rate, content_hash="bench-clip")
     backend = PocketBackend(load_pocket(ckpt), max_batch=args.requests)
-    engine = Engine(backend=backend, max_batch_size=args.requests)
+    engine = Engine(backend=backend, max_batch_size=args.requests, policy=args.policy)
+    result["policy"] = args.policy
     try:
         t = time.perf_counter()
         serve(engine, voice, [0])  # warm-up; computes and caches the clip's voice state

@@ -14,10 +14,9 @@ nothing is downloaded.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import torch
@@ -25,6 +24,7 @@ import torch
 from tts_app import captions as align
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
 from tts_app.models.capabilities import POCKET_TTS
+from tts_app.models.layers.lru import LRUCache
 from tts_app.models.pocket_tts.generator import PocketGenerator, Row, seeded_noise
 from tts_app.models.pocket_tts.text import max_frames, prepare, split_chunks
 from tts_app.models.pocket_tts.voice import VoiceState, load_voice_file, voice_state
@@ -60,24 +60,6 @@ class PocketState:
     audio_s: float = 0.0
 
 
-@dataclass
-class VoiceCache:
-    """Voice states by key, the most recent ``size`` kept."""
-
-    size: int = 16
-    items: OrderedDict = field(default_factory=OrderedDict)
-
-    def get(self, key: str, build: Callable[[], VoiceState]) -> VoiceState:
-        if key in self.items:
-            self.items.move_to_end(key)
-            return self.items[key]
-        state = build()
-        self.items[key] = state
-        while len(self.items) > self.size:
-            self.items.popitem(last=False)
-        return state
-
-
 class PocketBackend(Backend):
     name = "pocket-tts"
     capabilities = POCKET_TTS
@@ -89,7 +71,7 @@ class PocketBackend(Backend):
         self.latents_per_step = latents_per_step
         self.generator = PocketGenerator(model, max_batch, max_len)
         self.max_len = max_len
-        self.voices = VoiceCache()
+        self.voices: LRUCache[VoiceState] = LRUCache()
         self.builtin = self._builtin_voices(model.path)
 
     @classmethod

@@ -112,7 +112,7 @@ def test_a_clip_is_analysed_once_and_saved_voices_load(model):
     backend = PocketBackend(model, max_batch=4)
     assert backend.voice_names == ["alba"]
     states = backend.prepare(_rows())
-    assert len(backend.voices.items) == 2  # clips 1 and 2; row 4 reused clip 1's state
+    assert len(backend.voices) == 2  # clips 1 and 2; row 4 reused clip 1's state
     assert states[1].voice is states[3].voice
     assert states[0].voice is backend.builtin["alba"]
     for s in states:
