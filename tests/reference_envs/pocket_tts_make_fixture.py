@@ -25,8 +25,6 @@ streamed audio and the whole-sequence Mimi decode of the same latents.
 from __future__ import annotations
 
 import argparse
-import copy
-import math
 import os
 import sys
 import wave
@@ -246,7 +244,7 @@ def record(out: Path, cfg_path: Path) -> None:
         torch.manual_seed(SEED + 10 + i)
         rec.reset()
         chunks = list(model.generate_audio_stream(voice, text))
-        latents = torch.stack([l for l, _ in rec.steps]) if rec.steps else torch.zeros(0, model.flow_lm.ldim)
+        latents = torch.stack([lat for lat, _ in rec.steps]) if rec.steps else torch.zeros(0, model.flow_lm.ldim)
         # Whole-sequence decode of the emitted latents (the streamed run drops the one after the last kept).
         n_emitted = sum(c.numel() for c in chunks) // (model.config.mimi.sample_rate * 2 // 25)
         emitted = latents[:n_emitted]

@@ -7,11 +7,13 @@ and, with ``voices=True``, a saved voice state in the official export format und
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import torch
 import yaml
 
+from tts_app.models.available import POCKET_ENGLISH_CONFIG
 from tts_app.models.pocket_tts.config import PocketConfig
 from tts_app.models.pocket_tts.flow_lm import FlowLM
 from tts_app.models.pocket_tts.mimi import Mimi
@@ -25,23 +27,17 @@ EOS_THRESHOLD = 0.6  # with the out_eos weights below, rows end after a few step
 
 
 def _config(n_bins: int) -> dict:
-    seanet = dict(dimension=16, channels=1, n_filters=4, n_residual_layers=1, ratios=[6, 5, 4], kernel_size=7,
-                  residual_kernel_size=3, last_kernel_size=3, dilation_base=2, pad_mode="constant", compress=2)
-    return {
-        "weights_path": "model.safetensors", "default_temperature": 0.3, "default_eos_threshold": EOS_THRESHOLD,
-        "flow_lm": {
-            "insert_bos_before_voice": True, "dtype": "float32", "flow": {"depth": 2, "dim": 24},
-            "transformer": {"d_model": 32, "hidden_scale": 2, "max_period": 10000, "num_heads": 4, "num_layers": 2},
-            "lookup_table": {"dim": 32, "n_bins": n_bins, "tokenizer": "tokenizers", "tokenizer_path": "tokenizer.json"},
-        },
-        "mimi": {
-            "dtype": "float32", "sample_rate": 24000, "inner_dim": 8, "outer_dim": 16, "channels": 1, "frame_rate": 12.5,
-            "seanet": seanet,
-            "transformer": {"d_model": 16, "num_heads": 2, "num_layers": 2, "layer_scale": 0.01, "context": 20,
-                            "dim_feedforward": 32, "input_dimension": 16, "output_dimensions": [16]},
-            "quantizer": {"dimension": 8, "output_dimension": 16},
-        },
-    }
+    """The released English config with every width shrunk (the shapes and options stay those of the release)."""
+    data = copy.deepcopy(POCKET_ENGLISH_CONFIG)
+    data["default_eos_threshold"] = EOS_THRESHOLD
+    flow, mimi = data["flow_lm"], data["mimi"]
+    flow["flow"] = {"depth": 2, "dim": 24}
+    flow["transformer"].update(d_model=32, hidden_scale=2, num_heads=4, num_layers=2)
+    flow["lookup_table"].update(dim=32, n_bins=n_bins)
+    mimi.update(inner_dim=8, outer_dim=16, quantizer={"dimension": 8, "output_dimension": 16})
+    mimi["seanet"] = dict(mimi["seanet"], dimension=16, n_filters=4)
+    mimi["transformer"].update(d_model=16, num_heads=2, context=20, dim_feedforward=32, input_dimension=16, output_dimensions=[16])
+    return data
 
 
 def _tokenizer(folder: Path) -> int:

@@ -37,7 +37,7 @@ POCKET_ID = "pocket-tts"
 POCKET_ENV = "TTS_APP_POCKET_TTS_PATH"
 POCKET_LABEL = "Pocket TTS (Kyutai, CPU cloning)"
 POCKET_REPO = "kyutai/pocket-tts"
-POCKET_GB = 0.24  # the 100M-parameter English model in float32, its tokenizer and a few saved voices
+POCKET_GB = 0.45  # the English model in float32 (422 MB: flow LM and all of Mimi), its tokenizer, six saved voices
 POCKET_FILES = ("config.yaml", "model.safetensors", "tokenizer.json")  # what the fetch writes; the config names the rest
 
 
