@@ -67,7 +67,7 @@ def load_pocket(folder: Path, device: torch.device = torch.device("cpu")) -> Loa
     try:
         from safetensors.torch import load_file  # optional dependency: only when weights load
     except ImportError as e:
-        raise WeightsMissing("reading Pocket TTS weights needs safetensors: pip install safetensors") from e
+        raise WeightsMissing("reading Pocket TTS weights needs safetensors: pip install -r requirements-gpu.txt") from e
     cfg = PocketConfig.from_yaml(folder / "config.yaml")
     state = load_file(str(_file(folder, cfg.weights_file)))
     if "flow_lm.speaker_proj_weight" not in state:
