@@ -1,6 +1,7 @@
 """One engine per served model: the embedded voice's shared engine, plus (each created on its first request
 and kept) the embedded voice in the fast precision where that is bf16, a Qwen3-TTS engine per checkpoint
-and a Chatterbox engine when its checkpoint is found on this machine (``tts_app.models.available``)."""
+a Chatterbox engine and a Pocket TTS engine when their checkpoints are found on this machine
+(``tts_app.models.available``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from tts_app import settings
 from tts_app.models.available import (
     CHATTERBOX_ID,
+    POCKET_ID,
     EMBEDDED_FAST_ID,
     EMBEDDED_ID,
     capabilities_of,
@@ -95,6 +97,17 @@ def _create_chatterbox(path: Path) -> "Engine":
     return create_lowered(make, "chatterbox-engine-create")
 
 
+def _create_pocket(path: Path) -> "Engine":
+    from tts_app.backends.pocket_tts import PocketBackend  # torch: imported only when Pocket TTS is requested
+    from tts_app.engine import Engine, app_policy
+
+    def make() -> "Engine":
+        backend = PocketBackend.from_pretrained(str(path))
+        return Engine(backend=backend, max_batch_size=backend.max_batch_size, policy=app_policy())
+
+    return create_lowered(make, "pocket-tts-engine-create")
+
+
 def engine_for(model_id: str) -> "Engine":
     """The engine serving ``model_id``; raises ``ModelUnavailable`` for a model not found here."""
     if model_id == EMBEDDED_ID:
@@ -128,7 +141,8 @@ def _load(model_id: str, label: str, path: Path) -> "Engine":
         raise ModelLoadFailed(failed[1])
     logger.info("loading %s from %s", label, path)
     try:
-        engine = (_create_chatterbox if model_id == CHATTERBOX_ID else _create)(path)
+        create = {CHATTERBOX_ID: _create_chatterbox, POCKET_ID: _create_pocket}.get(model_id, _create)
+        engine = create(path)
     except Exception as exc:  # noqa: BLE001 - any loader error (safetensors, torch, a missing module) is one line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         # The caller learns the kind of error; the details (paths on this machine) go to the log only.

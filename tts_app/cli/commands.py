@@ -14,7 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from tts_app.cli.library import LibraryError, add_library_commands, run_lexicon, run_voice
-from tts_app.models.available import FETCHABLE
+from tts_app.models.available import FETCHABLE, POCKET_ID
 from tts_app.text import TextError, load_lexicon
 
 _LOGGER = logging.getLogger("tts_app")
@@ -41,8 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--lexicon", help="JSON pronunciation lexicon: {\"word\": \"respelling\" or \"/ipa/\"}")
     s.add_argument("-v", "--verbose", action="store_true", help="log engine progress to stderr")
     f = sub.add_parser("fetch", help="download a model's checkpoint from the Hugging Face hub (opt-in)")
-    f.add_argument("model", help=", ".join(FETCHABLE))
-    f.add_argument("--dir", help="folder to download into (default: the Hugging Face cache)")
+    f.add_argument("model", help=", ".join((*FETCHABLE, POCKET_ID)))
+    f.add_argument("--dir", help="folder to download into (default: the Hugging Face cache; pocket-tts: TTS_APP_CACHE_DIR/pocket-tts)")
     f.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     add_library_commands(sub)
     return p
@@ -126,14 +126,24 @@ def synth(args: argparse.Namespace) -> dict:
     }
 
 
+def _fetch(model: str, directory: str | None) -> Path:
+    """Download ``model`` (the one explicit network use); its folder."""
+    # start-up: only the command that fetches needs huggingface_hub
+    if model == POCKET_ID:  # two repositories and a config written: not a hub snapshot
+        from tts_app.models.pocket_tts.fetch import fetch_pocket
+
+        return fetch_pocket(directory)
+    from tts_app.models.hub_fetch import fetch
+
+    return fetch(model, directory)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "fetch":
-            from tts_app.models.hub_fetch import fetch  # start-up: only the command that fetches needs it
-
-            print(json.dumps({"model": args.model, "path": str(fetch(args.model, args.dir))}))
+            print(json.dumps({"model": args.model, "path": str(_fetch(args.model, args.dir))}))
         elif args.command in ("voice", "lexicon"):
             print(json.dumps((run_voice if args.command == "voice" else run_lexicon)(args), ensure_ascii=False))
         else:

@@ -1,10 +1,12 @@
-"""Which speech models this machine can serve: the embedded voice, plus Qwen3-TTS and Chatterbox checkpoints
-found on disk.
+"""Which speech models this machine can serve: the embedded voice, plus Qwen3-TTS, Chatterbox and Pocket TTS
+checkpoints found on disk.
 
 Search order: ``--model-path`` (or the ``model_path`` argument, whichever kind of checkpoint it holds),
-$TTS_APP_QWEN3_PATH / $TTS_APP_CHATTERBOX_PATH, then the Hugging Face cache (file-system lookup only).
+$TTS_APP_QWEN3_PATH / $TTS_APP_CHATTERBOX_PATH / $TTS_APP_POCKET_TTS_PATH, then the Hugging Face cache
+(file-system lookup only; Qwen3-TTS and Chatterbox) or, for Pocket TTS, the folder its fetch writes.
 Nothing here downloads: ``HUB_CHECKPOINTS`` says what ``tts_app.models.hub_fetch`` may download, the explicit
-opt-in behind ``python -m tts_app fetch {qwen3-0.6b,qwen3-1.7b,chatterbox} [--dir DIR]`` and $TTS_APP_MODELS.
+opt-in behind ``python -m tts_app fetch {qwen3-0.6b,qwen3-1.7b,chatterbox} [--dir DIR]`` and $TTS_APP_MODELS;
+``python -m tts_app fetch pocket-tts`` is ``tts_app.models.pocket_tts.fetch`` (several repositories, a config written).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional
 
 from tts_app import settings
-from tts_app.models.capabilities import CHATTERBOX, PIPER, QWEN3, Capabilities
+from tts_app.models.capabilities import CHATTERBOX, PIPER, POCKET_TTS, QWEN3, Capabilities
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +35,12 @@ CHATTERBOX_ENV = "TTS_APP_CHATTERBOX_PATH"
 CHATTERBOX_REPO = "ResembleAI/chatterbox"
 CHATTERBOX_FILES = ("ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors", "tokenizer.json", "conds.pt")
 CHATTERBOX_GB = 3.2  # t3_cfg 2.1 GB + s3gen 1.1 GB; the repository's other files are not fetched
+POCKET_ID = "pocket-tts"
+POCKET_ENV = "TTS_APP_POCKET_TTS_PATH"
+POCKET_LABEL = "Pocket TTS (Kyutai, CPU cloning)"
+POCKET_REPO = "kyutai/pocket-tts"
+POCKET_GB = 0.45  # the English model in float32 (422 MB: flow LM and all of Mimi), its tokenizer, six saved voices
+POCKET_FILES = ("config.yaml", "model.safetensors", "tokenizer.json")  # what the fetch writes; the config names the rest
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,12 @@ class ModelChoice:
     @property
     def how_to_get(self) -> str:
         """One line telling a user how to make this model available."""
+        if not self.available and self.id == POCKET_ID:
+            return (
+                f"{self.label} is not on this machine: accept the terms of {POCKET_REPO} on the Hugging Face hub, log in "
+                f"(`hf auth login`), run `python -m tts_app fetch {POCKET_ID} --dir DIR` (about {POCKET_GB:g} GB), then "
+                f"start the app with --model-path DIR or {POCKET_ENV}=DIR"
+            )
         if not self.available and self.id == CHATTERBOX_ID:
             return (
                 f"{self.label} is not on this machine: run `python -m tts_app fetch {CHATTERBOX_ID} --dir DIR` (about "
@@ -93,11 +107,37 @@ def capabilities_of(model_id: str) -> Optional[Capabilities]:
         return CHATTERBOX
     if model_id in QWEN3_MODELS or model_id == LOCAL_ID:
         return QWEN3
+    if model_id == POCKET_ID:
+        return POCKET_TTS
     return None
 
 
 def is_chatterbox_checkpoint(path: Path) -> bool:
     return all((path / f).is_file() for f in CHATTERBOX_FILES)
+
+
+def is_pocket_checkpoint(path: Path) -> bool:
+    """A Pocket TTS folder: the official config as config.yaml beside the weights and tokenizer it names
+    (tts_app.models.pocket_tts.weights reads them; the name check is enough to list it)."""
+    return (path / "config.yaml").is_file() and any(path.glob("*.safetensors")) and any(path.glob("tokenizer.*"))
+
+
+def pocket_default_dir(env: Optional[Mapping[str, str]] = None) -> Path:
+    """Where ``fetch pocket-tts`` puts the model without --dir (looked up like the Hugging Face cache)."""
+    env = os.environ if env is None else env
+    configured = settings.value("TTS_APP_CACHE_DIR", env)
+    root = configured if configured is not None else Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tts_app"
+    return Path(root) / "pocket-tts"
+
+
+def find_pocket_checkpoint(model_path: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> Path:
+    """``model_path``, $TTS_APP_POCKET_TTS_PATH or the fetch's default folder, the first that holds a Pocket TTS
+    folder; ValueError (one line, how to get one) otherwise."""
+    env = os.environ if env is None else env
+    for given in (model_path, settings.value(POCKET_ENV, env), str(pocket_default_dir(env))):
+        if given and is_pocket_checkpoint(Path(given).expanduser()):
+            return Path(given).expanduser()
+    raise ValueError(ModelChoice(POCKET_ID, POCKET_LABEL).how_to_get)
 
 
 def is_checkpoint(path: Path) -> bool:
@@ -134,8 +174,8 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
     """The embedded voice first, then every Qwen3-TTS size and Chatterbox (with ``path`` None where none was found)."""
     env = os.environ if env is None else env
     found: dict[str, Path] = {}
-    for given, kinds in ((model_path, "qwen3 chatterbox"), (settings.value(ENV_VAR, env), "qwen3"),
-                         (settings.value(CHATTERBOX_ENV, env), "chatterbox")):
+    for given, kinds in ((model_path, "qwen3 chatterbox pocket"), (settings.value(ENV_VAR, env), "qwen3"),
+                         (settings.value(CHATTERBOX_ENV, env), "chatterbox"), (settings.value(POCKET_ENV, env), "pocket")):
         if not given:
             continue
         path = Path(given).expanduser()
@@ -143,6 +183,8 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
             found.setdefault(_model_id(path), path)
         elif "chatterbox" in kinds and is_chatterbox_checkpoint(path):
             found.setdefault(CHATTERBOX_ID, path)
+        elif "pocket" in kinds and is_pocket_checkpoint(path):
+            found.setdefault(POCKET_ID, path)
         else:
             logger.warning("%s is not a %s checkpoint", path, " or ".join(k.capitalize() for k in kinds.split()))
     for spec in QWEN3_MODELS.values():
@@ -150,6 +192,8 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
             found[spec.id] = snap
     if CHATTERBOX_ID not in found and (snap := hf_cache_snapshot(CHATTERBOX_REPO, env, is_chatterbox_checkpoint)) is not None:
         found[CHATTERBOX_ID] = snap
+    if POCKET_ID not in found and is_pocket_checkpoint(pocket_default_dir(env)):
+        found[POCKET_ID] = pocket_default_dir(env)
     choices = [ModelChoice(EMBEDDED_ID, "Embedded voice (Piper joe, CPU)")]
     if fast_variant_offered(env):
         choices.append(ModelChoice(EMBEDDED_FAST_ID, "Embedded voice, fast (bfloat16)"))
@@ -157,6 +201,7 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
     if LOCAL_ID in found:
         choices.append(ModelChoice(LOCAL_ID, f"Qwen3-TTS ({found[LOCAL_ID].name})", found[LOCAL_ID]))
     choices.append(ModelChoice(CHATTERBOX_ID, "Chatterbox (Resemble AI)", found.get(CHATTERBOX_ID)))
+    choices.append(ModelChoice(POCKET_ID, POCKET_LABEL, found.get(POCKET_ID)))
     return choices
 
 

@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
+# ISO 639-1 code -> the language name Pocket TTS's released folders (languages/<name>[_variant]) start with.
+POCKET_TTS_LANGUAGES = {
+    "en": "english", "fr": "french", "de": "german", "pt": "portuguese", "it": "italian", "es": "spanish", "nl": "dutch",
+}  # fmt: skip
 # ISO 639-1 code -> the name Qwen3-TTS's checkpoints key their language table with (config.json).
 QWEN3_LANGUAGES = {
     "zh": "chinese", "en": "english", "ja": "japanese", "ko": "korean", "de": "german",
@@ -103,4 +107,10 @@ QWEN3 = Capabilities(
 CHATTERBOX = Capabilities(
     speed=False, ssml=False, lexicon=False, normalize=False, normalize_default=False, voice_strength=False,
     word_timings="none", languages=("en",), max_text_chars=500,
+)  # fmt: skip
+# Pocket TTS reads the text as given (the official chunking, capitals and final period only), at its own pace,
+# clones a clip whole; one checkpoint reads one language (which, its folder's name says: see available.py).
+POCKET_TTS = Capabilities(
+    speed=False, ssml=False, lexicon=False, normalize=False, normalize_default=False, voice_strength=False,
+    word_timings="aligned", languages=("en",), max_text_chars=10_000,
 )  # fmt: skip

@@ -17,6 +17,8 @@ from tts_app.models.available import (
     EMBEDDED_ID,
     ENV_VAR,
     LOCAL_ID,
+    POCKET_ENV,
+    POCKET_ID,
     find_models,
     unknown_model_message,
 )
@@ -37,14 +39,17 @@ def _by_id(choices):
 
 
 def test_nothing_found_lists_every_size_with_how_to_get(tmp_path):
-    choices = [c for c in find_models(None, env={"HF_HUB_CACHE": str(tmp_path)}) if c.id != EMBEDDED_FAST_ID]
-    assert [c.id for c in choices] == [EMBEDDED_ID, "qwen3-0.6b", "qwen3-1.7b", CHATTERBOX_ID]
+    env = {"HF_HUB_CACHE": str(tmp_path), "TTS_APP_CACHE_DIR": str(tmp_path / "cache")}
+    choices = [c for c in find_models(None, env=env) if c.id != EMBEDDED_FAST_ID]
+    assert [c.id for c in choices] == [EMBEDDED_ID, "qwen3-0.6b", "qwen3-1.7b", CHATTERBOX_ID, POCKET_ID]
     assert choices[0].available and not choices[1].available and not choices[3].available
     line = choices[1].how_to_get
     assert "python -m tts_app fetch qwen3-0.6b" in line and ENV_VAR in line and "\n" not in line
     line = choices[3].how_to_get
     assert "python -m tts_app fetch chatterbox" in line and CHATTERBOX_ENV in line and "install_chatterbox.sh" in line
     assert "\n" not in line
+    line = choices[4].how_to_get
+    assert not choices[4].available and "python -m tts_app fetch pocket-tts" in line and POCKET_ENV in line and "\n" not in line
 
 
 def test_model_path_env_and_hf_cache(tmp_path):

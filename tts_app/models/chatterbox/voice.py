@@ -6,7 +6,6 @@ emotion ("exaggeration") value; S3Gen gets the official ref dict of the clip's f
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +13,7 @@ import numpy as np
 import torch
 
 from tts_app.models.chatterbox.official import official
+from tts_app.models.layers.lru import LRUCache as VoiceCache  # noqa: F401  (the backend's cache of analysed voices)
 
 S3GEN_SR = 24000
 S3_SR = 16000
@@ -57,21 +57,3 @@ def with_exaggeration(conds: VoiceConds, exaggeration: float) -> VoiceConds:
     t3 = T3Cond(speaker_emb=c.speaker_emb, cond_prompt_speech_tokens=c.cond_prompt_speech_tokens,
                 emotion_adv=exaggeration * torch.ones(1, 1, 1, device=c.speaker_emb.device))
     return VoiceConds(t3, conds.gen)
-
-
-class VoiceCache:
-    """Analysed voices by key (a profile's content hash), most recent ``size`` kept."""
-
-    def __init__(self, size: int = 16) -> None:
-        self.size = size
-        self._items: OrderedDict[str, VoiceConds] = OrderedDict()
-
-    def get(self, key: str, build: Any) -> VoiceConds:
-        if key in self._items:
-            self._items.move_to_end(key)
-            return self._items[key]
-        conds = build()
-        self._items[key] = conds
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
-        return conds

@@ -1,0 +1,227 @@
+"""Pocket TTS backend: voice cloning on a CPU, rows batched and streamed by the engine.
+
+A request is spoken as the official code speaks it: its text cut into chunks of whole sentences
+(at most 50 tokens each when it can), each chunk one generator row starting from the voice state
+afresh; the request's next chunk takes the slot of the one that ended, inside the same step. A step
+advances each of its rows by a few latents (1 at a row's start, for the first audio; then
+``latents_per_step``, doubled per window level), then decodes every row's new latents with Mimi in
+one batched call per window size. The voice state of a clip is computed once and cached by the clip's
+content hash; a checkpoint's saved voices (``voices/`` or ``embeddings/*.safetensors``) are its
+built-in ones. Weights come from ``model_path``, $TTS_APP_POCKET_TTS_PATH or the Hugging Face cache;
+nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import torch
+
+from tts_app import captions as align
+from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
+from tts_app.models.capabilities import POCKET_TTS
+from tts_app.models.layers.lru import LRUCache
+from tts_app.models.pocket_tts.generator import PocketGenerator, Row, seeded_noise
+from tts_app.models.pocket_tts.text import max_frames, prepare, split_chunks
+from tts_app.models.pocket_tts.voice import VoiceState, load_voice_file, voice_state
+from tts_app.models.pocket_tts.weights import LoadedPocket, WeightsMissing, load_pocket
+from tts_app.text.errors import TextError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["PocketBackend", "WeightsMissing"]
+
+DEFAULT_VOICE = "alba"  # the official default voice, when the checkpoint has it
+MAX_CHUNK_TOKENS = 200  # with a 30 s clip's prompt (378 positions) a chunk still has 446 latents (36 s) of room
+
+
+@dataclass
+class Chunk:
+    ids: list[int]
+    frames_after_eos: int
+
+
+@dataclass(eq=False)
+class PocketState:
+    """One request: its chunks, its voice, the row speaking the current chunk."""
+
+    chunks: list[Chunk]
+    voice: VoiceState
+    seed: int
+    row: Optional[Row] = None
+    next_chunk: int = 0
+    level: int = 1
+    done: bool = False
+    aligner: Any = None
+    audio_s: float = 0.0
+
+
+class PocketBackend(Backend):
+    name = "pocket-tts"
+    capabilities = POCKET_TTS
+
+    def __init__(self, model: LoadedPocket, max_batch: int = 8, max_len: int = 1024, latents_per_step: int = 2) -> None:
+        self.model = model
+        self.sample_rate = model.config.mimi.sample_rate
+        self.samples_per_latent = model.config.mimi.samples_per_latent
+        self.latents_per_step = latents_per_step
+        self.generator = PocketGenerator(model, max_batch, max_len)
+        self.max_len = max_len
+        self.voices: LRUCache[VoiceState] = LRUCache()
+        self.builtin = self._builtin_voices(model.path)
+
+    @classmethod
+    def from_pretrained(cls, model_path: Optional[str] = None, **kwargs: Any) -> "PocketBackend":
+        from tts_app.models.available import find_pocket_checkpoint  # the catalogue: only to find the folder
+
+        path = find_pocket_checkpoint(model_path)
+        return cls(load_pocket(path, torch.device("cpu")), **kwargs)
+
+    @property
+    def max_batch_size(self) -> int:
+        return self.generator.pool.capacity
+
+    @property
+    def free_slots(self) -> int:
+        return self.generator.free_slots
+
+    @property
+    def voice_names(self) -> list[str]:
+        return sorted(self.builtin)
+
+    # ------------------------------------------------------------------ the engine's calls
+    def check_text(self, text: str, params: Any = None) -> Any:
+        """The official chunks and their token ids; one-line errors for text it cannot speak."""
+        text = super().check_text(text, params)
+        m = self.model
+        chunks = []
+        for c in split_chunks(text, m.tokenizer, m.rules):
+            prepared, guess = prepare(c, m.rules)
+            ids = m.tokenizer.encode(prepared)
+            after = m.config.frames_after_eos if m.config.frames_after_eos is not None else guess + 2
+            # A "sentence" the official cut leaves longer than any real one (no punctuation, say) is cut by
+            # count, so that every chunk fits a slot beside the longest voice prompt.
+            chunks += [Chunk(ids[i:i + MAX_CHUNK_TOKENS], after) for i in range(0, len(ids), MAX_CHUNK_TOKENS)]
+        if not chunks:
+            raise TextError("the text has nothing this model can read")
+        return chunks
+
+    def prepare(self, rows: Sequence[RowInput]) -> list[Any]:
+        states = []
+        for row in rows:
+            chunks = row.parsed if isinstance(row.parsed, list) else self.check_text(row.text)
+            state = PocketState(chunks, self._voice(row.params.voice), int(row.params.seed))
+            if align.enabled():
+                state.aligner = align.WordAligner(row.text, self.sample_rate)
+            states.append(state)
+        self._start_chunks(states)
+        return states
+
+    def step(self, states: Sequence[Any], emit: RowEmitter | None = None) -> list[StepOutput]:
+        rows: list[PocketState] = [s for s in states]
+        budget = {id(s): self._latents_this_step(s) for s in rows}
+        for j in range(max(budget.values(), default=0)):
+            self.generator.step([s.row for s in rows if s.row is not None and not s.row.done and j < budget[id(s)]])
+        speaking = [s for s in rows if s.row is not None]
+        audio = dict(zip(map(id, speaking), self.generator.decode([s.row for s in speaking])))
+        restart = []
+        for s in speaking:
+            if s.row.done and s.row.decoded == len(s.row.latents):
+                self.generator.release(s.row)
+                s.row = None
+                if s.next_chunk < len(s.chunks):
+                    restart.append(s)
+                else:
+                    s.done = True
+        if restart:
+            self._start_chunks(restart)
+        outputs = []
+        for s in rows:
+            a = audio.get(id(s))
+            a = np.zeros(0, dtype=np.float32) if a is None else a.float().cpu().numpy()
+            s.audio_s += a.size / self.sample_rate
+            words = s.aligner.feed(a, s.done) if s.aligner is not None else ()
+            outputs.append(StepOutput(a, s.done, words))
+        return outputs
+
+    def estimate_step(self, state: Any) -> StepEstimate:
+        n = self._latents_this_step(state)
+        return StepEstimate(f"latents{n}", n * self.samples_per_latent / self.sample_rate, 0.03 * n)
+
+    def steady_estimate(self) -> StepEstimate:
+        n = self.latents_per_step
+        return StepEstimate(f"latents{n}", n * self.samples_per_latent / self.sample_rate, 0.03 * n)
+
+    def set_window_level(self, state: Any, level: int) -> None:
+        state.level = max(1, min(int(level), 4))
+
+    def release(self, state: Any) -> None:
+        if state.row is not None:
+            self.generator.release(state.row)
+            state.row = None
+
+    # ------------------------------------------------------------------ helpers
+    def _latents_this_step(self, state: PocketState) -> int:
+        if state.row is None or state.row.done:
+            return 0
+        if state.row.step == 0:
+            return 1  # a row's first audio as soon as one latent is there
+        return self.latents_per_step * 2 ** (state.level - 1)
+
+    def _start_chunks(self, states: list[PocketState]) -> None:
+        """Prefill each state's next chunk into a free slot (one ragged call)."""
+        dim, temp = self.generator.ldim, self.model.config.temperature
+        voices, ids, caps, after, noise = [], [], [], [], []
+        for s in states:
+            chunk = s.chunks[s.next_chunk]
+            room = self.max_len - s.voice.length - len(chunk.ids)
+            if room < 1:
+                raise TextError(f"a sentence of {len(chunk.ids)} tokens is too long for this model's cache")
+            voices.append(s.voice)
+            ids.append(chunk.ids)
+            caps.append(min(max_frames(len(chunk.ids), self.model.config.mimi.frame_rate), room))
+            after.append(chunk.frames_after_eos)
+            # Each chunk's noise comes from the request's seed and the chunk's index: a row speaks alike alone or batched.
+            noise.append(seeded_noise(s.seed * 1009 + s.next_chunk, dim, temp))
+        for s, row in zip(states, self.generator.prefill(voices, ids, caps, after, noise)):
+            s.row = row
+            s.next_chunk += 1
+
+    def _voice(self, voice: Any) -> VoiceState:
+        audio = getattr(voice, "reference_audio", None) if voice is not None else None
+        if audio is None:
+            return self._default_voice()
+        rate = int(getattr(voice, "reference_sample_rate"))
+        samples = np.asarray(audio, dtype=np.float32).reshape(-1)
+        key = f"{getattr(voice, 'content_hash', '')}:{rate}:{samples.size}" if getattr(voice, "content_hash", "") else str(hash(samples.tobytes()))
+        return self.voices.get(key, lambda: voice_state(self.model, torch.from_numpy(samples.copy())[None], rate))
+
+    def _default_voice(self) -> VoiceState:
+        if DEFAULT_VOICE in self.builtin:
+            return self.builtin[DEFAULT_VOICE]
+        if self.builtin:
+            return self.builtin[sorted(self.builtin)[0]]
+        # No saved voice: the prompt is the BOS before the voice alone (the model's voice without a clip).
+        return self.voices.get("<bos>", lambda: VoiceState(tuple(
+            (k.contiguous(), v.contiguous()) for k, v in self.model.flow_lm.voice_kv(self.model.flow_lm.voice_prompt(
+                torch.zeros(0, self.model.config.mimi.inner_dim or self.model.config.mimi.latent_dim)))
+        )))
+
+    def _builtin_voices(self, folder: Path) -> dict[str, VoiceState]:
+        found = {}
+        for sub in ("voices", "embeddings"):
+            for f in sorted((folder / sub).glob("*.safetensors")) if (folder / sub).is_dir() else ():
+                try:
+                    found.setdefault(f.stem, load_voice_file(f, self.model.config.flow_lm.num_layers))
+                except (ValueError, KeyError, OSError) as e:
+                    logger.warning("skipping voice %s: %s", f.name, e)
+        return found
+
+    def audio_estimate_s(self, parsed: Any) -> float:
+        if isinstance(parsed, list):
+            return sum(len(c.ids) for c in parsed) / 3.0  # the official estimate: 3 tokens a second
+        return super().audio_estimate_s(parsed)
