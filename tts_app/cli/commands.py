@@ -128,12 +128,11 @@ def synth(args: argparse.Namespace) -> dict:
 
 def _fetch(model: str, directory: str | None) -> Path:
     """Download ``model`` (the one explicit network use); its folder."""
-    # start-up: only the command that fetches needs huggingface_hub
     if model == POCKET_ID:  # two repositories and a config written: not a hub snapshot
-        from tts_app.models.pocket_tts.fetch import fetch_pocket
+        from tts_app.models.pocket_tts.fetch import fetch_pocket  # start-up: only the fetch command needs it
 
         return fetch_pocket(directory)
-    from tts_app.models.hub_fetch import fetch
+    from tts_app.models.hub_fetch import fetch  # start-up: only the fetch command needs it
 
     return fetch(model, directory)
 

@@ -11,11 +11,12 @@ from tts_app.models.available import (
     POCKET_ENV,
     POCKET_ID,
     capabilities_of,
-    fetch,
     find_models,
     find_pocket_checkpoint,
 )
+from tts_app.cli.commands import main
 from tts_app.models.capabilities import POCKET_TTS
+from tts_app.models.pocket_tts.fetch import fetch_pocket
 
 
 def _folder(path: Path) -> Path:
@@ -57,5 +58,13 @@ def test_fetch_without_the_hub_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     with pytest.raises(ValueError) as err:
-        fetch(POCKET_ID, str(tmp_path / "out"))
+        fetch_pocket(str(tmp_path / "out"))
     assert "could not download kyutai/pocket-tts" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_fetch_command_reaches_the_pocket_fetch_and_says_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert main(["fetch", POCKET_ID, "--dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: could not download kyutai/pocket-tts") and err.count("\n") == 1, err
