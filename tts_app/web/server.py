@@ -32,6 +32,9 @@ from tts_app.web.guards.request_guard import RequestGuard, RequestLimits
 from tts_app.web.session_sweeper import HeartbeatTracker, start_session_sweeper
 from tts_app.web.event_streams import EventStreamTracker
 from tts_app.web.guards.dev_routes import DevRoutesOff
+from tts_app.catalog.gpu_preparation import announce as announce_gpu_preparation
+from tts_app.catalog.gpu_preparation import gpu_preparing, qwen3_steps
+from tts_app.catalog.gpu_preparation import prepare as prepare_gpu
 from tts_app.catalog.shared_engine import close_engine, engine_loaded, get_engine
 from tts_app.web.shutdown import StoppingServer, on_stop
 from tts_app.web.ui.theme import APP_CSS, APP_HEAD, app_theme
@@ -68,10 +71,13 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
 
     @app.get("/readyz", include_in_schema=False)
     async def readyz() -> Response:
-        # For load balancers and scripts: 503 while the model loads in the background, then 200.
-        if engine_loaded():
-            return JSONResponse({"status": "ready"})
-        return JSONResponse({"status": "loading"}, status_code=503)
+        # For load balancers and scripts: 503 while the model loads in the background, and on a GPU while
+        # the GPU models capture their graphs (gpu_preparation), then 200.
+        if not engine_loaded():
+            return JSONResponse({"status": "loading"}, status_code=503)
+        if gpu_preparing():
+            return JSONResponse({"status": "preparing the GPU"}, status_code=503)
+        return JSONResponse({"status": "ready"})
 
     app = gr.mount_gradio_app(
         app,
@@ -156,6 +162,10 @@ def launch(demo: gr.Blocks) -> None:
     IdleTrimmer(requests_seen).start()  # RSS back down once no request has come for a few seconds
     # Load the model in the background so the page is up at once and the first visitor waits less.
     threading.Thread(target=_warm_engine, name="engine-warmup", daemon=True).start()
+    # On a GPU every Qwen3-TTS checkpoint found loads and captures its graphs before /readyz says ready; without
+    # CUDA or such a checkpoint this ends at once.
+    announce_gpu_preparation()
+    threading.Thread(target=prepare_gpu, args=(qwen3_steps,), name="gpu-prepare", daemon=True).start()
     logger.info("serving on http://%s:%d (OpenAI API at /v1/audio/speech)", host, port)
     try:
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S,

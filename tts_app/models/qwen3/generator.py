@@ -211,6 +211,16 @@ class BatchedGenerator:
         self.slots.requested.zero_()
         return self.graphs.capture(key, lambda: self._decode_call(*key))
 
+    def capture_all(self) -> float:
+        """Capture every (batch bucket, length bucket) of ``frames_per_step`` frames now, so no request ever
+        waits on a capture; returns the seconds taken (0 without CUDA graphs). Call with no request running."""
+        if self.graphs is None:
+            return 0.0
+        keys = [(b, t, self.frames_per_step) for b in self.graphs.batch_sizes for t in self.graphs.lengths]
+        seconds = sum(self.capture(k) for k in keys if k not in self.graphs)
+        logger.info("captured %d decode-call graphs in %.1f s", len(keys), seconds)
+        return seconds
+
     def release(self, state: RowState) -> None:
         self.pool.free(state.slot)
 
