@@ -203,6 +203,7 @@ class BatchedGenerator:
             result.append(new)
         return result
 
+    @torch.inference_mode()  # as decode: the call writes slot buffers that inference-mode prefills wrote
     def capture(self, key: Key) -> float:
         """Capture the decode call for ``key`` = (batch bucket, length bucket, frames) with every row masked
         off (no request state changes); returns the seconds it took. CUDA graphs only."""
@@ -211,6 +212,7 @@ class BatchedGenerator:
         self.slots.requested.zero_()
         return self.graphs.capture(key, lambda: self._decode_call(*key))
 
+    @torch.inference_mode()
     def capture_all(self) -> float:
         """Capture every (batch bucket, length bucket) of ``frames_per_step`` frames now, so no request ever
         waits on a capture; returns the seconds taken (0 without CUDA graphs). Call with no request running."""
