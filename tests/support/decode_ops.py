@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from tts_app.models.qwen3.generator import BatchedGenerator, RowState
 
-def ops_per_decode_call(gen, states: list) -> dict[str, int]:
+
+def ops_per_decode_call(gen: BatchedGenerator, states: list[RowState]) -> dict[str, int]:
     """One warm-up call, then one profiled call: {"all": every aten op, "top": those called from Python directly}.
 
     "top" are the ops whose parent is the call's own range (not another op): what the host dispatches.
