@@ -43,4 +43,4 @@ def solo_codes(talker: Talker, cfg, n_text: int, offset: int, params: SamplingPa
     p, tail = prompt_for(talker, cfg, n_text, offset)
     (state,) = gen.prefill([p], [tail], [params], [seed])
     run_to_end(gen, [state])
-    return torch.cat(state.codes)
+    return state.all_codes()

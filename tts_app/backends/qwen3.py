@@ -65,6 +65,7 @@ class Qwen3Backend(Backend):
         self.generator = BatchedGenerator(
             talker, config.tts_pad_token_id, max_batch, max_seq_len, frames_per_step, use_cuda_graphs
         )
+        self.capture_s = 0.0  # seconds the start-up capture took (capture_graphs)
 
     @classmethod
     def from_pretrained(
@@ -80,6 +81,12 @@ class Qwen3Backend(Backend):
         dt = dtype or (torch.bfloat16 if dev.type == "cuda" else torch.float32)
         m = load_qwen3(path, dev, dt)
         return cls(m.config, m.talker, m.codec, m.tokenizer, m.speaker_encoder, **kwargs)
+
+    def capture_graphs(self) -> float:
+        """On CUDA, capture the decode call of every batch and attention-length bucket the server will use
+        (before the engine serves: a capture must not run beside a decode); returns the seconds taken, 0 on CPU."""
+        self.capture_s = self.generator.capture_all()
+        return self.capture_s
 
     @property
     def max_batch_size(self) -> int:

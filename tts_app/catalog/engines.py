@@ -79,8 +79,14 @@ def _create(path: Path) -> "Engine":
     from tts_app.models.qwen3.sampling import SamplingParams
 
     sampling = SamplingParams(max_new_tokens=max(2, math.ceil(_max_seconds() * FRAMES_PER_SECOND)))
+
+    def make() -> "Engine":
+        backend = Qwen3Backend.from_pretrained(str(path), sampling=sampling)
+        backend.capture_graphs()  # on CUDA every bucket, before the engine takes a request (nothing on CPU)
+        return Engine(backend=backend, policy=app_policy())
+
     # Same priority rule as the embedded engine (see shared_engine): created on a lowered thread.
-    return create_lowered(lambda: Engine(backend=Qwen3Backend.from_pretrained(str(path), sampling=sampling), policy=app_policy()), "qwen3-engine-create")
+    return create_lowered(make, "qwen3-engine-create")
 
 
 def _create_chatterbox(path: Path) -> "Engine":

@@ -34,6 +34,9 @@ from tts_app.web.guards.request_guard import RequestGuard, RequestLimits
 from tts_app.web.session_sweeper import HeartbeatTracker, start_session_sweeper
 from tts_app.web.event_streams import EventStreamTracker
 from tts_app.web.guards.dev_routes import DevRoutesOff
+from tts_app.catalog.gpu_preparation import announce as announce_gpu_preparation
+from tts_app.catalog.gpu_preparation import gpu_preparing, qwen3_steps
+from tts_app.catalog.gpu_preparation import prepare as prepare_gpu
 from tts_app.catalog.shared_engine import close_engine, engine_loaded, get_engine
 from tts_app.web.shutdown import StoppingServer, on_stop
 from tts_app.web.ui.theme import APP_CSS, APP_HEAD, app_theme
@@ -70,12 +73,15 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
 
     @app.get("/readyz", include_in_schema=False)
     async def readyz() -> Response:
-        # For load balancers and scripts: 503 while the embedded voice loads or a $TTS_APP_MODELS model downloads
-        # and loads, then 200. A model whose download failed does not hold it at 503: the embedded voice serves.
+        # For load balancers and scripts: 503 while the embedded voice loads, a $TTS_APP_MODELS model downloads and
+        # loads, or (on a GPU) the GPU models capture their graphs (gpu_preparation), then 200. A model whose
+        # download failed does not hold it at 503: the embedded voice serves.
         models = {j.model_id: j.status.value for j in jobs()}
-        if engine_loaded() and not any_loading():
-            return JSONResponse({"status": "ready", "models": models})
-        return JSONResponse({"status": "loading", "models": models}, status_code=503)
+        if not engine_loaded() or any_loading():
+            return JSONResponse({"status": "loading", "models": models}, status_code=503)
+        if gpu_preparing():
+            return JSONResponse({"status": "preparing the GPU", "models": models}, status_code=503)
+        return JSONResponse({"status": "ready", "models": models})
 
     app = gr.mount_gradio_app(
         app,
@@ -161,6 +167,10 @@ def launch(demo: gr.Blocks) -> None:
     # Load the model in the background so the page is up at once and the first visitor waits less.
     threading.Thread(target=_warm_engine, name="engine-warmup", daemon=True).start()
     start_model_fetches()  # $TTS_APP_MODELS: downloaded and loaded in the background, the embedded voice serving meanwhile
+    # On a GPU every Qwen3-TTS checkpoint found loads and captures its graphs before /readyz says ready; without
+    # CUDA or such a checkpoint this ends at once.
+    announce_gpu_preparation()
+    threading.Thread(target=prepare_gpu, args=(qwen3_steps,), name="gpu-prepare", daemon=True).start()
     logger.info("serving on http://%s:%d (OpenAI API at /v1/audio/speech)", host, port)
     try:
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S,

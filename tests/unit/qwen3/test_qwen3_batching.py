@@ -42,7 +42,7 @@ def test_batched_equals_solo(tiny, greedy):
     run_to_end(gen, states)
     for (n, off, m, seed), state in zip(ROWS, states):
         solo = solo_codes(talker, cfg, n, off, _params(greedy, m), seed)
-        assert torch.equal(torch.cat(state.codes), solo), f"row with {n} text tokens diverged from its solo run"
+        assert torch.equal(state.all_codes(), solo), f"row with {n} text tokens diverged from its solo run"
     assert gen.pool.num_live == 0
 
 
@@ -69,7 +69,7 @@ def test_left_padded_prefill_equals_solo(tiny):
         solo_gen = BatchedGenerator(talker, cfg.tts_pad_token_id, max_batch=1, max_seq_len=256)
         (solo,) = solo_gen.prefill([p], [tail], [prm], [0])
         run_to_end(solo_gen, [solo])
-        assert torch.equal(torch.cat(state.codes), torch.cat(solo.codes))
+        assert torch.equal(state.all_codes(), solo.all_codes())
 
 
 @pytest.mark.parametrize("greedy", [True, False], ids=["greedy", "sampled"])
@@ -95,7 +95,7 @@ def test_compaction_and_refill_equal_solo(tiny, greedy):
         assert sorted(s.slot.index for _, s in live) == list(range(len(live)))  # live slots stay dense
     assert len(finished) == len(ROWS)
     for (n, off, m, seed), state in finished:
-        assert torch.equal(torch.cat(state.codes), solo_codes(talker, cfg, n, off, _params(greedy, m), seed))
+        assert torch.equal(state.all_codes(), solo_codes(talker, cfg, n, off, _params(greedy, m), seed))
 
 
 def test_rows_not_passed_to_step_do_not_advance(tiny):
@@ -107,7 +107,7 @@ def test_rows_not_passed_to_step_do_not_advance(tiny):
     gen.decode([a])  # b is live but skipped this step
     assert b.frames == 0 and a.frames == 2
     run_to_end(gen, [a, b])
-    assert torch.equal(torch.cat(b.codes), solo_codes(talker, cfg, 5, 1, params[1], 1))
+    assert torch.equal(b.all_codes(), solo_codes(talker, cfg, 5, 1, params[1], 1))
 
 
 def test_eos_ban_and_valid_token_space():
@@ -116,3 +116,12 @@ def test_eos_ban_and_valid_token_space():
     ones = torch.ones(2)
     tok = sample_tokens(logits, torch.zeros(2), torch.zeros(2, dtype=torch.long), ones, torch.rand(2, 3), banned_BxV=banned)
     assert tok.tolist() == [1, 2]
+
+
+def test_runs_are_reproducible_by_seed(tiny):
+    """Sampled codes are a function of the seed: the same seed twice gives the same codes, another seed others."""
+    cfg, talker = tiny
+    params = _params(False, 12)
+    first, again = solo_codes(talker, cfg, 6, 0, params, 21), solo_codes(talker, cfg, 6, 0, params, 21)
+    assert torch.equal(first, again)
+    assert not torch.equal(first, solo_codes(talker, cfg, 6, 0, params, 22)[: first.shape[0]])

@@ -120,5 +120,5 @@ def test_greedy_loop_equals_transformers_generate(rep_penalty):
                 ),
             )
             expected = torch.cat(ref.frames)
-            got = torch.cat(state.codes)
+            got = state.all_codes()
             assert got.shape == expected.shape and torch.equal(got, expected), f"row with {n} text tokens differs"

@@ -1,14 +1,16 @@
 """T3's next-token choice, per row: classifier-free guidance, then the official processor order
-(repetition penalty, temperature, min-p, top-p), then a draw from the row's own generator.
+(repetition penalty, temperature, min-p, top-p), then a draw from the row's own counter-based noise.
 
 Order and arithmetic follow the official loop (transformers' RepetitionPenalty, MinP and TopP warpers),
-so under min_p = 1.0 (arg-max only) the tokens equal the official ones; the per-row
-``torch.Generator`` keeps a row's draws independent of its batch mates.
+so under min_p = 1.0 (arg-max only) the tokens equal the official ones; the noise is a
+function of the row's seed and the token's position (``tts_app.models.layers.row_noise``), so a row's
+draws never depend on its batch mates. The draw is the exponential race (argmax p / E, E ~ Exp(1)),
+the law of ``torch.multinomial``.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
 import torch
 
@@ -26,7 +28,7 @@ def next_tokens(
     temperature_B: torch.Tensor,
     min_p_B: torch.Tensor,
     top_p_B: torch.Tensor,
-    generators: Sequence[torch.Generator],
+    uniform_BxV: torch.Tensor,
     allowed_BxV: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """One token id per row, [B] int64."""
@@ -43,5 +45,5 @@ def next_tokens(
     tail = sorted_logits.softmax(dim=-1).cumsum(dim=-1) <= (1 - top_p_B[:, None])
     tail[:, -1] = False
     logits = logits.masked_fill(tail.scatter(1, order, tail), float("-inf"))
-    probs = logits.softmax(dim=-1)
-    return torch.cat([torch.multinomial(probs[r], 1, generator=g) for r, g in enumerate(generators)])
+    exp_noise = -torch.log1p(-uniform_BxV.clamp(0.0, 1.0 - 1e-7))  # Exp(1), > 0
+    return (logits.log_softmax(dim=-1) - exp_noise.clamp_min(1e-20).log()).argmax(dim=-1)

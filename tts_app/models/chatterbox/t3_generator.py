@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from tts_app.models.layers.kv_cache import SlotHandle, SlotPool
+from tts_app.models.layers.row_noise import row_key, row_uniform
 from tts_app.models.layers.blocks import DecoderStack, causal_mask
 from tts_app.models.chatterbox.config import ChatterboxSampling, T3Tokens
 from tts_app.models.chatterbox.sampling import guided, next_tokens
@@ -34,7 +35,7 @@ class T3Row:
 
     slot: SlotHandle
     params: ChatterboxSampling
-    generator: torch.Generator
+    key: int  # row_key(seed): the row's draws are a function of it and the token's position
     start: int  # first valid cache index (left padding of the prefill batch)
     write_idx: int  # cache index of the next token
     max_new: int
@@ -85,6 +86,7 @@ class T3Generator:
         self.seen = self.pool.register(torch.zeros(max_batch, V, dtype=torch.bool, device=self.device))
         ids = torch.arange(V, device=self.device)
         self.valid_V = (ids < tokens.codebook) | (ids == tokens.stop_speech)
+        self.book0 = torch.zeros(1, dtype=torch.long, device=self.device)  # T3 has one stream: the noise's codebook field is 0
         logger.info("T3 KV cache: %d slots x 2 x %d positions, %.1f MiB", max_batch, max_seq_len,
                     2 * self.k.numel() * self.k.element_size() / 2**20)
 
@@ -123,7 +125,7 @@ class T3Generator:
         h_2BxTxD = self.backbone(x_2BxTxD, (idx_2BxT - start_2B[:, None]).clamp(min=0),
                                  causal_mask(idx_2BxT, T, start_2B), self._kv(s0, B), idx_2BxT)
         rows = [
-            T3Row(slot=handles[r], params=params[r], generator=torch.Generator(device=self.device).manual_seed(int(seeds[r])),
+            T3Row(slot=handles[r], params=params[r], key=row_key(int(seeds[r])),
                   start=T - lengths[r], write_idx=T, max_new=max(1, min(params[r].max_new_tokens, self.max_seq_len - 1 - T)))
             for r in range(B)
         ]
@@ -174,8 +176,11 @@ class T3Generator:
         col = lambda name: torch.tensor([float(getattr(r.params, name)) for r in rows], device=self.device)  # noqa: E731
         logits_BxV = guided(self.t3.speech_head(h_2BxD).float(), col("cfg_weight"))
         everything_B = torch.tensor([not r.params.valid_only for r in rows], device=self.device)
+        key_B = torch.tensor([r.key for r in rows], device=self.device)
+        position_B = torch.tensor([len(r.tokens) for r in rows], device=self.device)
+        uniform_BxV = row_uniform(key_B, position_B, self.book0, logits_BxV.shape[-1])[:, 0]
         ids_B = next_tokens(logits_BxV, self.seen[slot_idx], col("repetition_penalty"), col("temperature"),
-                            col("min_p"), col("top_p"), [r.generator for r in rows], self.valid_V | everything_B[:, None])
+                            col("min_p"), col("top_p"), uniform_BxV, self.valid_V | everything_B[:, None])
         self.pending[slot_idx] = ids_B
         self.seen[slot_idx, ids_B] = True
         for r, t in zip(rows, ids_B.tolist()):

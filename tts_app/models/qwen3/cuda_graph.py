@@ -1,34 +1,43 @@
-"""CUDA graphs for the frame step, one per (batch bucket, attention-length bucket), captured lazily.
+"""CUDA graphs of the whole decode call, one per (batch bucket, attention-length bucket, frames per call).
 
-The frame step has fixed shapes for a given (B, T), keeps its state in slot-indexed buffers
-whose addresses never change, and takes its randomness as an input tensor, so one replay
-runs the whole step: code predictor inner loop, talker token, sampling. Only built when
-``torch.cuda.is_available()``; on CPU the generator calls the step eagerly.
+The decode call has fixed shapes for a given key, reads and writes only the generator's slot
+buffers (fixed addresses) and draws its randomness from counters on the device, so one replay
+runs every frame of the call: code predictor inner loops, talker tokens, sampling, EOS and
+length masks, state updates. Only built when ``torch.cuda.is_available()``; on CPU the generator
+runs the same call eagerly.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
+import time
 from typing import Callable
 
 import torch
 
 logger = logging.getLogger(__name__)
 
-StepFn = Callable[[dict[str, torch.Tensor], int, int], dict[str, torch.Tensor]]
+Key = tuple[int, int, int]  # (batch bucket, attention length bucket, frames per call)
 
 
 def round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 
 
-class StepGraphs:
-    def __init__(self, fn: StepFn, max_batch: int, max_len: int) -> None:
-        self.fn = fn
-        self.batch_sizes = sorted({b for b in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64) if b < max_batch} | {max_batch})
-        self.lengths = sorted({t for t in (256, 512, 1024, 2048, 4096, 8192) if t < max_len} | {max_len})
-        self._graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, dict, dict]] = {}
+def batch_buckets(max_batch: int) -> list[int]:
+    return sorted({b for b in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96) if b < max_batch} | {max_batch})
+
+
+def length_buckets(max_len: int) -> list[int]:
+    return sorted({t for t in (256, 512, 1024, 2048, 4096, 8192) if t < max_len} | {max_len})
+
+
+class CallGraphs:
+    def __init__(self, max_batch: int, max_len: int) -> None:
+        self.batch_sizes = batch_buckets(max_batch)
+        self.lengths = length_buckets(max_len)
+        self._graphs: dict[Key, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}
         self._pool = None
 
     def batch_bucket(self, n: int) -> int:
@@ -37,33 +46,32 @@ class StepGraphs:
     def len_bucket(self, n: int) -> int:
         return self.lengths[min(bisect.bisect_left(self.lengths, n), len(self.lengths) - 1)]
 
-    def run(self, B: int, T: int, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Replay (capturing first if needed) the step for bucket (B, T); outputs are graph-owned views."""
-        entry = self._graphs.get((B, T))
-        if entry is None:
-            entry = self._capture(B, T, inputs)
-            self._graphs[(B, T)] = entry
-        graph, static_in, static_out = entry
-        for k, v in inputs.items():
-            static_in[k].copy_(v)
-        graph.replay()
-        return static_out
+    def __contains__(self, key: Key) -> bool:
+        return key in self._graphs
 
-    def _capture(self, B: int, T: int, inputs: dict[str, torch.Tensor]):
-        logger.info("capturing CUDA graph for batch %d, attention length %d", B, T)
-        static_in = {k: v.clone() for k, v in inputs.items()}
-        # Warm-up and capture run with every row inactive, so no request state changes (the only
-        # side effect is K/V written at positions each row rewrites before reading).
-        static_in["active"].zero_()
+    def capture(self, key: Key, fn: Callable[[], torch.Tensor]) -> float:
+        """Capture ``fn`` (which must leave request state unchanged: the caller masks every row off) for ``key``;
+        returns the seconds it took."""
+        t0 = time.perf_counter()
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            for _ in range(2):
-                self.fn(static_in, B, T)
+            for _ in range(2):  # warm-up: lazy init and allocator state outside the graph
+                fn()
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
         with torch.cuda.graph(graph, pool=self._pool):
-            static_out = self.fn(static_in, B, T)
-        return graph, static_in, static_out
+            out = fn()
+        torch.cuda.synchronize()
+        self._graphs[key] = (graph, out)
+        seconds = time.perf_counter() - t0
+        logger.info("captured the decode call for batch %d, attention length %d, %d frames in %.2f s", *key, seconds)
+        return seconds
+
+    def replay(self, key: Key) -> torch.Tensor:
+        """Run the captured call; its output is graph-owned (overwritten by the next replay)."""
+        graph, out = self._graphs[key]
+        graph.replay()
+        return out

@@ -1,8 +1,8 @@
 """Per-row sampling with fixed tensor shapes (so it can live inside a CUDA graph).
 
 Every row has its own temperature, top-k, top-p and repetition penalty; temperature <= 0
-means greedy. Randomness comes in as a noise tensor drawn from the row's own
-``torch.Generator`` (``draw_noise``), so a row's tokens never depend on its batch mates.
+means greedy. Randomness comes in as a uniform noise tensor, a function of the row's seed and the
+draw's position (``tts_app.models.layers.row_noise``), so a row's tokens never depend on its batch mates.
 Sampling is the exponential race: argmax(p / E) with E ~ Exp(1) picks token i with
 probability p_i, the same law as ``torch.multinomial``.
 """
@@ -34,16 +34,6 @@ class SamplingParams:
         base = dict(temperature=0.0, subtalker_temperature=0.0, repetition_penalty=1.0)
         base.update(overrides)
         return cls(**base)  # type: ignore[arg-type]
-
-
-def draw_noise(generators: list[Optional[torch.Generator]], shape: tuple[int, ...], out: torch.Tensor) -> torch.Tensor:
-    """Fill out[i] (shape ``shape``) with U[0, 1) from generator i; rows without one get zeros."""
-    for i, gen in enumerate(generators):
-        if gen is None:
-            out[i].zero_()
-        else:
-            torch.rand(shape, generator=gen, device=out.device, dtype=torch.float32, out=out[i])
-    return out
 
 
 def sample_tokens(
