@@ -79,11 +79,11 @@ def test_readyz_is_503_until_the_model_has_loaded(tmp_path: Path, artifacts_dir:
     with serve_app(artifacts_dir / "http_edges_readyz.log", env) as (base, _process):
         assert httpx.get(f"{base}/healthz", timeout=10).json()["engine"] == "loading"
         ready = httpx.get(f"{base}/readyz", timeout=10)
-        assert ready.status_code == 503 and ready.json() == {"status": "loading"}
+        assert ready.status_code == 503 and ready.json() == {"status": "loading", "models": {}}
         assert httpx.get(f"{base}/v1/models", timeout=10).status_code == 200  # the rest of the server answers
         gate.touch()  # the model may load now
         _until(lambda: httpx.get(f"{base}/readyz", timeout=10).status_code == 200, "/readyz to turn 200", LOAD_S)
-        assert httpx.get(f"{base}/readyz", timeout=10).json() == {"status": "ready"}
+        assert httpx.get(f"{base}/readyz", timeout=10).json() == {"status": "ready", "models": {}}
 
 
 # --- documents and the page's busy messages on one server -----------------------------------------
