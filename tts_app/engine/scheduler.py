@@ -112,7 +112,12 @@ class Scheduler:
         places = load.places(self.qos.load_margin)
         if not math.isfinite(places):
             return self.max_batch_size if places > 0 else 1
-        return min(self.max_batch_size, max(1, math.floor(places)))
+        places = max(1, math.floor(places))
+        # Exploration: while every measured step had as many rows, a fixed step cost cannot be told from
+        # a per-row one (a GPU's 64 rows cost about one row's step). With two places or more, steps of
+        # different sizes come by themselves (newcomers step first, rows end apart); with one, a second
+        # stream makes the larger step to measure.
+        return min(self.max_batch_size, places + (load.probe and places == 1))
 
     def admit(self, load: StreamLoad = _FREE) -> list[Request]:
         """Take what fits from the queue, oldest first, skipping a request whose client is at its

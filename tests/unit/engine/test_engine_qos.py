@@ -7,6 +7,8 @@ engine's worker thread), so every figure here is the same on any machine, howeve
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -79,18 +81,38 @@ def test_an_overdue_file_steps_even_while_streams_are_in_need():
 def test_step_costs_are_learnt_from_measured_steps():
     costs = StepCosts()
     small, big = StepEstimate("w64", 0.7, 0.05), StepEstimate("w160", 1.8, 0.05)
-    costs.learn([small, small], 0.2)  # first measurement: taken as it is
-    assert costs.row_cost(small) == pytest.approx(0.1)
+    costs.learn([small, small], 0.2)  # steps of one size: the cautious reading, every second on the rows
+    assert costs.row_cost(small) == pytest.approx(0.1, rel=0.01) and costs.fixed_cost("w64") < 0.002
+    assert not costs.separated("w64") and costs.stream_load(small).probe
     assert costs.row_cost(big) == pytest.approx(0.05)  # another window size keeps its prior
     # Steps of 1 and 3 rows that cost 0.04 s + 0.12 s a row: the fixed part and the row's part come apart.
-    for i in range(400):
+    for i in range(40):
         n = 1 + 2 * (i % 2)
         costs.learn([big] * n, 0.04 + 0.12 * n)
-    assert costs.fixed_s == pytest.approx(0.04, abs=2e-3)
-    assert costs.row_cost(big) == pytest.approx(0.12, abs=2e-3)
+    assert costs.separated("w160")
+    assert costs.fixed_cost("w160") == pytest.approx(0.04, abs=1e-3)
+    assert costs.row_cost(big) == pytest.approx(0.12, abs=1e-3)
     load = costs.stream_load(big)
-    assert load.per_stream == pytest.approx(0.12 / 1.8, rel=0.05)
-    assert load.places(0.85) == pytest.approx((0.85 - 0.04 / 1.8) / (0.12 / 1.8), rel=0.05)
+    assert load.per_stream == pytest.approx(0.12 / 1.8, rel=0.01) and not load.probe
+    assert load.places(0.85) == pytest.approx((0.85 - 0.04 / 1.8) / (0.12 / 1.8), rel=0.01)
+    # A step with both keys pays both fixed parts once.
+    assert costs.predict([big, big, small]) == pytest.approx(0.04 + 0.24 + costs.fixed_cost("w64") + costs.row_cost(small))
+
+
+@pytest.mark.parametrize("fixed_s, row_s", [(0.0, 0.02), (0.08, 0.0005), (0.03, 0.01)])
+def test_step_costs_separate_a_fixed_part_from_a_part_per_row(fixed_s: float, row_s: float):
+    """A CPU-like machine (every row costs), a GPU-like one (the step costs, rows nearly free) and one
+    between: steps of 1, 2, 5 and 16 rows give back the two parts exactly; noise of +-10 % stays close."""
+    est = StepEstimate("k", 0.32, 0.2)  # a prior far from all three machines
+    exact, noisy = StepCosts(), StepCosts()
+    rng = random.Random(5)
+    for n in [1, 2, 5, 16] * 20:
+        exact.learn([est] * n, fixed_s + row_s * n)
+        noisy.learn([est] * n, (fixed_s + row_s * n) * rng.uniform(0.9, 1.1))
+    assert exact.fixed_cost("k") == pytest.approx(fixed_s, abs=1e-6)
+    assert exact.row_cost(est) == pytest.approx(row_s, abs=1e-6)
+    for n in (1, 4, 16):
+        assert noisy.predict([est] * n) == pytest.approx(fixed_s + row_s * n, rel=0.1)
 
 
 # -- the engine, simulated time -----------------------------------------------------
