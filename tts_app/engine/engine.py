@@ -161,8 +161,11 @@ class Engine:
                 req.submitted_at = now
             try:
                 self._scheduler.check_room(requests)
+                etas = self._scheduler.eta(requests, now, self._stream_load(), extra=requests)
+                for req in requests:
+                    req.eta_at_submit_s = etas.get(req.id, 0.0)
                 if params.client is not None:  # a visitor is told at once; the app's own work (client None) waits
-                    self._check_wait(requests, now)
+                    self._check_wait(etas)
             except EngineBusy:
                 self._counters.rejected += len(requests)
                 raise
@@ -176,9 +179,8 @@ class Engine:
             self._lock.notify_all()
         return handles
 
-    def _check_wait(self, requests: list[Request], now: float) -> None:
-        """Refuse requests predicted to wait past ``max_queue_wait_s``; say when a retry would fit."""
-        etas = self._scheduler.eta(requests, now, self._stream_load(), extra=requests)
+    def _check_wait(self, etas: dict[int, float]) -> None:
+        """Refuse requests predicted (``etas``) to wait past ``max_queue_wait_s``; say when a retry would fit."""
         # A group (a page's lines) is heard line after line: its wait is its first line's.
         wait = min(etas.values(), default=0.0)
         if wait > self.qos.max_queue_wait_s:

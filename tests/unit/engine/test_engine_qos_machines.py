@@ -85,3 +85,30 @@ def test_a_calibrated_gpu_like_engine_admits_the_whole_burst_at_once() -> None:
 def test_a_calibrated_cpu_like_engine_admits_its_capacity_and_no_more() -> None:
     _, _, admitted, _, _ = _burst("deadline", CPU, calibrate=True)
     assert admitted[0] == max(admitted) == _real_places(CPU)
+
+
+@pytest.mark.parametrize("machine", [CPU, GPU], ids=["cpu-like", "gpu-like"])
+@pytest.mark.parametrize("load", [1.5, 3.0])
+def test_the_eta_of_a_burst_past_capacity_is_within_30_percent_of_the_real_start(machine: dict, load: float) -> None:
+    """The wait each queued stream is told at submission (Retry-After and the page's note come from the
+    same prediction) against when it was admitted, on a warmed-up engine (the GPU-like one calibrated)."""
+    clock = SimClock()
+    backend = FakeBackend(clock=clock, calibrate=machine is GPU, **machine)
+    engine = Engine(backend, max_batch_size=STREAMS, max_wait_ms=0, qos=QosSettings(max_queue_wait_s=1e9), clock=clock)
+    with engine:
+        # A server that has served one stream, then two: steps of two sizes (on the GPU-like one, the
+        # calibration's) tell the step's fixed cost from a row's. Then the engine is idle.
+        engine.submit(" ".join(["warm"] * WORDS)).result(timeout=60)
+        for h in engine.submit_many([" ".join(["warm"] * WORDS)] * 2, in_order=False):
+            h.result(timeout=60)
+        places = engine.stats()["stream_places"]
+        assert places == _real_places(machine)
+        texts = [" ".join([f"s{i}"] * WORDS) for i in range(round(load * places))]
+        handles = engine.submit_many(texts, in_order=False)
+        for h in handles:
+            h.result(timeout=60)
+    queued = [h._req for h in handles if h._req.admitted_at > h._req.submitted_at]
+    assert len(queued) >= len(handles) - places
+    for req in queued:
+        real = req.admitted_at - req.submitted_at
+        assert abs(req.eta_at_submit_s - real) <= 0.3 * max(real, 1.0), (req.eta_at_submit_s, real)
