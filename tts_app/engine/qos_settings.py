@@ -11,12 +11,8 @@ POLICIES = settings.setting(POLICY_ENV).choices
 
 
 def app_policy() -> str:
-    """The scheduling policy of the app's engines: $TTS_APP_ENGINE_POLICY, "fifo" by default.
-
-    The listener-first "deadline" policy (the Engine class's default) is opt-in for the server until
-    its goals are measured on a quiet machine: under a 300-call soak its capacity-based admission
-    queued page runs long enough for the output store's size sweep to remove their first files.
-    """
+    """The scheduling policy of the app's engines: $TTS_APP_ENGINE_POLICY, the listener-first
+    "deadline" by default (as the Engine class's), "fifo" when chosen."""
     return settings.value(POLICY_ENV)
 
 
