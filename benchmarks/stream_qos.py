@@ -1,8 +1,10 @@
 """Streams under load: what a 1x listener gets from each scheduling policy, in one run.
 
 First the capacity C (seconds of audio a second: 16 whole requests at once, after warming the
-text's shapes), then for each policy ("fifo", the old one, and "deadline"): bursts of 0.5, 0.75,
-1.0 and 1.5 x C streams arriving at once, and Poisson arrivals at 0.75 x C. Per run: p50/p95 time
+text's shapes), then bursts of 0.5, 0.75, 1.0 and 1.5 x C streams arriving at once, and Poisson
+arrivals at 0.75 x C, each run once per policy ("fifo" and "deadline", the server's), the two taking
+turns so that each pair meets the same load on a shared machine; a last table gives deadline / fifo
+per run. Per run (with the 1-minute load average at its start): p50/p95 time
 to first audio; p50/p95 glitch-free start (first chunk + the smallest prebuffer with which a 1x
 player never stalls afterwards); stall seconds per stream and stall fraction (stall / audio) for a
 player that starts at the first chunk; throughput; refusals; for requests that queued, the error
@@ -18,13 +20,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import common
-from tts_app.engine import Engine, EngineBusy, RequestStatus
+from tts_app.engine import Engine, EngineBusy
 from tts_app.backends.params import SpeechParams
 
 NAME = "stream_qos"
@@ -86,8 +89,7 @@ async def _listen(engine: Engine, text: str, seed: int, out: Listened) -> None:
     except EngineBusy:
         out.refused = True
         return
-    if handle.status is RequestStatus.WAITING:
-        out.eta_s = handle.eta_s()
+    out.eta_s = handle._req.eta_at_submit_s  # the wait the queue predicted at submission (Retry-After's)
     rate = engine.sample_rate
     try:
         async for chunk in handle.achunks():
@@ -160,6 +162,17 @@ def _summary(outs: Sequence[Listened], wall_s: float) -> dict[str, Any]:
     }
 
 
+RATIO_KEYS = ("ttfa_p95_s", "glitch_free_start_p95_s", "stall_fraction", "throughput_audio_s_per_s")
+
+
+def _ratio(pair: dict[str, dict[str, Any]], key: str) -> str:
+    """deadline's figure over fifo's ("-" when fifo's is 0 or missing)."""
+    a, b = pair.get("deadline", {}).get(key), pair.get("fifo", {}).get(key)
+    if a is None or b is None or not b or b != b:
+        return "-" if a != b else "1.00"
+    return f"{a / b:.2f}"
+
+
 def _capacity(engine: Engine, text: str) -> float:
     engine.submit(text).result(timeout=600)  # the text's shapes, warm
     t0 = time.perf_counter()
@@ -184,16 +197,19 @@ def main() -> None:
 
     results: dict[str, Any] = {"machine": info, "capacity_audio_s_per_s": capacity, "stream_audio_s": stream_audio_s,
                                "stream_words": words, "quick": args.quick, "runs": []}
-    rows = []
-    for policy in POLICIES:
-        kwargs: dict[str, Any] = {"policy": policy}
-        if args.max_batch is not None:
-            kwargs["max_batch_size"] = args.max_batch
-        with Engine(backend, **kwargs) as engine:
-            engine.submit(text).result(timeout=600)  # learn this machine's step costs before the first burst
-            runs: list[tuple[str, Any]] = [(f"burst {f} x C", ("burst", max(1, round(f * capacity)))) for f in BURSTS]
-            runs.append((f"Poisson 0.75 x C, {poisson_s:.0f} s", ("poisson", 0.75 * capacity / stream_audio_s)))
-            for label, (kind, amount) in runs:
+    kwargs: dict[str, Any] = {} if args.max_batch is None else {"max_batch_size": args.max_batch}
+    engines = {policy: Engine(backend, policy=policy, **kwargs) for policy in POLICIES}
+    for engine in engines.values():
+        engine.submit(text).result(timeout=600)  # learn this machine's step costs before the first burst
+    runs: list[tuple[str, Any]] = [(f"burst {f} x C", ("burst", max(1, round(f * capacity)))) for f in BURSTS]
+    runs.append((f"Poisson 0.75 x C, {poisson_s:.0f} s", ("poisson", 0.75 * capacity / stream_audio_s)))
+    rows, by_run = [], {}
+    try:
+        # The policies take turns run by run: on a shared machine whose load drifts, each pair of runs
+        # meets about the same load, and the ratios below compare them.
+        for label, (kind, amount) in runs:
+            for policy, engine in engines.items():
+                load1 = os.getloadavg()[0]
                 t0 = time.perf_counter()
                 # A run's streams end about when the last admitted one has been heard, which depends on
                 # C (measured on this machine), not on its speed; the bound is for a machine that slows down.
@@ -204,18 +220,24 @@ def main() -> None:
                     bound = RUN_BOUND * (poisson_s + stream_audio_s + 10.0)
                     outs, complete = asyncio.run(_poisson(engine, text, float(amount), poisson_s, args.seed, bound))
                 summary = _summary(outs, time.perf_counter() - t0)
-                summary.update(policy=policy, run=label, complete=complete)
+                summary.update(policy=policy, run=label, complete=complete, load1=load1)
                 results["runs"].append(summary)
+                by_run.setdefault(label, {})[policy] = summary
                 print(f"{policy:8s} {label}: {summary}", flush=True)
-                rows.append([policy, label, summary["streams"], summary["refused"], summary["ttfa_p50_s"], summary["ttfa_p95_s"],
-                             summary["glitch_free_start_p50_s"], summary["glitch_free_start_p95_s"], summary["stalled_streams"],
-                             summary["stall_per_stream_s"], summary["stall_fraction"], summary["throughput_audio_s_per_s"],
-                             summary["queued"], summary["eta_error_p50"], summary["eta_error_p95"]])
+                rows.append([policy, label, f"{load1:.1f}", summary["streams"], summary["refused"], summary["ttfa_p50_s"],
+                             summary["ttfa_p95_s"], summary["glitch_free_start_p50_s"], summary["glitch_free_start_p95_s"],
+                             summary["stalled_streams"], summary["stall_per_stream_s"], summary["stall_fraction"],
+                             summary["throughput_audio_s_per_s"], summary["queued"], summary["eta_error_p50"], summary["eta_error_p95"]])
+    finally:
+        for engine in engines.values():
+            engine.close()
     results["machine_after"] = common.machine_info()
     path = common.write_results(NAME, results)
-    headers = ["policy", "run", "streams", "refused", "TTFA p50", "TTFA p95", "glitch-free p50", "glitch-free p95",
+    headers = ["policy", "run", "load 1 min", "streams", "refused", "TTFA p50", "TTFA p95", "glitch-free p50", "glitch-free p95",
                "stalled", "stall s/stream", "stall fraction", "audio-s/s", "queued", "ETA err p50", "ETA err p95"]
     common.report(f"Streams under load (C = {capacity:.2f} audio-s/s, streams of {stream_audio_s:.1f} s)", common.markdown_table(headers, rows))
+    ratio_rows = [[label, *(_ratio(pair, key) for key in RATIO_KEYS)] for label, pair in by_run.items()]
+    common.report("deadline / fifo, run by run (same machine, adjacent runs)", common.markdown_table(["run", *RATIO_KEYS], ratio_rows))
     print(f"wrote {path}")
 
 

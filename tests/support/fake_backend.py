@@ -37,7 +37,8 @@ class FakeBackend(Backend):
 
     Text containing BOOM fails in prepare, CRASH fails in step; SLOW sleeps per step. With ``clock``
     (a SimClock), a step costs ``fixed_s + word_s * words`` simulated seconds and then calls
-    ``on_step`` (a test's arrivals), all on the engine's worker thread.
+    ``on_step`` (a test's arrivals), all on the engine's worker thread. ``calibrate``: the engine may
+    step calibration rows at start (``calibration_text``).
     """
 
     name = "fake"
@@ -51,8 +52,10 @@ class FakeBackend(Backend):
         fixed_s: float = 0.0,
         word_s: float = 0.0,
         on_step: Callable[[], None] | None = None,
+        calibrate: bool = False,
     ) -> None:
         self.step_sleep_s = step_sleep_s
+        self.calibrate = calibrate
         self.clock, self.fixed_s, self.word_s, self.on_step = clock, fixed_s, word_s, on_step
         self.prepared: list[int] = []
         self.released = 0
@@ -94,6 +97,9 @@ class FakeBackend(Backend):
 
     def steady_estimate(self):
         return StepEstimate("words1", WORD_S, self.word_s + self.fixed_s)
+
+    def calibration_text(self):
+        return " ".join(["calibrate"] * 8) if self.calibrate else None
 
     def audio_estimate_s(self, parsed):
         return WORD_S * len(str(parsed).split())

@@ -121,6 +121,11 @@ class Backend(ABC):
         """A typical step of a row past its first window: admission sizes a stream's real-time load from it."""
         return StepEstimate("step", 0.25, 0.02)
 
+    def calibration_text(self) -> str | None:
+        """A text the engine may step at start in batches of 1 up to its maximum, to measure a step's
+        fixed cost apart from its cost per row (a GPU's). None (the default): costs are learnt in service."""
+        return None
+
     def audio_estimate_s(self, parsed: Any) -> float:
         """Seconds of audio a request will give, from what ``check_text`` returned (queue ETAs use it)."""
         return max(1.0, len(str(parsed)) / 15.0)  # about 15 characters a second of English speech

@@ -71,21 +71,32 @@ def pick(
     the earliest deadline (never less than ``min_step_s`` of work, never fewer than one row). While
     some listener is in need (holds under ``low_s``), rows whose listeners hold ``plenty_s`` or more
     skip, and files step only once overdue: that compute goes to newcomers and rows near starvation.
+    Then every row left out that adds at most ``ride_share`` of the step's fixed cost joins it (a
+    GPU's rows are nearly free once the step is paid: leaving them out would leave capacity idle).
     A row left out only grows more urgent, so every row is reached (no starvation).
     """
     if not rows:
         return []
     slack = {r.id: deadline(r, q) - now for r in rows}
+    ests = {r.id: estimate(r) for r in rows}
     order = sorted(rows, key=lambda r: (slack[r.id], r.id))
+    first = order
     if any(r.stream and slack[r.id] < q.low_s for r in order):
-        order = [r for r in order if (r.stream and slack[r.id] < q.plenty_s) or slack[r.id] <= 0] or order[:1]
+        first = [r for r in order if (r.stream and slack[r.id] < q.plenty_s) or slack[r.id] <= 0] or order[:1]
     budget = max(q.min_step_s, slack[order[0].id] - q.margin_s)
     picked: list[Request] = []
-    total = costs.fixed_s
-    for r in order:
-        cost = costs.row_cost(estimate(r))
+    keys: set[str] = set()
+    total = 0.0
+    for r in first:
+        cost = costs.added_cost(ests[r.id], keys)
         if picked and total + cost > budget:
             continue  # a cheaper row further on may still fit
         picked.append(r)
+        keys.add(ests[r.id].key)
         total += cost
+    taken = {r.id for r in picked}
+    fixed = sum(costs.fixed_cost(k) for k in keys)
+    for r in order:
+        if r.id not in taken and costs.added_cost(ests[r.id], keys) <= q.ride_share * fixed:
+            picked.append(r)
     return picked

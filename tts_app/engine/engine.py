@@ -22,6 +22,7 @@ from tts_app.engine.step_costs import StepCosts, StreamLoad
 
 _LOGGER = logging.getLogger(__name__)
 _LOG_EVERY_S = 10.0
+_CALIBRATION_STEPS = 3  # per batch size: the first is not learnt from (see Engine._calibrate)
 
 
 class EngineClosed(RuntimeError):
@@ -105,6 +106,7 @@ class Engine:
         self._handles: dict[int, RequestHandle] = {}
         self._closed = False
         self._last_log = time.perf_counter()
+        self._calibrated = threading.Event()  # set once the start-up calibration (if any) is over
         self._worker = threading.Thread(target=self._loop, name="tts-engine", daemon=True)
         self._worker.start()
 
@@ -159,8 +161,11 @@ class Engine:
                 req.submitted_at = now
             try:
                 self._scheduler.check_room(requests)
+                etas = self._scheduler.eta(requests, now, self._stream_load(), extra=requests)
+                for req in requests:
+                    req.eta_at_submit_s = etas.get(req.id, 0.0)
                 if params.client is not None:  # a visitor is told at once; the app's own work (client None) waits
-                    self._check_wait(requests, now)
+                    self._check_wait(etas)
             except EngineBusy:
                 self._counters.rejected += len(requests)
                 raise
@@ -174,9 +179,8 @@ class Engine:
             self._lock.notify_all()
         return handles
 
-    def _check_wait(self, requests: list[Request], now: float) -> None:
-        """Refuse requests predicted to wait past ``max_queue_wait_s``; say when a retry would fit."""
-        etas = self._scheduler.eta(requests, now, self._stream_load(), extra=requests)
+    def _check_wait(self, etas: dict[int, float]) -> None:
+        """Refuse requests predicted (``etas``) to wait past ``max_queue_wait_s``; say when a retry would fit."""
         # A group (a page's lines) is heard line after line: its wait is its first line's.
         wait = min(etas.values(), default=0.0)
         if wait > self.qos.max_queue_wait_s:
@@ -234,6 +238,11 @@ class Engine:
                 "audio_produced_s": c.audio_produced_s,
             }
 
+    def wait_calibrated(self, timeout: float | None = None) -> bool:
+        """Block until the start-up calibration of the step costs is over (at once when the backend has
+        none); False on timeout. Requests submitted meanwhile simply queue."""
+        return self._calibrated.wait(timeout)
+
     def close(self, timeout: float = 30.0) -> None:
         """Stop the worker; requests still queued or running end with EngineClosed."""
         with self._lock:
@@ -258,6 +267,10 @@ class Engine:
     # -- worker side ------------------------------------------------------------
     def _loop(self) -> None:
         try:
+            try:
+                self._calibrate()
+            finally:
+                self._calibrated.set()
             while self._step():
                 pass
         finally:
@@ -305,15 +318,53 @@ class Engine:
         self._maybe_log()
         return True
 
+    def _calibrate(self) -> None:
+        """Before serving, when the backend offers a text for it: step rows of it in batches of 1, 2, 4 ...
+        up to ``max_batch_size`` and learn from those steps, so the step costs tell a fixed part from a
+        part per row from the start (and a GPU's first batches are not served at one-row prices)."""
+        text = self.backend.calibration_text()
+        if text is None:
+            return
+        params = SpeechParams()
+        row = RowInput(0, text, params, self.backend.check_text(text, params))
+        sizes = sorted({min(2**i, self._scheduler.max_batch_size) for i in range(self._scheduler.max_batch_size.bit_length() + 1)})
+        for n in sizes:
+            if self._closed:
+                return
+            states: list = []
+            try:
+                states = self.backend.prepare([row] * n)
+                live = list(states)
+                for i in range(_CALIBRATION_STEPS):
+                    estimates = [self.backend.estimate_step(s) for s in live]
+                    t0 = self._clock()
+                    outs = self.backend.step(live)
+                    if i:  # the first step of a batch size may build its shapes (graphs): not a cost to plan with
+                        with self._lock:
+                            self._costs.learn(estimates, self._clock() - t0)
+                    live = [s for s, out in zip(live, outs) if not out.done]
+                    if not live:
+                        break
+            except Exception:  # noqa: BLE001 - a failed calibration leaves the costs to be learnt in service
+                _LOGGER.exception("step-cost calibration failed at batch size %d", n)
+                return
+            finally:
+                for s in states:
+                    self.backend.release(s)
+
     def _newcomers_fit(self, started: list[Request], running: list[Request]) -> bool:
         """Under deadlines, newcomers step on their own first only if that step ends before any
         running listener runs dry; otherwise they join the deadline-ordered pick like everyone."""
         if self.policy != "deadline" or not started or not running:
             return True
         now = self._clock()
+        alone = self._costs.predict([self._estimate(r) for r in started])
+        together = self._costs.predict([self._estimate(r) for r in started + running])
+        if together <= alone * (1 + self.qos.ride_share):
+            return False  # the running rows are nearly free beside them (a GPU): one step for all, not two
         earliest = min(deadlines.deadline(r, self.qos) for r in running) - now
         margin = min(self.qos.margin_s, earliest / 2)  # a near deadline leaves a step of nothing but tiny costs
-        return self._costs.predict([self._estimate(r) for r in started]) <= earliest - margin
+        return alone <= earliest - margin
 
     def _prepare(self, admitted: list[Request]) -> list[Request]:
         """Run the text stage (or prefill) of newly admitted requests; return those that started."""

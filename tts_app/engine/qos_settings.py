@@ -11,12 +11,8 @@ POLICIES = settings.setting(POLICY_ENV).choices
 
 
 def app_policy() -> str:
-    """The scheduling policy of the app's engines: $TTS_APP_ENGINE_POLICY, "fifo" by default.
-
-    The listener-first "deadline" policy (the Engine class's default) is opt-in for the server until
-    its goals are measured on a quiet machine: under a 300-call soak its capacity-based admission
-    queued page runs long enough for the output store's size sweep to remove their first files.
-    """
+    """The scheduling policy of the app's engines: $TTS_APP_ENGINE_POLICY, the listener-first
+    "deadline" by default (as the Engine class's), "fifo" when chosen."""
     return settings.value(POLICY_ENV)
 
 
@@ -28,6 +24,7 @@ class QosSettings:
     first_audio_target_s: float = 0.3  # a new stream's first audio is due this long after it was sent
     low_s: float = 1.0  # a listener holding less than this is in need: rows holding plenty then skip steps
     plenty_s: float = 3.0
+    ride_share: float = 0.1  # a row that adds at most this share of a step's fixed cost steps with it, needed or not
     min_step_s: float = 0.05  # a step is never planned shorter (a stalled row still shares a step with others)
     batch_gap_s: float = 2.0  # a non-streamed row is stepped at least this often, whatever the streams need
     grow_at_s: tuple[float, ...] = (2.0, 4.0, 8.0)  # a listener's buffer at which its windows double, and double again

@@ -43,6 +43,7 @@ class Request:
     stream: bool = True  # a listener plays it as it comes; False: a whole file (API stream false, documents)
     client: str | None = None  # a page session, API key or address; None: the app itself (no share limit)
     audio_est_s: float = 0.0  # the audio it will give, estimated from its text (queue ETAs)
+    eta_at_submit_s: float | None = None  # the wait the queue predicted when it was submitted
     remaining_est_s: float | None = None  # the audio still to give, once the backend knows it
     play_deadline: float | None = None  # when a 1x player started at the first chunk runs out of audio
     stall_s: float = 0.0  # how long that player has waited for audio so far

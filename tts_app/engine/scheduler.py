@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter, deque
 from typing import Iterable
@@ -112,7 +111,12 @@ class Scheduler:
         places = load.places(self.qos.load_margin)
         if not math.isfinite(places):
             return self.max_batch_size if places > 0 else 1
-        return min(self.max_batch_size, max(1, math.floor(places)))
+        places = max(1, math.floor(places))
+        # Exploration: while every measured step had as many rows, a fixed step cost cannot be told from
+        # a per-row one (a GPU's 64 rows cost about one row's step). With two places or more, steps of
+        # different sizes come by themselves (newcomers step first, rows end apart); with one, a second
+        # stream makes the larger step to measure.
+        return min(self.max_batch_size, places + (load.probe and places == 1))
 
     def admit(self, load: StreamLoad = _FREE) -> list[Request]:
         """Take what fits from the queue, oldest first, skipping a request whose client is at its
@@ -154,28 +158,31 @@ class Scheduler:
     def eta(self, targets: Iterable[Request], now: float, load: StreamLoad, extra: Iterable[Request] = ()) -> dict[int, float]:
         """Predicted seconds until each of ``targets`` (queued, or ``extra``: about to be) starts.
 
-        An event simulation of admission as ``admit`` does it: a place (a stream place, a file slot,
-        or any slot under fifo) frees when its row's remaining audio is made, every held row sharing
-        the compute (``load``); the oldest queued request that fits
-        (its class has a place, its client is under its share) then takes it for its own audio's
-        estimate. So a flooder's queue delays the flooder, not the visitor behind it.
+        An event simulation of admission as ``admit`` does it: every held row steps in every step
+        (work-conserving), so while n rows are held each makes a second of its audio in
+        ``per_step + n * per_stream`` seconds (``load``: a GPU's rows nearly free, a CPU's each
+        paying its own); a place (a stream place, a file slot, or any slot under fifo) frees when its
+        row's remaining audio is made; the oldest queued request that fits (its class has a place, its
+        client is under its share) then takes it. So a flooder's queue delays the flooder, not the
+        visitor behind it, and a burst's later requests wait for the rows the burst itself admitted.
         """
         if not (math.isfinite(load.per_stream) and math.isfinite(load.per_step)):
             load = _FREE  # nothing to go on yet
-        sharing = max(1, len(self.running))
         shared = self.policy == "fifo"  # fifo: one pool of slots for every class
         places = {True: self.stream_places(load)}  # pool True: streams, or every slot under fifo
         if not shared:
             places[False] = max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
         client_cap = self.client_slots(load)
         held: Counter = Counter()
-        events: list[tuple[float, int, bool, str | None]] = []  # (frees at, tie-break, pool, client)
-        for r in self.running:
-            pool = shared or r.stream
+        rows: list[tuple[float, bool, str | None]] = []  # (audio left in seconds, pool, client)
+
+        def take(r: Request, pool: bool) -> None:
             held[pool] += 1
             held[r.client] += r.client is not None
-            events.append((now + load.seconds_for(r.remaining_s(), sharing), r.id, pool, r.client))
-        heapq.heapify(events)
+            rows.append((r.remaining_s(), pool, r.client))
+
+        for r in self.running:
+            take(r, shared or r.stream)
         pending = [*self.waiting, *extra]
         wanted = {r.id for r in targets}
         result: dict[int, float] = {}
@@ -188,17 +195,19 @@ class Scheduler:
                     break
                 pool = shared or r.stream
                 if held[pool] < places[pool] and (r.client is None or held[r.client] < client_cap):
-                    held[pool] += 1
-                    held[r.client] += r.client is not None
-                    heapq.heappush(events, (t + load.seconds_for(r.remaining_s(), sharing), r.id, pool, r.client))
+                    take(r, pool)
                     if r.id in wanted:
                         result[r.id] = t - now
                 else:
                     left.append(r)
             pending = left
-            if not events:
+            if not rows or len(result) == len(wanted):
                 break
-            t, _, pool, client = heapq.heappop(events)
+            # The row with the least audio left ends first; every other row made as much audio meanwhile.
+            rows.sort(key=lambda row: row[0])
+            made, pool, client = rows.pop(0)
+            t += made * (load.per_step + (len(rows) + 1) * load.per_stream)
+            rows = [(audio - made, p, c) for audio, p, c in rows]
             held[pool] -= 1
             held[client] -= client is not None
         return result

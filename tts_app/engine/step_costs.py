@@ -1,30 +1,45 @@
-"""Seconds a step costs, learnt online from measured steps: a fixed part per step, and a part per row
-for each kind of step (the backend's key: a window size)."""
+"""Seconds a step costs, learnt from measured steps: per kind of step (the backend's key: a window
+size), a fixed part paid once by a step that holds rows of that key and a part per row.
+
+A CPU pays per row (a fixed part near zero), a GPU mostly per step (rows nearly free): admission and
+the choice of rows depend on telling the two apart, which one-row steps cannot do. So the parts are
+fitted by least squares over the recent steps of different sizes, and a key whose steps were all of
+one size is reported as not yet separated (the scheduler then explores a larger batch).
+"""
 
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
+
+import numpy as np
 
 from tts_app.backends.base import StepEstimate
 
-_MAX_RATIO = 10.0  # one odd step (a page fault, a first shape) moves an estimate at most this much
+_HISTORY = 256  # steps kept for the fit (older ones have left the machine's current state behind)
+_DECAY = 0.99  # a step's weight in the fit shrinks by this per newer step: the estimates follow the machine
+# Ties the parts when the steps cannot separate them: a fixed part is pulled to 0 far harder than a row's
+# part to its prior, so an unseparated key puts its whole step on its rows (the cautious reading).
+_RIDGE_FIXED = 1e-6
+_RIDGE_ROW = 1e-9
 
 
 @dataclass(frozen=True)
 class StreamLoad:
     """What streams cost the machine, in seconds of compute per second of audio: ``per_stream`` for
-    each stream's own rows, ``per_step`` for the step overhead they share when they step together."""
+    each stream's own rows, ``per_step`` for the step overhead they share when they step together.
+    ``probe``: the costs cannot yet tell the two apart (every step so far had as many rows)."""
 
     per_stream: float
     per_step: float
+    probe: bool = False
 
     def places(self, margin: float) -> float:
         """How many streams stepping together fit in ``margin`` of the machine (inf when free)."""
         if self.per_stream <= 0:
-            return math.inf
+            return math.inf if margin > self.per_step else 1.0
         return (margin - self.per_step) / self.per_stream
 
     def seconds_for(self, audio_s: float, sharing: int) -> float:
@@ -32,51 +47,107 @@ class StreamLoad:
         return audio_s * (self.per_step + max(1, sharing) * self.per_stream)
 
 
-class StepCosts:
-    """Step time = fixed + sum of the rows' costs (per key), fitted by normalised least mean squares.
+@dataclass(frozen=True)
+class _Step:
+    counts: tuple[tuple[str, int], ...]  # (key, rows of that key)
+    seconds: float
 
-    A key's first measurement scales the prediction to the measured time (the backend's prior may be
-    far off: another machine); after that every step nudges the fixed part and each of its keys by
-    its share of the error, so steps of different batch sizes separate the two. No constants: the
-    estimates follow the machine, loaded or not.
+
+class StepCosts:
+    """Step time = sum over the keys in the step of (fixed[key] + rows[key] * row[key]).
+
+    A key never measured costs its backend prior per row (``StepEstimate.cost_s``) and nothing fixed.
+    ``learn`` refits every part by weighted least squares (recent steps weigh more, parts never
+    negative); plain numbers only, a few keys: a small system solved per step.
     """
 
-    def __init__(self, rate: float = 0.3) -> None:
-        self.rate = rate
-        self.fixed_s = 0.0
-        self._cost: dict[str, float] = {}
-        self._seen: Counter = Counter()
+    def __init__(self) -> None:
+        self._steps: deque[_Step] = deque(maxlen=_HISTORY)
+        self._prior: dict[str, float] = {}
+        self._row: dict[str, float] = {}
+        self._fixed: dict[str, float] = {}
+        self._sizes: dict[str, set[int]] = {}
 
+    # -- what the scheduler plans with ------------------------------------------
     def row_cost(self, est: StepEstimate) -> float:
-        return self._cost.get(est.key, est.cost_s)
+        return self._row.get(est.key, est.cost_s)
+
+    def fixed_cost(self, key: str) -> float:
+        return self._fixed.get(key, 0.0)
+
+    def added_cost(self, est: StepEstimate, keys_in_step: Iterable[str]) -> float:
+        """What one more row of ``est`` adds to a step that already holds ``keys_in_step``."""
+        return self.row_cost(est) + (0.0 if est.key in keys_in_step else self.fixed_cost(est.key))
 
     def predict(self, ests: Sequence[StepEstimate]) -> float:
-        return self.fixed_s + sum(self.row_cost(e) for e in ests)
+        return sum(self.fixed_cost(k) for k in {e.key for e in ests}) + sum(self.row_cost(e) for e in ests)
 
-    def learn(self, ests: Sequence[StepEstimate], seconds: float) -> None:
-        predicted = self.predict(ests)
-        if predicted <= 0 or seconds <= 0 or not ests:
-            return
-        counts = Counter(e.key for e in ests)
-        priors = {e.key: self.row_cost(e) for e in ests}
-        new = [k for k in counts if self._seen[k] == 0]
-        if new:  # first sight of a key: the whole surprise goes to the new keys, in proportion
-            ratio = min(_MAX_RATIO, max(1.0 / _MAX_RATIO, seconds / predicted))
-            for k in new:
-                self._cost[k] = priors[k] * ratio
-        else:
-            error = seconds - predicted
-            norm = 1.0 + sum(n * n for n in counts.values())
-            self.fixed_s = max(0.0, self.fixed_s + self.rate * error / norm)
-            for k, n in counts.items():
-                self._cost[k] = max(priors[k] / _MAX_RATIO, priors[k] + self.rate * error * n / norm)
-        self._seen.update(counts.keys())
+    def separated(self, key: str) -> bool:
+        """True once steps of ``key`` with different row counts were measured (fixed and per-row apart)."""
+        return len(self._sizes.get(key, ())) >= 2
 
     def stream_load(self, steady: StepEstimate) -> StreamLoad:
         """A stream stepping ``steady`` windows: its real-time load (see StreamLoad)."""
         if steady.audio_s <= 0:
             return StreamLoad(math.inf, 0.0)
-        return StreamLoad(self.row_cost(steady) / steady.audio_s, self.fixed_s / steady.audio_s)
+        return StreamLoad(
+            self.row_cost(steady) / steady.audio_s, self.fixed_cost(steady.key) / steady.audio_s, probe=not self.separated(steady.key)
+        )
 
     def snapshot(self) -> dict[str, float]:
-        return {"fixed": self.fixed_s, **self._cost}
+        """Per-row costs by key, and each key's fixed part as ``fixed:KEY``."""
+        return {**self._row, **{f"fixed:{k}": v for k, v in self._fixed.items()}}
+
+    # -- learning -----------------------------------------------------------------
+    def learn(self, ests: Sequence[StepEstimate], seconds: float) -> None:
+        """One measured step of rows ``ests`` that took ``seconds``: refit every key's parts."""
+        if seconds <= 0 or not ests:
+            return
+        counts = Counter(e.key for e in ests)
+        for e in ests:
+            self._prior.setdefault(e.key, max(e.cost_s, 1e-9))
+        for k, n in counts.items():
+            self._sizes.setdefault(k, set()).add(n)
+        self._steps.append(_Step(tuple(sorted(counts.items())), seconds))
+        self._fit()
+
+    def _fit(self) -> None:
+        keys = sorted({k for s in self._steps for k, _ in s.counts})
+        col = {k: i for i, k in enumerate(keys)}  # column 2i: key i's fixed part, 2i+1: its per-row part
+        m = len(self._steps)
+        a_MxV = np.zeros((m, 2 * len(keys)))
+        t_M = np.empty(m)
+        w_M = _DECAY ** np.arange(m - 1, -1, -1, dtype=float)
+        for i, s in enumerate(self._steps):
+            t_M[i] = s.seconds
+            for k, n in s.counts:
+                a_MxV[i, 2 * col[k]] = 1.0
+                a_MxV[i, 2 * col[k] + 1] = n
+        # The ridge terms are relative (a fixed part to a typical step, a row's part to its prior) so that
+        # they weigh the same on a machine 100x faster.
+        scale = float(np.average(t_M, weights=w_M))
+        prior_V = np.zeros(2 * len(keys))
+        ridge_V = np.zeros(2 * len(keys))
+        for k, i in col.items():
+            prior_V[2 * i + 1] = self._prior[k]
+            ridge_V[2 * i] = _RIDGE_FIXED
+            ridge_V[2 * i + 1] = _RIDGE_ROW * (scale / self._prior[k]) ** 2
+        ridge_V *= w_M.sum()
+        free = np.ones(2 * len(keys), dtype=bool)
+        theta_V = np.zeros(2 * len(keys))
+        # Active set: a part fitted negative (noise) is held at 0 and the rest refitted.
+        for _ in range(2 * len(keys)):
+            cols = np.flatnonzero(free)
+            a = a_MxV[:, cols]
+            lhs = (a * w_M[:, None]).T @ a + np.diag(ridge_V[cols])
+            rhs = (a * w_M[:, None]).T @ t_M + ridge_V[cols] * prior_V[cols]
+            theta_V[:] = 0.0
+            theta_V[cols] = np.linalg.solve(lhs, rhs)
+            negative = cols[theta_V[cols] < 0]
+            if not negative.size:
+                break
+            free[negative] = False
+        theta_V = np.maximum(theta_V, 0.0)
+        for k, i in col.items():
+            self._fixed[k] = float(theta_V[2 * i])
+            self._row[k] = float(theta_V[2 * i + 1])

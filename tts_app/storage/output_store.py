@@ -66,18 +66,25 @@ def _remove_empty_dirs(root: Path, now: float) -> None:
             pass
 
 
-def sweep(root: Path, limits: StoreLimits, now: float | None = None) -> SweepResult:
-    """Remove files over the age cap, then the oldest ones while the total is over the size cap."""
+def sweep(root: Path, limits: StoreLimits, now: float | None = None, pinned: frozenset[Path] = frozenset()) -> SweepResult:
+    """Remove files over the age cap, then the oldest ones while the total is over the size cap.
+
+    A file in a ``pinned`` folder (a run still being made or served) stays; it still counts toward
+    the total, so the others go first."""
     now = time.time() if now is None else now
     result = SweepResult()
     kept = []
+    held = 0
     for mtime, size, path in sorted(dated_files(root)):
-        if now - mtime > limits.max_age_s:
+        if path.parent in pinned:
+            held += size
+            result.kept_files += 1
+        elif now - mtime > limits.max_age_s:
             result.removed_files, result.removed_bytes = result.removed_files + 1, result.removed_bytes + size
             path.unlink(missing_ok=True)
         else:
             kept.append((size, path))
-    total = sum(size for size, _ in kept)
+    total = held + sum(size for size, _ in kept)
     over = 0
     while total > limits.max_bytes and over < len(kept):  # oldest first
         size, path = kept[over]
@@ -85,7 +92,7 @@ def sweep(root: Path, limits: StoreLimits, now: float | None = None) -> SweepRes
         total -= size
         over += 1
         result.removed_files, result.removed_bytes = result.removed_files + 1, result.removed_bytes + size
-    result.kept_files, result.kept_bytes = len(kept) - over, total
+    result.kept_files, result.kept_bytes = result.kept_files + len(kept) - over, total
     _remove_empty_dirs(root, now)
     return result
 
@@ -100,6 +107,22 @@ class OutputStore:
     _wake: threading.Event = field(default_factory=threading.Event)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+    _pinned: set[Path] = field(default_factory=set)  # folders the sweep leaves alone (runs in progress)
+    _pin_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def pin(self, folder: Path) -> None:
+        """Keep ``folder``'s file from the sweep until ``unpin`` (a queued run's first lines must outlive
+        the size cap's oldest-first removal until the run is served or its visitor leaves)."""
+        with self._pin_lock:
+            self._pinned.add(folder)
+
+    def unpin(self, folders: list[Path]) -> None:
+        with self._pin_lock:
+            self._pinned.difference_update(folders)
+
+    def pinned(self) -> frozenset[Path]:
+        with self._pin_lock:
+            return frozenset(self._pinned)
 
     def note_new_file(self) -> None:
         """Count a new file; every ``WAKE_EVERY_FILES`` files trigger a sweep before the timer does."""
@@ -109,7 +132,7 @@ class OutputStore:
 
     def sweep(self) -> SweepResult:
         self._new_files = 0
-        result = sweep(self.root, self.limits)
+        result = sweep(self.root, self.limits, pinned=self.pinned())
         if result.removed_files:
             logger.info("output store: removed %d files (%.1f MB), %.1f MB kept",
                         result.removed_files, result.removed_bytes / 1e6, result.kept_bytes / 1e6)

@@ -61,3 +61,21 @@ def test_qwen3_rows_ahead_of_their_listener_skip_steps_and_none_starves():
             alone = solo.submit(text, SpeechParams(seed=3)).result(timeout=120)
             assert alone.shape == got.shape  # the same tokens: the same frames
             assert np.abs(alone - got).max() <= 1e-4  # batched float sums differ in the last bits only
+
+
+def test_qwen3_start_up_calibration_frees_its_rows_and_changes_no_audio(monkeypatch: pytest.MonkeyPatch):
+    """The GPU's start-up calibration, run here on the CPU: batches of 1, 2 and 4 calibration rows are
+    stepped and released (every KV slot free again), the step costs are separated, and a request after
+    it gives the audio an engine without calibration gives."""
+    plain = qwen3_tiny(max_batch=4, frames_per_step=2)
+    with Engine(plain, max_batch_size=4, max_wait_ms=0) as engine:
+        assert engine.wait_calibrated(timeout=60)  # none: a CPU backend learns its costs in service
+        assert engine.stats()["step_costs"] == {}
+        alone = engine.submit(TEXTS[0], SpeechParams(seed=3)).result(timeout=120)
+    backend = qwen3_tiny(max_batch=4, frames_per_step=2)
+    monkeypatch.setattr(backend, "calibration_text", lambda: "calibrate")
+    with Engine(backend, max_batch_size=4, max_wait_ms=0) as engine:
+        assert engine.wait_calibrated(timeout=120)
+        assert engine._costs.separated("frames2") and backend.free_slots == 4
+        audio = engine.submit(TEXTS[0], SpeechParams(seed=3)).result(timeout=120)
+    np.testing.assert_array_equal(audio, alone)

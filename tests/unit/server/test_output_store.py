@@ -27,6 +27,22 @@ def test_sweep_removes_old_files_then_oldest_over_the_size_cap(tmp_path: Path) -
     assert (result.removed_files, result.kept_files, result.kept_bytes) == (4, 2, 200)
 
 
+def test_a_pinned_file_outlives_the_size_cap_and_counts_toward_it(tmp_path: Path) -> None:
+    """A run that queued long: its first line is the store's oldest file, pinned until the run is served."""
+    now = time.time()
+    for n in range(5):  # 100 bytes each, n = 0 oldest
+        _write(tmp_path / f"d{n}" / f"f{n}.wav", 100, now - 50 + n)
+    store = OutputStore(tmp_path, StoreLimits(max_age_s=3600, max_bytes=250, sweep_every_s=3600))
+    store.pin(tmp_path / "d0")
+    result = store.sweep()
+    assert sorted(p.name for p in tmp_path.rglob("*.wav")) == ["f0.wav", "f4.wav"]  # the pinned one counts: 200 kept
+    assert (result.removed_files, result.kept_files, result.kept_bytes) == (3, 2, 200)
+    store.unpin([tmp_path / "d0"])
+    store.limits.max_bytes = 100
+    store.sweep()
+    assert sorted(p.name for p in tmp_path.rglob("*.wav")) == ["f4.wav"]  # unpinned: the oldest goes first again
+
+
 def test_a_burst_of_new_files_wakes_the_sweeper(tmp_path: Path) -> None:
     store = OutputStore(tmp_path, StoreLimits(max_bytes=1000, sweep_every_s=3600))
     for _ in range(WAKE_EVERY_FILES - 1):

@@ -28,12 +28,15 @@ _owned: dict[str, list[Path]] = {}  # session -> the token folders of its files
 _lock = threading.Lock()
 
 
-def new_file(session: str | None, stem: str, suffix: str) -> Path:
-    """A fresh file path in a new, unguessably named folder, recorded as ``session``'s."""
+def new_file(session: str | None, stem: str, suffix: str, pinned: bool = False) -> Path:
+    """A fresh file path in a new, unguessably named folder, recorded as ``session``'s. ``pinned``: the
+    store's sweep leaves it until ``unpin_files`` (or the session's removal)."""
     safe_stem = re.sub(r"[^A-Za-z0-9_.-]", "_", stem)[:60] or "file"
     store = output_store()
     store.note_new_file()
     folder = store.root / secrets.token_urlsafe(TOKEN_BYTES)
+    if pinned:
+        store.pin(folder)
     folder.mkdir(parents=True)  # never exist_ok: two files must never share a folder
     if session:
         with _lock:
@@ -56,10 +59,18 @@ def forget_session(session: str | None) -> None:
         _owned.pop(session or "", None)
 
 
+def unpin_files(paths: list[str]) -> None:
+    """Hand files made with ``pinned`` back to the store's sweep (their run was served or abandoned)."""
+    if paths:
+        output_store().unpin([Path(p).parent for p in paths])
+
+
 def remove_session(session: str | None) -> None:
     """Delete ``session``'s files (its page went away) and nobody else's."""
     with _lock:
         folders = _owned.pop(session or "", [])
+    if folders:
+        output_store().unpin(folders)
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
     if folders:

@@ -348,6 +348,7 @@ async def _generate(
             task.cancel()
         if getter is not None:
             getter.cancel()
+        files.release()  # served (the last update named them) or stopped: the store's caps apply again
         runs.remove(session, handles)
 
 

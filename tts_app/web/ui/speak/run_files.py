@@ -8,18 +8,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tts_app.captions.subtitles import to_srt, to_vtt
-from tts_app.web.ui.session.files import new_file
+from tts_app.web.ui.session.files import new_file, unpin_files
 from tts_app.web.ui.speak.run_model import SpeakRun
 from tts_app.audio.wav_io import write_wav
 
 
-def write_captions(session: str, stem: str, words: Sequence[Any]) -> list[str]:
-    """SRT and WebVTT files of ``words`` (none for a model without word timings)."""
+def write_captions(session: str, stem: str, words: Sequence[Any], pinned: bool = False) -> list[str]:
+    """SRT and WebVTT files of ``words`` (none for a model without word timings); ``pinned``: see new_file."""
     if not words:
         return []
     paths = []
     for suffix, render in ((".srt", to_srt), (".vtt", to_vtt)):
-        path = new_file(session, stem, suffix)
+        path = new_file(session, stem, suffix, pinned)
         path.write_text(render(words), encoding="utf-8")
         paths.append(str(path))
     return paths
@@ -31,6 +31,9 @@ def _kept(path: str) -> bool:
 
 @dataclass
 class RunFiles:
+    """A run's files, pinned in the output store (its size sweep removes the oldest first, which for a
+    run that queued long were its first lines) until ``release``: the run was served, or stopped."""
+
     session: str
     wavs: dict[int, str] = field(default_factory=dict)  # line index -> its WAV
     captions: dict[int, list[str]] = field(default_factory=dict)  # line index -> its SRT and VTT
@@ -39,14 +42,19 @@ class RunFiles:
 
     def add_line(self, run: SpeakRun, index: int) -> None:
         line, stem = run.lines[index], f"line-{index + 1:02d}"
-        self.wavs[index] = str(write_wav(new_file(self.session, stem, ".wav"), line.audio(), run.sample_rate))
-        self.captions[index] = write_captions(self.session, stem, line.words)
+        self.wavs[index] = str(write_wav(new_file(self.session, stem, ".wav", pinned=True), line.audio(), run.sample_rate))
+        self.captions[index] = write_captions(self.session, stem, line.words, pinned=True)
 
     def finish(self, run: SpeakRun) -> str:
         """Write the joined take and its captions; returns the take's WAV."""
-        self.full = str(write_wav(new_file(self.session, "all-lines", ".wav"), run.joined(), run.sample_rate))
-        self.take_captions = write_captions(self.session, "all-lines", run.take_words())
+        self.full = str(write_wav(new_file(self.session, "all-lines", ".wav", pinned=True), run.joined(), run.sample_rate))
+        self.take_captions = write_captions(self.session, "all-lines", run.take_words(), pinned=True)
         return self.full
+
+    def release(self) -> None:
+        """Unpin every file of the run (the store's caps apply to them again)."""
+        paths = [*self.wavs.values(), *(p for c in self.captions.values() for p in c), *self.take_captions]
+        unpin_files(paths + ([self.full] if self.full else []))
 
     def line_items(self, run: SpeakRun) -> list[dict[str, str]]:
         """What the line players show: index, text and WAV of every finished line still in the store."""
