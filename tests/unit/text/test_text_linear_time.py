@@ -98,6 +98,12 @@ def assert_doubling(
         # other work on the machine (a server of an earlier test still closing) has passed by then.
         assert_doubling(work, make, 2 * k, max_k, retry_larger=False)
         return
+    if double > MAX_RATIO * max(base, MIN_BASE_S) and retry_larger:
+        # Once more from the start: hypothesis calls a failure that does not repeat "flaky" and fails the test,
+        # so a burst of other work (a server of an earlier test still closing) must not decide it; a
+        # super-linear parser fails this second measurement too.
+        assert_doubling(work, make, k, max_k, retry_larger=False)
+        return
     # Below MIN_BASE_S at max_k the work is cheap at any allowed size: doubling must then stay under the ratio of that.
     what = f"{make(1)[:40]!r}, k={k}"
     assert double <= MAX_RATIO * max(base, MIN_BASE_S), f"{what}: {base * 1e3:.1f} ms, doubled {double * 1e3:.1f} ms"
