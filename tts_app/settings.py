@@ -139,9 +139,9 @@ SETTINGS: tuple[Setting, ...] = (
     _float("TTS_APP_CLIENT_SHARE", 0.25, "share of the engine's slots and queue places one client may hold",
            low_open=True, high=1.0),
     _float("TTS_APP_MAX_QUEUE_WAIT_S", 60.0, "longest predicted queue wait admitted (503 with `Retry-After` over it)"),
-    Setting("TTS_APP_ENGINE_POLICY", "choice", "fifo", "the engines' scheduling policy: `fifo` (every free slot taken, "
-            "every row stepped every step) or the listener-first `deadline` (streams admitted by the machine's measured "
-            "capacity, fed before their players run dry; opt-in until its goals hold on a quiet machine)", INTERNALS,
+    Setting("TTS_APP_ENGINE_POLICY", "choice", "deadline", "the engines' scheduling policy: the listener-first "
+            "`deadline` (streams admitted by the machine's measured capacity, fed before their players run dry) or "
+            "`fifo` (every free slot taken, every row stepped every step)", INTERNALS,
             choices=("fifo", "deadline")),
     # The embedded voice's model
     Setting("TTS_APP_PRECISION", "choice", "exact", "the embedded voice's decoder: `exact` (float32) or `fast` "

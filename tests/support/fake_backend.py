@@ -29,6 +29,7 @@ class FakeRow:
     steps_left: int
     text: str
     words_per_step: int = 1
+    words_done: int = 0
 
 
 class FakeBackend(Backend):
@@ -38,7 +39,9 @@ class FakeBackend(Backend):
     Text containing BOOM fails in prepare, CRASH fails in step; SLOW sleeps per step. With ``clock``
     (a SimClock), a step costs ``fixed_s + word_s * words`` simulated seconds and then calls
     ``on_step`` (a test's arrivals), all on the engine's worker thread. ``calibrate``: the engine may
-    step calibration rows at start (``calibration_text``).
+    step calibration rows at start (``calibration_text``). ``sentence_s``: a row pays that much more
+    for the step that starts each sentence of ``sentence_words`` words (Piper's text stage of a chunk),
+    a cost the steady estimate does not show.
     """
 
     name = "fake"
@@ -53,8 +56,11 @@ class FakeBackend(Backend):
         word_s: float = 0.0,
         on_step: Callable[[], None] | None = None,
         calibrate: bool = False,
+        sentence_s: float = 0.0,
+        sentence_words: int = 10,
     ) -> None:
         self.step_sleep_s = step_sleep_s
+        self.sentence_s, self.sentence_words = sentence_s, sentence_words
         self.calibrate = calibrate
         self.clock, self.fixed_s, self.word_s, self.on_step = clock, fixed_s, word_s, on_step
         self.prepared: list[int] = []
@@ -76,13 +82,14 @@ class FakeBackend(Backend):
         if self.step_sleep_s or any("SLOW" in s.text for s in states):
             time.sleep(self.step_sleep_s or 0.01)
         if self.clock is not None:
-            self.clock.t += self.fixed_s + self.word_s * sum(min(s.words_per_step, s.steps_left) for s in states)
+            self.clock.t += self.fixed_s + sum(self._row_cost(s) for s in states)
         out = []
         for s in states:
             if "CRASH" in s.text:
                 raise RuntimeError("decoder exploded")
             n = min(s.words_per_step, s.steps_left)
             s.steps_left -= n
+            s.words_done += n
             audio = np.concatenate([s.rng.standard_normal(100).astype(np.float32) for _ in range(n)])
             out.append(StepOutput(audio, s.steps_left <= 0))
             if emit is not None:
@@ -91,9 +98,18 @@ class FakeBackend(Backend):
             self.on_step()
         return out
 
+    def _sentences_started(self, state: FakeRow) -> int:
+        """Sentences whose first word the row's next step makes."""
+        n = min(state.words_per_step, state.steps_left)
+        return sum(1 for w in range(state.words_done, state.words_done + n) if w % self.sentence_words == 0)
+
+    def _row_cost(self, state: FakeRow) -> float:
+        return self.word_s * min(state.words_per_step, state.steps_left) + self.sentence_s * self._sentences_started(state)
+
     def estimate_step(self, state):
         n = min(state.words_per_step, max(1, state.steps_left))
-        return StepEstimate(f"words{state.words_per_step}", WORD_S * n, self.word_s * n + self.fixed_s)
+        text = "text+" if self.sentence_s and self._sentences_started(state) else ""
+        return StepEstimate(f"{text}words{state.words_per_step}", WORD_S * n, self.word_s * n + self.fixed_s)
 
     def steady_estimate(self):
         return StepEstimate("words1", WORD_S, self.word_s + self.fixed_s)

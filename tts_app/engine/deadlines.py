@@ -6,6 +6,7 @@ passes ``now``), so a simulated clock drives it in tests exactly as the wall clo
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Sequence
 
 from tts_app.backends.base import StepEstimate
@@ -73,7 +74,8 @@ def pick(
     skip, and files step only once overdue: that compute goes to newcomers and rows near starvation.
     Then every row left out that adds at most ``ride_share`` of the step's fixed cost joins it (a
     GPU's rows are nearly free once the step is paid: leaving them out would leave capacity idle).
-    A row left out only grows more urgent, so every row is reached (no starvation).
+    A row left out only grows more urgent, so every row is reached (no starvation). When the most
+    urgent row cannot make its deadline even alone, every row steps (the most audio for the time).
     """
     if not rows:
         return []
@@ -84,6 +86,11 @@ def pick(
     if any(r.stream and slack[r.id] < q.low_s for r in order):
         first = [r for r in order if (r.stream and slack[r.id] < q.plenty_s) or slack[r.id] <= 0] or order[:1]
     budget = max(q.min_step_s, slack[order[0].id] - q.margin_s)
+    if budget < costs.added_cost(ests[order[0].id], set()):
+        # The most urgent listener runs dry whatever this step holds: a small step would not save it and
+        # would cost every row the step's fixed part again (on a loaded machine the steps shrank to one
+        # row, the throughput fell, and everyone ran dry: 0.64x fifo's at 1.5 x C). Every row steps.
+        first, budget = order, math.inf
     picked: list[Request] = []
     keys: set[str] = set()
     total = 0.0

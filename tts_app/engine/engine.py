@@ -107,6 +107,7 @@ class Engine:
         self._closed = False
         self._last_log = time.perf_counter()
         self._calibrated = threading.Event()  # set once the start-up calibration (if any) is over
+        self._busy_until = 0.0  # the predicted end of the step in progress: nothing is admitted before it
         self._worker = threading.Thread(target=self._loop, name="tts-engine", daemon=True)
         self._worker.start()
 
@@ -161,7 +162,7 @@ class Engine:
                 req.submitted_at = now
             try:
                 self._scheduler.check_room(requests)
-                etas = self._scheduler.eta(requests, now, self._stream_load(), extra=requests)
+                etas = self._waits(self._scheduler.eta(requests, now, self._stream_load(), extra=requests), now)
                 for req in requests:
                     req.eta_at_submit_s = etas.get(req.id, 0.0)
                 if params.client is not None:  # a visitor is told at once; the app's own work (client None) waits
@@ -199,11 +200,17 @@ class Engine:
         busy = load.seconds_for(1.0, places) / places
         return 1.0 / busy if busy > 0 else 0.0
 
+    def _waits(self, etas: dict[int, float], now: float) -> dict[int, float]:
+        """The queue's predicted waits, each at least until the step in progress ends (admission comes after it)."""
+        busy = max(0.0, self._busy_until - now)
+        return {rid: max(eta, busy) for rid, eta in etas.items()}
+
     def _eta(self, req: Request) -> float:
         with self._lock:
             if req.status is not RequestStatus.WAITING:
                 return 0.0
-            return self._scheduler.eta([req], self._clock(), self._stream_load()).get(req.id, 0.0)
+            now = self._clock()
+            return self._waits(self._scheduler.eta([req], now, self._stream_load()), now).get(req.id, 0.0)
 
     def _buffered(self, req: Request) -> float:
         return deadlines.buffered_s(req, self._clock())
@@ -398,6 +405,7 @@ class Engine:
                     self.backend.set_window_level(req.state, level)
         estimates = [self._estimate(r) for r in running]
         t0 = self._clock()
+        self._busy_until = t0 + self._costs.predict(estimates)
         emitted: dict[int, StepOutput] = {}  # request id -> its output, already delivered
 
         def run(reqs: list[Request]) -> list[StepOutput]:
@@ -416,6 +424,8 @@ class Engine:
             self._counters.record_step(len(running), now - t0)
             if not any(isinstance(out, Exception) for out in outputs):  # a retried step's time says nothing
                 self._costs.learn(estimates, now - t0)
+                for req, share in zip(running, self._costs.row_shares(estimates, now - t0, self.backend.steady_estimate().key)):
+                    req.work_s += share
         for req, out in zip(running, outputs):
             if isinstance(out, Exception):
                 self._retire(req, RequestStatus.FAILED, out)
@@ -474,6 +484,7 @@ class Engine:
                 c.audio_s += req.samples / self.sample_rate
                 if req.stream:
                     c.stall.observe(req.stall_s)
+                    self._costs.observe_stream(req.work_s, req.samples / self.sample_rate, self.backend.steady_estimate())
             elif status is RequestStatus.CANCELLED:
                 c.cancelled += 1
             else:

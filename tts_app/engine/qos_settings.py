@@ -11,12 +11,8 @@ POLICIES = settings.setting(POLICY_ENV).choices
 
 
 def app_policy() -> str:
-    """The scheduling policy of the app's engines: $TTS_APP_ENGINE_POLICY, "fifo" by default.
-
-    The listener-first "deadline" (the Engine class's default) is opt-in for the server: on the loaded
-    2-core machine of 2026-11-27 it lost one Poisson row of benchmarks/stream_qos.py to fifo and left
-    a browser stream with longer gaps; the default changes once its goals hold on a quiet machine.
-    """
+    """The scheduling policy of the app's engines: $TTS_APP_ENGINE_POLICY, the listener-first "deadline"
+    by default (as the Engine class's); "fifo" stays selectable."""
     return settings.value(POLICY_ENV)
 
 

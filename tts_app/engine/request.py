@@ -49,6 +49,7 @@ class Request:
     stall_s: float = 0.0  # how long that player has waited for audio so far
     last_step_at: float | None = None
     window_level: int = 0
+    work_s: float = 0.0  # its share of the measured steps' row work (step_costs.StepCosts.row_shares)
     sample_rate: int = 0  # the engine's, for seconds of audio sent
     # The line heard just before this one when both came in one submit_many (a page's run): a group is
     # heard line after line, so it holds one stream place and one client share, and a line's first

@@ -24,6 +24,13 @@ _DECAY = 0.99  # a step's weight in the fit shrinks by this per newer step: the 
 # part to its prior, so an unseparated key puts its whole step on its rows (the cautious reading).
 _RIDGE_FIXED = 1e-6
 _RIDGE_ROW = 1e-9
+# A stream's load is a steady window's price times what finished streams really cost over their whole
+# life against that price, once this much of their audio was measured: a steady window's price alone
+# misses the text stage of every sentence and the small first windows (on the 2-core CPU of 2026-11-27
+# it said 24 audio-s/s where the machine made 14-17). A ratio of like to like, so a fixed part not yet
+# told from the rows' (a lone stream's steps) weighs the same on both sides and leaves it unchanged.
+_MEASURED_AUDIO_S = 5.0
+_STREAM_DECAY = 0.9  # a finished stream's weight shrinks by this per newer one
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,9 @@ class StepCosts:
         self._row: dict[str, float] = {}
         self._fixed: dict[str, float] = {}
         self._sizes: dict[str, set[int]] = {}
+        self._work_s = 0.0  # decayed sums over finished streams: their rows' work in seconds ...
+        self._steady_s = 0.0  # ... what steady windows would have cost for their audio ...
+        self._audio_s = 0.0  # ... and that audio
 
     # -- what the scheduler plans with ------------------------------------------
     def row_cost(self, est: StepEstimate) -> float:
@@ -87,12 +97,15 @@ class StepCosts:
         return len(self._sizes.get(key, ())) >= 2
 
     def stream_load(self, steady: StepEstimate) -> StreamLoad:
-        """A stream stepping ``steady`` windows: its real-time load (see StreamLoad)."""
+        """A stream's real-time load (see StreamLoad): its rows' part is the price of ``steady`` windows,
+        times what finished streams cost against that price (text stages, first windows and pauses
+        included) once enough of their audio was measured; the shared part is a ``steady`` step's."""
         if steady.audio_s <= 0:
             return StreamLoad(math.inf, 0.0)
-        return StreamLoad(
-            self.row_cost(steady) / steady.audio_s, self.fixed_cost(steady.key) / steady.audio_s, probe=not self.separated(steady.key)
-        )
+        per_stream = self.row_cost(steady) / steady.audio_s
+        if self._audio_s >= _MEASURED_AUDIO_S and self._steady_s > 0:
+            per_stream *= self._work_s / self._steady_s
+        return StreamLoad(per_stream, self.fixed_cost(steady.key) / steady.audio_s, probe=not self.separated(steady.key))
 
     def snapshot(self) -> dict[str, float]:
         """Per-row costs by key, and each key's fixed part as ``fixed:KEY``."""
@@ -110,6 +123,28 @@ class StepCosts:
             self._sizes.setdefault(k, set()).add(n)
         self._steps.append(_Step(tuple(sorted(counts.items())), seconds))
         self._fit()
+
+    def row_shares(self, ests: Sequence[StepEstimate], seconds: float, steady_key: str) -> list[float]:
+        """A measured step's row work (its time less the fixed parts), split over its rows as their costs.
+
+        A key not yet separated (its steps all of one size: a newcomer's first window, stepped alone)
+        has no fixed part of its own to take out: the steady key's stands in, as the machine's step
+        overhead (else a GPU's one-row first steps would put the whole step on the rows)."""
+        keys = {e.key for e in ests}
+        fixed = sum(self.fixed_cost(k if self.separated(k) else steady_key) for k in keys)
+        rows_s = max(0.0, seconds - fixed)
+        costs = [self.row_cost(e) for e in ests]
+        total = sum(costs)
+        if total <= 0:
+            return [rows_s / len(ests)] * len(ests) if ests else []
+        return [rows_s * c / total for c in costs]
+
+    def observe_stream(self, work_s: float, audio_s: float, steady: StepEstimate) -> None:
+        """A stream finished: ``work_s`` seconds of row work made its ``audio_s`` seconds of audio."""
+        if audio_s > 0 and steady.audio_s > 0:
+            self._work_s = _STREAM_DECAY * self._work_s + work_s
+            self._steady_s = _STREAM_DECAY * self._steady_s + audio_s * self.row_cost(steady) / steady.audio_s
+            self._audio_s = _STREAM_DECAY * self._audio_s + audio_s
 
     def _fit(self) -> None:
         keys = sorted({k for s in self._steps for k, _ in s.counts})

@@ -59,6 +59,19 @@ def test_pick_takes_the_nearest_deadlines_within_the_budget():
     assert [r.id for r in picked] == [2, 1]
 
 
+def test_a_deadline_no_step_can_save_does_not_shrink_the_step():
+    """Overload on a loaded CPU: the most urgent row's listener runs dry even if it steps alone, so a
+    small step saves nobody and pays the fixed part again: every row steps (the most audio for the time).
+    A deadline a small step can still save keeps the small step."""
+    q = QosSettings(margin_s=0.1, min_step_s=0.05)
+    est = StepEstimate("k", 0.1, 0.3)  # a row's step: 0.3 s
+    rows = [_req(1, 10.2), _req(2, 10.3), _req(3, 12.0), _req(4, 15.0)]
+    lost = deadlines.pick(rows, 10.0, lambda r: est, StepCosts(), q)
+    assert sorted(r.id for r in lost) == [1, 2, 3, 4]
+    savable = [_req(1, 10.45), _req(2, 10.5), _req(3, 12.0), _req(4, 15.0)]
+    assert [r.id for r in deadlines.pick(savable, 10.0, lambda r: est, StepCosts(), q)] == [1]
+
+
 def test_rows_holding_plenty_skip_while_a_listener_is_in_need():
     q = QosSettings()
     est = StepEstimate("k", 0.1, 0.01)
@@ -311,9 +324,9 @@ def test_the_servers_policy_comes_from_its_setting(monkeypatch: pytest.MonkeyPat
     from tts_app.engine import app_policy
 
     monkeypatch.delenv("TTS_APP_ENGINE_POLICY", raising=False)
-    assert app_policy() == "fifo"  # the listener-first policy is opt-in until its goals hold on a quiet machine
-    monkeypatch.setenv("TTS_APP_ENGINE_POLICY", "deadline")
-    assert app_policy() == "deadline"
+    assert app_policy() == "deadline"  # the server's default: listeners first (issue 34)
+    monkeypatch.setenv("TTS_APP_ENGINE_POLICY", "fifo")
+    assert app_policy() == "fifo"
     monkeypatch.setenv("TTS_APP_ENGINE_POLICY", "lottery")
     with pytest.raises(ValueError, match="TTS_APP_ENGINE_POLICY must be one of fifo, deadline"):
         app_policy()

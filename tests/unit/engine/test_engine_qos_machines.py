@@ -112,3 +112,28 @@ def test_the_eta_of_a_burst_past_capacity_is_within_30_percent_of_the_real_start
     for req in queued:
         real = req.admitted_at - req.submitted_at
         assert abs(req.eta_at_submit_s - real) <= 0.3 * max(real, 1.0), (req.eta_at_submit_s, real)
+
+
+def test_admission_counts_what_a_whole_stream_costs_not_a_steady_step() -> None:
+    """Issue 34, the full CPU run of 2026-11-27: Piper's steady window priced a stream at 0.042 s a second
+    of audio (24 audio-s/s) where text stages and first windows made it 0.07 (14 audio-s/s), so at 1.5 x C
+    the listener-first policy admitted 16 streams, not 12, and stalled more than fifo. Here each
+    sentence's first step costs 0.1 s more, which the steady estimate does not show: after one stream
+    has been heard the engine prices streams by their whole life, admits what the machine feeds, and
+    the burst that follows stalls nobody."""
+    machine = {**CPU, "sentence_s": 0.1}
+    per_stream = (10 * machine["word_s"] + machine["sentence_s"]) / (10 * WORD_S)  # 0.3 s a second of audio
+    real = math.floor((QosSettings().load_margin - machine["fixed_s"] / WORD_S) / per_stream)
+    steady_only = _real_places(CPU)
+    assert (real, steady_only) == (2, 4)  # the case is one where the steady price admits twice too many
+    clock = SimClock()
+    backend = FakeBackend(clock=clock, **machine)
+    engine = Engine(backend, max_batch_size=STREAMS, max_wait_ms=0, qos=QosSettings(max_queue_wait_s=1e9), clock=clock)
+    texts = [" ".join([f"s{i}"] * WORDS) for i in range(8)]
+    with engine:
+        engine.submit(" ".join(["warm"] * WORDS)).result(timeout=60)
+        assert engine.stats()["stream_places"] == real
+        handles = engine.submit_many(texts, in_order=False)
+        for h, text in zip(handles, texts):
+            np.testing.assert_array_equal(h.result(timeout=60), expected(text, 0))
+    assert max(h.stall_s for h in handles) < 1e-9

@@ -31,6 +31,7 @@ from tts_app.web.live_channel import LIVE_CHANNELS, LiveChannel, LiveChannelsFul
 from tts_app.web.ui.speak.live_player import LIVE_IDLE, expected_gap_s, live_html
 from tts_app.web.ui.speak.run_files import RunFiles
 from tts_app.web.ui.speak.run_model import Event, LineFailed, RunStep, SpeakRun, next_batch, pump
+from tts_app.web.ui.speak.safe_start import SafeStart
 from tts_app.web.ui.speak.stream_pacer import prebuffer_for
 from tts_app.web.ui.voices.voice_input import (
     MODE_BUILTIN,
@@ -279,6 +280,7 @@ async def _generate(
         rows_ahead=int(ahead.get("active") or 0) + int(ahead.get("queued") or 0),
     )
     channel = _open_live(form, int(engine.sample_rate))
+    gate = SafeStart(handles)  # the live player starts when the engine says the stream will not run dry
     run = SpeakRun(lines, int(engine.sample_rate), bool(form.streaming), started, prebuffer_s=prebuffer_s, live=channel is not None)
     run.figures.model = "" if model_id == EMBEDDED_ID else model_label(model_id)
     events: asyncio.Queue[Event] = asyncio.Queue()
@@ -305,6 +307,9 @@ async def _generate(
                 yield {outputs.status: f"■ **Stopped:** {run.finished_count} of {len(lines)} lines finished."}
                 return
             if not batch:
+                if channel is not None:
+                    for seg in gate.feed():  # a run held to its limit goes out without new audio
+                        channel.put(seg)
                 if not run.has_audio:
                     yield {outputs.status: _waiting_status(handles, started)}
                 continue
@@ -314,9 +319,12 @@ async def _generate(
                 raise gr.Error(str(exc)) from exc
             for index in step.finished:
                 files.add_line(run, index)
-            for update in _step_updates(outputs, run, step, files, handles, run_id, channel):
+            for update in _step_updates(outputs, run, step, files, handles, run_id, channel, gate):
                 yield update
 
+        if channel is not None:
+            for seg in gate.flush():
+                channel.put(seg)
         summary = run.finish()
         full_path = files.finish(run)
         take = Take(
@@ -360,15 +368,17 @@ def _step_updates(
     handles: Sequence[Any],
     run_id: str,
     channel: LiveChannel | None = None,
+    gate: SafeStart | None = None,
 ) -> list[dict[Any, Any]]:
     """The page updates for one step: each live-stream segment (or, with a live channel, none: the
-    segments go to the page's own player), then one update of everything else."""
+    segments go to the page's own player, once ``gate`` says the stream is safe), then one update of
+    everything else."""
     updates: list[dict[Any, Any]] = []
-    for seg in step.segments:
-        if channel is not None:
+    if channel is not None:
+        for seg in gate.feed(step.segments) if gate is not None else step.segments:
             channel.put(seg)
-        else:
-            updates.append({outputs.stream: wav_bytes(seg, run.sample_rate)})
+    else:
+        updates.extend({outputs.stream: wav_bytes(seg, run.sample_rate)} for seg in step.segments)
     last = updates.pop() if updates else {}
     if step.finished:
         last.update({outputs.lines: files.line_items(run), outputs.files: files.listing(), outputs.figures: run.figures.table()})

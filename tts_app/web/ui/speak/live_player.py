@@ -6,7 +6,9 @@ back to back on an AudioContext. Playback starts as early as it can without runn
 first piece (the first line's first window) is scheduled so that it ends ``data-gap`` seconds
 after it arrived (when the first line's next window is due, predicted by ``expected_gap_s``), or
 at once when it is longer than that. A piece that arrives late is played as soon as it comes, and
-the gap is counted (``window.ttsLive.underruns``). The AudioContext is made in the Generate click, the
+the gap is counted (``window.ttsLive.underruns``); the status line shows first sound (from the
+click) and the gaps heard. The handler sends the audio once the engine says the stream is safe
+(safe_start.py), so a loaded machine starts the player later rather than letting it stutter. The AudioContext is made in the Generate click, the
 user gesture browsers require for sound.
 
 ``window.ttsLive.clock(run)`` is the take's clock for the captions; ``window.__ttsLiveTap(ctx,
@@ -62,6 +64,7 @@ LIVE_PLAYER_SCRIPT = """<script>
   const live = window.ttsLive = {
     ctx: null, out: null, token: null, run: null, t0: null, next: 0, firstStart: null,
     underruns: [], arrivals: [], received: 0, done: false, ended: false, stopped: false, abort: null, sources: new Set(),
+    clickAt: null, firstSoundS: null,
     make(rate) {
       if (this.ctx && (!rate || this.ctx.sampleRate === rate)) return;
       if (this.ctx) this.ctx.close();
@@ -73,6 +76,7 @@ LIVE_PLAYER_SCRIPT = """<script>
     },
     arm() {  // in the Generate click: browsers start sound only after a user gesture
       this.stopped = false;
+      this.clickAt = performance.now();
       this.make(this.lastRate || 22050);
       if (this.ctx.state !== 'running') this.ctx.resume();
     },
@@ -82,7 +86,7 @@ LIVE_PLAYER_SCRIPT = """<script>
       for (const s of this.sources) { try { s.stop(); } catch (e) {} }
       this.sources.clear();
       this.abort = null; this.t0 = null; this.firstStart = null; this.done = false; this.ended = false;
-      this.underruns = []; this.arrivals = []; this.received = 0;
+      this.underruns = []; this.arrivals = []; this.received = 0; this.firstSoundS = null;
     },
     clock(run) {  // seconds of this run's take played so far (null: not this run, or not started)
       if (!this.ctx || run !== this.run || this.t0 === null) return null;
@@ -110,6 +114,8 @@ LIVE_PLAYER_SCRIPT = """<script>
     begin(pending, rate, delay) {
       this.t0 = this.ctx.currentTime + Math.max(LEAD_S, delay);
       this.next = this.t0;
+      // The player's own figures, beside the server's: first sound from the click, and every gap heard.
+      if (this.clickAt !== null) this.firstSoundS = (performance.now() - this.clickAt) / 1000 + Math.max(LEAD_S, delay);
       this.firstStart = this.t0;
       for (const p of pending) this.schedule(p, rate);
     },
@@ -174,7 +180,10 @@ LIVE_PLAYER_SCRIPT = """<script>
     if (t === null) { status.textContent = live.done ? 'No audio' : 'Buffering…'; return; }
     if (live.done && live.ctx.currentTime >= live.next) { live.ended = true; el.classList.add('ended'); }
     const s = Math.max(0, Math.min(t, live.next - live.t0));
-    status.textContent = (live.ended ? 'Played ' : 'Playing ') + Math.floor(s / 60) + ':' + String(Math.floor(s % 60)).padStart(2, '0');
+    const gaps = live.underruns.length, gapS = live.underruns.reduce((n, u) => n + u[1], 0);
+    const heard = (live.firstSoundS === null ? '' : ' · first sound ' + live.firstSoundS.toFixed(2) + ' s')
+      + (gaps ? ' · ' + gaps + (gaps === 1 ? ' gap, ' : ' gaps, ') + gapS.toFixed(2) + ' s' : live.ended ? ' · no gaps' : '');
+    status.textContent = (live.ended ? 'Played ' : 'Playing ') + Math.floor(s / 60) + ':' + String(Math.floor(s % 60)).padStart(2, '0') + heard;
   };
   setInterval(show, 20);
   document.addEventListener('click', (event) => {
