@@ -181,6 +181,21 @@ def _capacity(engine: Engine, text: str) -> float:
     return audio / (time.perf_counter() - t0)
 
 
+def _first_audio_alone(engine: Engine, text: str, repeats: int = 5) -> float:
+    """One stream's time to first audio on an idle engine (median of ``repeats``; each cancelled at its
+    first audio): the text stage of its first sentence and its first window, the floor of any start."""
+    times = []
+    for i in range(repeats):
+        t0 = time.perf_counter()
+        handle = engine.submit(text, SpeechParams(seed=100 + i))
+        next(iter(handle))
+        times.append(time.perf_counter() - t0)
+        handle.cancel()
+        while not handle.done:
+            time.sleep(0.01)
+    return common.median(times)
+
+
 def main() -> None:
     args = common.parse_args(__doc__.splitlines()[0], _extra_args)
     info = common.machine_info()
@@ -193,10 +208,15 @@ def main() -> None:
     with Engine(backend, policy="fifo") as engine:
         capacity = _capacity(engine, text)
         stream_audio_s = engine.submit(text).result(timeout=600).size / engine.sample_rate
+        floor_s = _first_audio_alone(engine, text)
     print(f"capacity C = {capacity:.2f} audio-s/s; a stream is {stream_audio_s:.1f} s of audio ({words} words)", flush=True)
+    # Rows cost per row on a CPU: N streams arriving at once cannot all have sounded before N first
+    # starts' worth of work (text stage + first window each), whatever the schedule.
+    print(f"floor: one stream's first audio alone {floor_s * 1e3:.0f} ms (median of 5); N streams at once: "
+          f"the last starts no sooner than about N x that", flush=True)
 
     results: dict[str, Any] = {"machine": info, "capacity_audio_s_per_s": capacity, "stream_audio_s": stream_audio_s,
-                               "stream_words": words, "quick": args.quick, "runs": []}
+                               "stream_words": words, "quick": args.quick, "first_audio_alone_s": floor_s, "runs": []}
     kwargs: dict[str, Any] = {} if args.max_batch is None else {"max_batch_size": args.max_batch}
     engines = {policy: Engine(backend, policy=policy, **kwargs) for policy in POLICIES}
     for engine in engines.values():
@@ -221,20 +241,24 @@ def main() -> None:
                     outs, complete = asyncio.run(_poisson(engine, text, float(amount), poisson_s, args.seed, bound))
                 summary = _summary(outs, time.perf_counter() - t0)
                 summary.update(policy=policy, run=label, complete=complete, load1=load1)
+                if kind == "burst":
+                    summary["start_floor_s"] = int(amount) * floor_s  # the last of N to start, at the least
                 results["runs"].append(summary)
                 by_run.setdefault(label, {})[policy] = summary
                 print(f"{policy:8s} {label}: {summary}", flush=True)
                 rows.append([policy, label, f"{load1:.1f}", summary["streams"], summary["refused"], summary["ttfa_p50_s"],
                              summary["ttfa_p95_s"], summary["glitch_free_start_p50_s"], summary["glitch_free_start_p95_s"],
                              summary["stalled_streams"], summary["stall_per_stream_s"], summary["stall_fraction"],
-                             summary["throughput_audio_s_per_s"], summary["queued"], summary["eta_error_p50"], summary["eta_error_p95"]])
+                             summary["throughput_audio_s_per_s"], summary["queued"], summary["eta_error_p50"], summary["eta_error_p95"],
+                             summary.get("start_floor_s", float("nan"))])
     finally:
         for engine in engines.values():
             engine.close()
     results["machine_after"] = common.machine_info()
     path = common.write_results(NAME, results)
     headers = ["policy", "run", "load 1 min", "streams", "refused", "TTFA p50", "TTFA p95", "glitch-free p50", "glitch-free p95",
-               "stalled", "stall s/stream", "stall fraction", "audio-s/s", "queued", "ETA err p50", "ETA err p95"]
+               "stalled", "stall s/stream", "stall fraction", "audio-s/s", "queued", "ETA err p50", "ETA err p95",
+               "start floor (N x one alone)"]
     common.report(f"Streams under load (C = {capacity:.2f} audio-s/s, streams of {stream_audio_s:.1f} s)", common.markdown_table(headers, rows))
     ratio_rows = [[label, *(_ratio(pair, key) for key in RATIO_KEYS)] for label, pair in by_run.items()]
     common.report("deadline / fifo, run by run (same machine, adjacent runs)", common.markdown_table(["run", *RATIO_KEYS], ratio_rows))

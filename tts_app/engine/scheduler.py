@@ -161,41 +161,56 @@ class Scheduler:
         An event simulation of admission as ``admit`` does it: every held row steps in every step
         (work-conserving), so while n rows are held each makes a second of its audio in
         ``per_step + n * per_stream`` seconds (``load``: a GPU's rows nearly free, a CPU's each
-        paying its own); a place (a stream place, a file slot, or any slot under fifo) frees when its
-        row's remaining audio is made; the oldest queued request that fits (its class has a place, its
-        client is under its share) then takes it. So a flooder's queue delays the flooder, not the
-        visitor behind it, and a burst's later requests wait for the rows the burst itself admitted.
+        paying its own); a group (a page's lines, or one request) holds one place (a stream place, a
+        file place, or under fifo none) while any of its rows is held, and its client one share; a
+        place frees when its last held row's remaining audio is made; queued requests then take what
+        fits, oldest first (a group's later line joins its group's place; a client at its share of
+        places or rows waits). So a flooder's queue delays the flooder, not the visitor behind it, a
+        page's fifty lines hold one place as in ``admit``, and a burst's later requests wait for the
+        rows the burst itself admitted.
         """
         if not (math.isfinite(load.per_stream) and math.isfinite(load.per_step)):
             load = _FREE  # nothing to go on yet
-        shared = self.policy == "fifo"  # fifo: one pool of slots for every class
-        places = {True: self.stream_places(load)}  # pool True: streams, or every slot under fifo
-        if not shared:
-            places[False] = max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
-        client_cap = self.client_slots(load)
-        held: Counter = Counter()
-        rows: list[tuple[float, bool, str | None]] = []  # (audio left in seconds, pool, client)
+        shared = self.policy == "fifo"  # fifo: any free slot, whatever the class
+        places = {True: self.stream_places(load), False: max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))}
+        client_cap, row_cap = self.client_slots(load), self.client_rows()
+        held_places: Counter = Counter()  # pool (stream or not) -> groups holding a place
+        group_rows: Counter = Counter()  # group -> rows held
+        group_pool: dict[int, bool] = {}
+        client_groups: Counter = Counter()
+        client_rows: Counter = Counter()
+        rows: list[tuple[float, int, str | None]] = []  # (audio left in seconds, group, client)
 
-        def take(r: Request, pool: bool) -> None:
-            held[pool] += 1
-            held[r.client] += r.client is not None
-            rows.append((r.remaining_s(), pool, r.client))
+        def take(r: Request) -> None:
+            if r.group not in group_pool:
+                group_pool[r.group] = r.stream
+                held_places[r.stream] += 1
+                client_groups[r.client] += r.client is not None
+            group_rows[r.group] += 1
+            client_rows[r.client] += r.client is not None
+            rows.append((r.remaining_s(), r.group, r.client))
+
+        def fits(r: Request) -> bool:
+            joins = r.group in group_pool
+            if r.client is not None and (client_rows[r.client] >= row_cap or (not joins and client_groups[r.client] >= client_cap)):
+                return False
+            return shared or joins or held_places[r.stream] < places[r.stream]
 
         for r in self.running:
-            take(r, shared or r.stream)
-        pending = [*self.waiting, *extra]
+            if not r.cancel_requested:  # a cancelled row leaves at the next step: its place is as good as free
+                take(r)
+        pending = [r for r in (*self.waiting, *extra) if not r.cancel_requested]
         wanted = {r.id for r in targets}
         result: dict[int, float] = {}
         t = now
         while pending and len(result) < len(wanted):
             left = []
             for i, r in enumerate(pending):
-                if all(held[p] >= places[p] for p in places):  # nothing free: the rest waits as it is
+                if len(rows) >= self.max_batch_size:  # every slot held: the rest waits as it is
                     left.extend(pending[i:])
                     break
-                pool = shared or r.stream
-                if held[pool] < places[pool] and (r.client is None or held[r.client] < client_cap):
-                    take(r, pool)
+                if fits(r):
+                    take(r)
                     if r.id in wanted:
                         result[r.id] = t - now
                 else:
@@ -205,11 +220,14 @@ class Scheduler:
                 break
             # The row with the least audio left ends first; every other row made as much audio meanwhile.
             rows.sort(key=lambda row: row[0])
-            made, pool, client = rows.pop(0)
+            made, group, client = rows.pop(0)
             t += made * (load.per_step + (len(rows) + 1) * load.per_stream)
-            rows = [(audio - made, p, c) for audio, p, c in rows]
-            held[pool] -= 1
-            held[client] -= client is not None
+            rows = [(audio - made, g, c) for audio, g, c in rows]
+            group_rows[group] -= 1
+            client_rows[client] -= client is not None
+            if not group_rows[group]:  # its last held row ended: the group's place and share free
+                held_places[group_pool.pop(group)] -= 1
+                client_groups[client] -= client is not None
         return result
 
     def start(self, reqs: list[Request]) -> None:

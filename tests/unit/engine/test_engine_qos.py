@@ -18,7 +18,8 @@ from tts_app.engine import Engine, EngineBusy
 from tts_app.engine import deadlines
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request
-from tts_app.engine.step_costs import StepCosts
+from tts_app.engine.scheduler import Scheduler
+from tts_app.engine.step_costs import StepCosts, StreamLoad
 from tts_app.backends.params import SpeechParams
 
 WORDS = 60  # 6 s of audio per stream
@@ -330,3 +331,47 @@ def test_the_servers_policy_comes_from_its_setting(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("TTS_APP_ENGINE_POLICY", "lottery")
     with pytest.raises(ValueError, match="TTS_APP_ENGINE_POLICY must be one of fifo, deadline"):
         app_policy()
+
+
+def test_the_eta_counts_a_page_s_lines_as_one_place_as_admission_does():
+    """The server's deadline default met issue 32's page runs: a page's 50 lines hold one stream place
+    and their visitor's share of rows, but the queue's ETA counted each held or queued line as a place
+    of its own, so another visitor's request was told "would wait about 98 s" (503) while admission
+    would have taken it at once. The ETA now simulates places by group, as ``admit`` does."""
+    q = QosSettings(client_share=0.25, max_queue_wait_s=1e9)
+    sched = Scheduler(16, 256, "deadline", q)
+    load = StreamLoad(per_stream=0.2, per_step=0.0)  # (0.85 - 0) / 0.2: 4 stream places
+    assert sched.stream_places(load) == 4
+    page = []
+    for i in range(50):
+        r = Request(RowInput(i, "w", SpeechParams()), id=1000 + i, stream=True, client="A", sample_rate=1000)
+        r.group, r.after, r.audio_est_s = 1000, page[-1] if page else None, 5.0
+        page.append(r)
+    for r in page:
+        sched.add(r)
+    running = sched.admit(load)
+    sched.start(running)
+    assert len(running) == 4  # the visitor's share of the 16 slots, in one place
+    other = Request(RowInput(0, "w", SpeechParams()), id=2000, stream=True, client="B", sample_rate=1000)
+    other.group, other.audio_est_s = 2000, 5.0
+    assert sched.eta([other], 0.0, load, extra=[other]) == {2000: 0.0}
+    sched.add(other)
+    assert other in sched.admit(load)  # and admission agrees
+
+
+def test_a_cancelled_row_does_not_make_the_next_request_wait():
+    """A client that leaves a stream early (pocket-tts's HTTP test, under the deadline default): its row
+    is cancelled at the engine's next step, and a request sent meanwhile must not be told to wait for
+    that row's 100 s of audio on a machine with one stream place."""
+    sched = Scheduler(8, 256, "deadline", QosSettings(max_queue_wait_s=1e9))
+    load = StreamLoad(per_stream=3.7, per_step=0.0)  # slower than real time: one place
+    assert sched.stream_places(load) == 1
+    left = Request(RowInput(0, "w", SpeechParams()), id=3000, stream=True, client="A", sample_rate=1000)
+    left.group, left.audio_est_s = 3000, 100.0
+    sched.add(left)
+    sched.start(sched.admit(load))
+    nxt = Request(RowInput(0, "w", SpeechParams()), id=3001, stream=True, client="A", sample_rate=1000)
+    nxt.group, nxt.audio_est_s = 3001, 1.0
+    assert sched.eta([nxt], 0.0, load, extra=[nxt])[3001] > 100.0  # a live row ahead: an honest long wait
+    left.cancel_requested = True
+    assert sched.eta([nxt], 0.0, load, extra=[nxt]) == {3001: 0.0}
