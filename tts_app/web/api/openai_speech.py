@@ -45,7 +45,7 @@ from tts_app.audio.formats import (
 from tts_app.web.api.client_id import client_id
 from tts_app.web.api.disconnect import ClientGone, until_disconnect
 from tts_app.web.api.limits import MAX_BODY_BYTES, BodyError, read_json_body
-from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, json_body, replies
+from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json_body, replies
 from tts_app.catalog.voice_aliases import VoiceAliasError, api_voice_names, library_voice
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.models.available import EMBEDDED_ID, capabilities_of
@@ -137,7 +137,7 @@ async def list_models() -> dict[str, Any]:
     return {"object": "list", "data": await asyncio.to_thread(served_models)}
 
 
-@router.get("/v1/audio/voices", response_model=None)
+@router.get("/v1/audio/voices", response_model=None, responses=replies(200, {"application/json": JSON_OBJECT}, 400))
 async def list_voices(model: str | None = None) -> dict[str, Any] | JSONResponse:
     """Voice names ``/v1/audio/speech`` accepts (``default`` is the model's default voice, the library's voices,
     OpenAI's names); with ``?model=``, that model's own saved voices after them (Pocket TTS's ``alba``, ...)."""
