@@ -165,8 +165,8 @@ SETTINGS: tuple[Setting, ...] = (
             GPU_MODELS, shown_default="none"),
     Setting("TTS_APP_POCKET_TTS_PATH", "path", None, "a Pocket TTS checkpoint folder to serve (config.yaml, "
             "model.safetensors, tokenizer.json; `python -m tts_app fetch pocket-tts` makes one)", POCKET, shown_default="none"),
-    _float("TTS_APP_MAX_SECONDS", 60.0, "longest audio one request to a Qwen3-TTS or Chatterbox model may produce "
-           "(a generation that never ends must stop)", GPU_MODELS, low_open=True, fallback=True,
+    _float("TTS_APP_MAX_SECONDS", 60.0, "longest audio one request to a Qwen3-TTS, Chatterbox or Pocket TTS model "
+           "may produce, all its chunks together (a generation that never ends must stop)", GPU_MODELS, low_open=True, fallback=True,
            aliases=("TTS_APP_QWEN3_MAX_SECONDS",)),
 )
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

@@ -142,6 +142,26 @@ def test_alias_file_from_the_environment(tmp_path, monkeypatch: pytest.MonkeyPat
         library_voice("alloy")
 
 
+def test_a_models_own_voices_come_after_the_librarys_names_and_aliases(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model's saved voice names resolve for that model only; a library voice or alias of the same name keeps
+    meaning the library's voice; an unknown name is one line listing every choice, the model's own last."""
+    from tts_app.backends.model_voice import ModelVoice
+
+    path = tmp_path / "aliases.json"
+    path.write_text(json.dumps({"alloy": "lj_female_us"}))
+    monkeypatch.setenv(ALIASES_ENV, str(path))
+    own = ("alba", "f5_main", "alloy")
+    assert library_voice("alba", own) == ModelVoice("alba")
+    assert library_voice("f5_main", own) == "f5_main" and library_voice("alloy", own) == "lj_female_us"
+    with pytest.raises(ValueError, match="unknown voice 'alba'") as other_model:
+        library_voice("alba")  # another model (no own voices): not a library voice, refused
+    assert "alba" not in str(other_model.value).split("choose one of: ")[1].split(", ")
+    with pytest.raises(ValueError) as unknown:
+        library_voice("../alba", own)
+    message = str(unknown.value)
+    assert "\n" not in message and message.endswith(", alloy, alba") and message.count("f5_main") == 1
+
+
 def test_a_broken_alias_file_is_a_one_line_server_error(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     from fastapi import FastAPI
     from fastapi.testclient import TestClient

@@ -1,7 +1,7 @@
 """Pocket TTS over the real HTTP routes: ``python app.py`` with a tiny random Pocket TTS checkpoint in the released
 layout ($TTS_APP_POCKET_TTS_PATH). It is listed with what it honours, speaks plain and streamed requests, clones a
 named reference clip, and answers hostile input (asks it does not honour, another language, junk text, a stream
-left early) with a one-line 400 or audio, never a traceback or a hang; the server serves on."""
+left early, voice names it does not have) with a one-line 400 or audio, never a traceback or a hang; the server serves on."""
 
 from __future__ import annotations
 
@@ -18,14 +18,17 @@ from tests.support.pocket_tts_tiny import write_tiny_checkpoint
 pytestmark = pytest.mark.slow  # starts its own server
 
 MODEL = "pocket-tts"
+MAX_SECONDS = 2  # $TTS_APP_MAX_SECONDS: 25 latents of 1,920 samples at 12.5 Hz
+CAP_SAMPLES = 25 * 1920
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     root = tmp_path_factory.mktemp("pocket")
-    ckpt = write_tiny_checkpoint(root / "ckpt")
+    # Saved voices: alba (the default), bob, and one named like a library voice (the library's keeps the name).
+    ckpt = write_tiny_checkpoint(root / "ckpt", more_voices=("bob", "lj_female_us"))
     env = {"TTS_APP_POCKET_TTS_PATH": str(ckpt), "HF_HUB_CACHE": str(root / "hub"), "HF_HUB_OFFLINE": "1",
-           "TTS_APP_CACHE_DIR": str(root / "cache")}
+           "TTS_APP_CACHE_DIR": str(root / "cache"), "TTS_APP_MAX_SECONDS": str(MAX_SECONDS)}
     with serve_app(root / "app.log", env) as (base, _process), httpx.Client(base_url=base, timeout=300) as http:
         yield http
 
@@ -101,3 +104,64 @@ def test_a_stream_left_early_frees_its_slot(server: httpx.Client) -> None:
             assert r.status_code == 200
             next(r.iter_bytes())  # then close: the request is cancelled
     _audio(_speak(server, input="Still here.", seed=2))
+
+
+def test_a_request_ends_at_max_seconds(server: httpx.Client) -> None:
+    """A hundred sentences (every chunk at least the 7 latents before its end of speech, hundreds in all): the
+    request's audio ends cleanly at $TTS_APP_MAX_SECONDS over all its chunks, not at each chunk's own cap."""
+    audio = _audio(_speak(server, input="Short one. " * 100, seed=5))
+    assert audio.size == CAP_SAMPLES
+    streamed = {"model": MODEL, "input": "Short one. " * 100, "response_format": "pcm", "seed": 5}
+    with server.stream("POST", "/v1/audio/speech", json=streamed) as r:
+        assert r.status_code == 200
+        pcm = b"".join(r.iter_bytes())
+    assert len(pcm) == audio.size * 2  # 16-bit samples
+
+
+def test_its_saved_voices_are_listed_for_it(server: httpx.Client) -> None:
+    models = {m["id"]: m for m in server.get("/v1/models").json()["data"]}
+    assert models[MODEL]["voices"] == ["alba", "bob", "lj_female_us"]
+    assert all("voices" not in m for k, m in models.items() if k != MODEL)
+    plain = server.get("/v1/audio/voices").json()["voices"]
+    assert "lj_female_us" in plain and not {"alba", "bob"} & set(plain)
+    for model in (MODEL,):
+        own = server.get("/v1/audio/voices", params={"model": model}).json()["voices"]
+        assert own == plain + ["alba", "bob"]  # lj_female_us is listed once: the library's voice
+
+
+def test_a_saved_voice_by_name_is_its_voice_state(server: httpx.Client) -> None:
+    text = "Hello there, how are you today?"
+    default = _audio(_speak(server, input=text, seed=3))
+    alba = _audio(_speak(server, input=text, seed=3, voice="alba"))
+    assert np.array_equal(alba, default)  # alba's saved state is the default voice
+    bob = _audio(_speak(server, input=text, seed=3, voice="bob"))
+    assert bob.shape != alba.shape or not np.allclose(bob, alba)
+    # A library name the checkpoint also has keeps meaning the library's clip, cloned: as its OpenAI alias does.
+    library = _audio(_speak(server, input=text, seed=3, voice="lj_female_us"))
+    assert np.array_equal(library, _audio(_speak(server, input=text, seed=3, voice="coral")))
+
+
+def _one_line_400(r: httpx.Response, param: str) -> str:
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["param"] == param and "\n" not in error["message"] and "Traceback" not in r.text
+    return error["message"]
+
+
+@pytest.mark.parametrize("voice", ["carol", "b" * 5000, "al\x00ba\x1b[2J", "../alba", "voices/alba", "alba.safetensors",
+                                   "ALBA", " alba\n", "/etc/passwd"])
+def test_a_voice_it_does_not_have_is_a_one_line_400(server: httpx.Client, voice: str) -> None:
+    message = _one_line_400(_speak(server, input="Hello there.", voice=voice), "voice")
+    assert message.startswith("unknown voice") and message.endswith(", alba, bob") and len(message) < 2000
+
+
+def test_its_voice_names_are_refused_for_another_model(server: httpx.Client) -> None:
+    r = server.post("/v1/audio/speech", json={"model": "tts-1", "input": "Hello.", "voice": "bob", "response_format": "wav"})
+    message = _one_line_400(r, "voice")
+    assert "bob" not in message.split("choose one of: ")[1].split(", ")
+
+
+@pytest.mark.parametrize("model", ["nope", "m" * 5000, "pocket-tts\x00", "../pocket-tts", ""])
+def test_voices_of_an_unknown_model_is_a_one_line_400(server: httpx.Client, model: str) -> None:
+    message = _one_line_400(server.get("/v1/audio/voices", params={"model": model}), "model")
+    assert message.startswith("unknown model") and len(message) < 200

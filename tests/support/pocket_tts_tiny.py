@@ -2,7 +2,7 @@
 (the tests that need no official code; the parity tests use the one the official classes write).
 
 ``write_tiny_checkpoint(folder)`` writes config.yaml, model.safetensors (``flow_lm.*``, ``mimi.*``), tokenizer.json
-and, with ``voices=True``, a saved voice state in the official export format under voices/.
+and, with ``voices=True``, a saved voice state (and one per name of ``more_voices``) in the official export format under voices/.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ def _tokenizer(folder: Path) -> int:
     return tok.get_vocab_size()
 
 
-def write_tiny_checkpoint(folder: Path, seed: int = 0, voices: bool = True) -> Path:
+def write_tiny_checkpoint(folder: Path, seed: int = 0, voices: bool = True, more_voices: tuple[str, ...] = ()) -> Path:
+    """``more_voices``: names of further saved voices beside alba, each a different random prompt."""
     from safetensors.torch import save_file
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -77,6 +78,8 @@ def write_tiny_checkpoint(folder: Path, seed: int = 0, voices: bool = True) -> P
     save_file({k: v.contiguous() for k, v in state.items()}, str(folder / "model.safetensors"))
     if voices:
         _save_voice(flow, folder / "voices" / "alba.safetensors", length=7, seed=seed)
+    for i, name in enumerate(more_voices, start=1):
+        _save_voice(flow, folder / "voices" / f"{name}.safetensors", length=5 + i, seed=seed + 100 * i)
     return folder
 
 

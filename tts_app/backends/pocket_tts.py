@@ -7,13 +7,16 @@ advances each of its rows by a few latents (1 at a row's start, for the first au
 ``latents_per_step``, doubled per window level), then decodes every row's new latents with Mimi in
 one batched call per window size. The voice state of a clip is computed once and cached by the clip's
 content hash; a checkpoint's saved voices (``voices/`` or ``embeddings/*.safetensors``) are its
-built-in ones. Weights come from ``model_path``, $TTS_APP_POCKET_TTS_PATH or the Hugging Face cache;
+built-in ones. A request's latents over all its chunks are capped by ``max_seconds`` (the server's
+$TTS_APP_MAX_SECONDS): a model whose end of speech never comes stops there, as Qwen3-TTS's max_new_tokens does.
+Weights come from ``model_path``, $TTS_APP_POCKET_TTS_PATH or the Hugging Face cache;
 nothing is downloaded.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -22,12 +25,14 @@ import numpy as np
 import torch
 
 from tts_app import captions as align
+from tts_app.backends.model_voice import ModelVoice
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
 from tts_app.models.capabilities import POCKET_TTS
 from tts_app.models.layers.lru import LRUCache
 from tts_app.models.pocket_tts.generator import PocketGenerator, Row, seeded_noise
 from tts_app.models.pocket_tts.text import max_frames, prepare, split_chunks
 from tts_app.models.pocket_tts.voice import VoiceState, load_voice_file, voice_state
+from tts_app.models.pocket_tts.voice_files import saved_voice_files
 from tts_app.models.pocket_tts.weights import LoadedPocket, WeightsMissing, load_pocket
 from tts_app.text.errors import TextError
 
@@ -58,17 +63,24 @@ class PocketState:
     done: bool = False
     aligner: Any = None
     audio_s: float = 0.0
+    latents_left: int = 0  # what the request's cap leaves for its chunks not yet started
 
 
 class PocketBackend(Backend):
     name = "pocket-tts"
     capabilities = POCKET_TTS
 
-    def __init__(self, model: LoadedPocket, max_batch: int = 8, max_len: int = 1024, latents_per_step: int = 2) -> None:
+    def __init__(self, model: LoadedPocket, max_batch: int = 8, max_len: int = 1024, latents_per_step: int = 2,
+                 max_seconds: float = 0.0) -> None:
+        """``max_seconds`` > 0 caps each request's audio (all its chunks together); 0 leaves the per-chunk caps only."""
         self.model = model
         self.sample_rate = model.config.mimi.sample_rate
         self.samples_per_latent = model.config.mimi.samples_per_latent
         self.latents_per_step = latents_per_step
+        # At least one latent, so that a request always gets a first chunk started; rounded first so that a
+        # whole number of latents given in seconds (17.44 s x 12.5 = 218.00000000000003) is not one more.
+        latents = math.ceil(round(max_seconds * model.config.mimi.frame_rate, 6))
+        self.max_latents = max(1, latents) if max_seconds > 0 else 0
         self.generator = PocketGenerator(model, max_batch, max_len)
         self.max_len = max_len
         self.voices: LRUCache[VoiceState] = LRUCache()
@@ -114,7 +126,7 @@ class PocketBackend(Backend):
         states = []
         for row in rows:
             chunks = row.parsed if isinstance(row.parsed, list) else self.check_text(row.text)
-            state = PocketState(chunks, self._voice(row.params.voice), int(row.params.seed))
+            state = PocketState(chunks, self._voice(row.params.voice), int(row.params.seed), latents_left=self.max_latents)
             if align.enabled():
                 state.aligner = align.WordAligner(row.text, self.sample_rate)
             states.append(state)
@@ -132,8 +144,9 @@ class PocketBackend(Backend):
         for s in speaking:
             if s.row.done and s.row.decoded == len(s.row.latents):
                 self.generator.release(s.row)
+                s.latents_left -= len(s.row.latents)
                 s.row = None
-                if s.next_chunk < len(s.chunks):
+                if s.next_chunk < len(s.chunks) and (not self.max_latents or s.latents_left > 0):
                     restart.append(s)
                 else:
                     s.done = True
@@ -183,7 +196,8 @@ class PocketBackend(Backend):
                 raise TextError(f"a sentence of {len(chunk.ids)} tokens is too long for this model's cache")
             voices.append(s.voice)
             ids.append(chunk.ids)
-            caps.append(min(max_frames(len(chunk.ids), self.model.config.mimi.frame_rate), room))
+            cap = min(max_frames(len(chunk.ids), self.model.config.mimi.frame_rate), room)
+            caps.append(min(cap, s.latents_left) if self.max_latents else cap)
             after.append(chunk.frames_after_eos)
             # Each chunk's noise comes from the request's seed and the chunk's index: a row speaks alike alone or batched.
             noise.append(seeded_noise(s.seed * 1009 + s.next_chunk, dim, temp))
@@ -192,6 +206,10 @@ class PocketBackend(Backend):
             s.next_chunk += 1
 
     def _voice(self, voice: Any) -> VoiceState:
+        if isinstance(voice, ModelVoice):
+            if voice.name not in self.builtin:  # the API checks the name first; a voice file that failed to load
+                raise TextError(f"this model has no saved voice {voice.name[:64]!r}; it has: {', '.join(self.voice_names) or 'none'}")
+            return self.builtin[voice.name]
         audio = getattr(voice, "reference_audio", None) if voice is not None else None
         if audio is None:
             return self._default_voice()
@@ -213,15 +231,14 @@ class PocketBackend(Backend):
 
     def _builtin_voices(self, folder: Path) -> dict[str, VoiceState]:
         found = {}
-        for sub in ("voices", "embeddings"):
-            for f in sorted((folder / sub).glob("*.safetensors")) if (folder / sub).is_dir() else ():
-                try:
-                    found.setdefault(f.stem, load_voice_file(f, self.model.config.flow_lm.num_layers))
-                except (ValueError, KeyError, OSError) as e:
-                    logger.warning("skipping voice %s: %s", f.name, e)
+        for name, f in saved_voice_files(folder).items():
+            try:
+                found[name] = load_voice_file(f, self.model.config.flow_lm.num_layers)
+            except (ValueError, KeyError, OSError) as e:
+                logger.warning("skipping voice %s: %s", f.name, e)
         return found
 
     def audio_estimate_s(self, parsed: Any) -> float:
-        if isinstance(parsed, list):
-            return sum(len(c.ids) for c in parsed) / 3.0  # the official estimate: 3 tokens a second
-        return super().audio_estimate_s(parsed)
+        guess = sum(len(c.ids) for c in parsed) / 3.0 if isinstance(parsed, list) else super().audio_estimate_s(parsed)
+        # The official estimate is 3 tokens a second; no request outlasts its cap (queue ETAs and prices use this).
+        return min(guess, self.max_latents / self.model.config.mimi.frame_rate) if self.max_latents else guess

@@ -23,6 +23,7 @@ from tts_app.models.available import (
     find_models,
     unknown_model_message,
 )
+from tts_app.models.pocket_tts.voice_files import saved_voice_files
 from tts_app.catalog.fetch_jobs import FetchStatus, job, jobs
 from tts_app.catalog.shared_engine import create_lowered, engine_loaded, get_engine
 
@@ -108,7 +109,7 @@ def _create_pocket(path: Path) -> "Engine":
     from tts_app.engine import Engine, app_policy
 
     def make() -> "Engine":
-        backend = PocketBackend.from_pretrained(str(path))
+        backend = PocketBackend.from_pretrained(str(path), max_seconds=_max_seconds())
         return Engine(backend=backend, max_batch_size=backend.max_batch_size, policy=app_policy())
 
     return create_lowered(make, "pocket-tts-engine-create")
@@ -187,7 +188,20 @@ def _model_row(model_id: str, engine: "Engine | None") -> dict[str, Any]:
         row |= fetching.as_json()
     elif model_id == EMBEDDED_ID and engine is None:
         row["status"] = "loading"
-    return row | ({"capabilities": capabilities.as_json()} if capabilities is not None else {})
+    voices = model_voice_names(model_id)  # what OpenAI's route may name besides the library's voices
+    return row | ({"capabilities": capabilities.as_json()} if capabilities is not None else {}) | ({"voices": voices} if voices else {})
+
+
+def model_voice_names(model_id: str) -> list[str]:
+    """The saved voices of the model itself that a request to it may name (a Pocket TTS checkpoint's; [] for the
+    others): a loaded model's are those its backend read, before that the names its checkpoint folder lists."""
+    if model_id != POCKET_ID:
+        return []
+    engine = _engines.get(model_id)
+    if engine is not None:
+        return list(engine.backend.voice_names)
+    path = next((c.path for c in find_models() if c.id == model_id and c.path is not None), None)
+    return sorted(saved_voice_files(path)) if path is not None else []
 
 
 def served_models() -> list[dict[str, Any]]:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Sequence
 
 from tts_app import settings
+from tts_app.backends.model_voice import ModelVoice
 from tts_app.catalog.voices import DEFAULT_VOICE, voice_names
 
 ALIASES_ENV = "TTS_APP_VOICE_ALIASES"
@@ -58,12 +60,14 @@ def _load(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, str], ...]:
     return tuple(pairs.items())
 
 
-def library_voice(name: str) -> str | None:
-    """The library voice name a request's ``voice`` means (an alias looked up), or None for the model's own voice.
-    The name is resolved to a profile later, once (tts_app.engine.input_processing.resolve_params).
+def library_voice(name: str, model_voices: Sequence[str] = ()) -> str | ModelVoice | None:
+    """The library voice name a request's ``voice`` means (an alias looked up), None for the model's default voice,
+    or one of ``model_voices`` (the requested model's own saved voices, looked up after the library's names and
+    aliases, which keep their meaning). A library name is resolved to a profile later, once
+    (tts_app.engine.input_processing.resolve_params).
 
-    Raises ValueError (one line, listing the choices) for a name that is neither
-    a voice nor an alias, or an alias whose voice no longer exists.
+    Raises ValueError (one line, listing the choices) for a name that is none of these, or an alias whose voice
+    no longer exists.
     """
     from tts_app.voice.errors import shown_name  # the voice package is heavy; imported on first request
     from tts_app.voice.library import RESERVED_NAMES  # the voice package is heavy; imported on first request
@@ -74,8 +78,11 @@ def library_voice(name: str) -> str | None:
     if name in known:
         return name
     aliases = voice_aliases()
+    if name not in aliases and name in model_voices:
+        return ModelVoice(name)
     if name not in aliases:
-        raise ValueError(f"unknown voice {shown_name(name)}; choose one of: {', '.join(api_voice_names(known, aliases))}")
+        choices = api_voice_names(known, aliases, model_voices)
+        raise ValueError(f"unknown voice {shown_name(name)}; choose one of: {', '.join(choices)}")
     target = aliases[name]
     if target == DEFAULT_VOICE:
         return None
@@ -84,8 +91,12 @@ def library_voice(name: str) -> str | None:
     return target
 
 
-def api_voice_names(known: list[str] | None = None, aliases: dict[str, str] | None = None) -> list[str]:
-    """Every name the API accepts: ``default``, the library's voices, then aliases not shadowed by them."""
+def api_voice_names(known: list[str] | None = None, aliases: dict[str, str] | None = None,
+                    model_voices: Sequence[str] = ()) -> list[str]:
+    """Every name the API accepts: ``default``, the library's voices, then aliases not shadowed by them, then the
+    model's own saved voices not shadowed by either."""
     known = voice_names() if known is None else known
     aliases = voice_aliases() if aliases is None else aliases
-    return [DEFAULT_VOICE, *known, *(a for a in aliases if a not in known and a != DEFAULT_VOICE)]
+    names = [DEFAULT_VOICE, *known, *(a for a in aliases if a not in known and a != DEFAULT_VOICE)]
+    taken = set(names)
+    return names + [v for v in model_voices if v not in taken]

@@ -14,6 +14,7 @@ from tests.support.pocket_tts_tiny import write_tiny_checkpoint
 from tts_app.backends.base import RowInput
 from tts_app.backends.params import SpeechParams
 from tts_app.backends.pocket_tts import PocketBackend
+from tts_app.models.pocket_tts.text import max_frames
 from tts_app.models.pocket_tts.weights import load_pocket
 from tts_app.text.errors import TextError
 
@@ -169,3 +170,57 @@ def test_text_without_sentence_ends_is_cut_to_fit_a_slot(model):
     assert len(chunks) > 1 and all(0 < len(c.ids) <= MAX_CHUNK_TOKENS for c in chunks)
     marks = backend.check_text("." * 3000)
     assert all(len(c.ids) <= MAX_CHUNK_TOKENS for c in marks)
+
+
+def _endless(model, **kwargs) -> PocketBackend:
+    """A backend whose end of speech never comes: every chunk runs to its cap."""
+    backend = PocketBackend(model, max_batch=1, **kwargs)
+    backend.generator.eos_threshold = float("inf")
+    return backend
+
+
+def test_max_seconds_caps_a_request_across_its_chunks(model):
+    """TTS_APP_MAX_SECONDS: the request ends cleanly when its latents over all chunks reach the cap; what it
+    spoke is the start of what it would have spoken without the cap (a chunk cut short, the next not begun)."""
+    text = "Short one. " * 8 + "Hello there, how are you today? " * 6
+    row = RowInput(1, text, SpeechParams(seed=4))
+    free = _endless(model)
+    chunks = free.check_text(text)
+    rate, spl = model.config.mimi.frame_rate, free.samples_per_latent
+    first_cap = max_frames(len(chunks[0].ids), rate)
+    assert len(chunks) >= 3
+    whole = _drive(free, [row])[0]
+    assert whole.size == sum(max_frames(len(c.ids), rate) for c in chunks) * spl
+    cap = first_cap + 5  # into the second chunk
+    capped_backend = _endless(model, max_seconds=cap / rate)
+    assert capped_backend.max_latents == cap
+    assert capped_backend.audio_estimate_s(chunks) == cap / rate < free.audio_estimate_s(chunks)  # queue ETAs know the cap
+    capped = _drive(capped_backend, [row])[0]
+    assert capped.size == cap * spl
+    np.testing.assert_array_equal(capped, whole[:capped.size])
+    assert capped_backend.free_slots == 1 and capped_backend.generator.mimi_pool.num_live == 0
+
+
+def test_max_seconds_shorter_than_one_latent_still_speaks_one(model):
+    out = _drive(_endless(model, max_seconds=1e-6), [RowInput(1, TEXTS[1], SpeechParams(seed=4))])[0]
+    assert out.size == PocketBackend(model, max_batch=1).samples_per_latent
+
+
+def test_a_saved_voice_by_name_speaks_as_its_voice_state(tmp_path):
+    """ModelVoice("bob") (what the API sends for the checkpoint's own voice name) speaks exactly as a request
+    whose voice state is bob's file, and not as the default voice."""
+    from tts_app.backends.model_voice import ModelVoice
+    from tts_app.models.pocket_tts.voice import load_voice_file
+
+    ckpt = write_tiny_checkpoint(tmp_path / "ckpt", more_voices=("bob",))
+    model = load_pocket(ckpt)
+    named = PocketBackend(model, max_batch=1)
+    assert named.voice_names == ["alba", "bob"]
+    by_name = _drive(named, [RowInput(1, TEXTS[0], SpeechParams(seed=9, voice=ModelVoice("bob")))])[0]
+    as_state = PocketBackend(model, max_batch=1)
+    as_state.builtin = {"alba": load_voice_file(ckpt / "voices" / "bob.safetensors", model.config.flow_lm.num_layers)}
+    np.testing.assert_array_equal(by_name, _drive(as_state, [RowInput(1, TEXTS[0], SpeechParams(seed=9))])[0])
+    default = _drive(PocketBackend(model, max_batch=1), [RowInput(1, TEXTS[0], SpeechParams(seed=9))])[0]
+    assert default.shape != by_name.shape or not np.array_equal(default, by_name)
+    with pytest.raises(TextError, match="no saved voice 'carol'; it has: alba, bob"):
+        named.prepare([RowInput(1, TEXTS[0], SpeechParams(voice=ModelVoice("carol")))])

@@ -22,7 +22,7 @@ import asyncio
 import logging
 import math
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -45,7 +45,7 @@ from tts_app.audio.formats import (
 from tts_app.web.api.client_id import client_id
 from tts_app.web.api.disconnect import ClientGone, until_disconnect
 from tts_app.web.api.limits import MAX_BODY_BYTES, BodyError, read_json_body
-from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, json_body, replies
+from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json_body, replies
 from tts_app.catalog.voice_aliases import VoiceAliasError, api_voice_names, library_voice
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.models.available import EMBEDDED_ID, capabilities_of
@@ -137,11 +137,18 @@ async def list_models() -> dict[str, Any]:
     return {"object": "list", "data": await asyncio.to_thread(served_models)}
 
 
-@router.get("/v1/audio/voices")
-async def list_voices() -> dict[str, Any]:
-    """Voice names ``/v1/audio/speech`` accepts (``default`` is the model's own voice, then OpenAI's names)."""
+@router.get("/v1/audio/voices", response_model=None, responses=replies(200, {"application/json": JSON_OBJECT}, 400))
+async def list_voices(model: str | None = None) -> dict[str, Any] | JSONResponse:
+    """Voice names ``/v1/audio/speech`` accepts (``default`` is the model's default voice, the library's voices,
+    OpenAI's names); with ``?model=``, that model's own saved voices after them (Pocket TTS's ``alba``, ...)."""
+    from tts_app.catalog.engines import model_voice_names  # the catalogue of served models: loaded on first use
+
+    model_id = MODEL_ID if model is None or model in MODEL_ALIASES else model
+    if capabilities_of(model_id) is None:
+        return error_response(400, f"unknown model {model_id[:64]!r}; /v1/models lists the models served here",
+                              param="model", code="model_not_found")  # fmt: skip
     try:
-        return {"voices": api_voice_names()}
+        return {"voices": api_voice_names(model_voices=await asyncio.to_thread(model_voice_names, model_id))}
     except VoiceAliasError as exc:
         logger.error("%s", exc)
         return {"voices": [DEFAULT_VOICE], "error": "the voice alias file is invalid; see the server log"}
@@ -170,10 +177,11 @@ async def read_body(request: Request, schema: type[BaseModel], max_bytes: int = 
         return _validation_error(exc)
 
 
-def api_voice(name: str) -> tuple[Any, JSONResponse | None]:
-    """The engine's voice for an API voice name, or (None, an error response)."""
+def api_voice(name: str, model_voices: Sequence[str] = ()) -> tuple[Any, JSONResponse | None]:
+    """The engine's voice for an API voice name (``model_voices``: the requested model's own saved voices), or
+    (None, an error response)."""
     try:
-        return library_voice(name), None
+        return library_voice(name, model_voices), None
     except VoiceAliasError as exc:
         logger.error("%s", exc)
         return None, error_response(500, "the server's voice alias file is invalid", code="voice_aliases_invalid", error_type="server_error")
@@ -274,16 +282,15 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
         return body
     if not body.input.strip():
         return error_response(400, "input is empty", param="input", code="invalid_value")
-    voice, refused = api_voice(body.voice)
-    if refused is not None:
-        return refused
-
     from tts_app.engine import EngineBusy, SpeechParams, UnsupportedParameter  # the engine package is heavy; imported on first request
     from tts_app.engine.input_processing import resolve_params
-    from tts_app.catalog.engines import LOAD_RETRY_S, LOADING_RETRY_S, ModelLoadFailed, ModelLoading, ModelUnavailable, engine_for  # one engine per model, created on first use
+    from tts_app.catalog.engines import LOAD_RETRY_S, LOADING_RETRY_S, ModelLoadFailed, ModelLoading, ModelUnavailable, engine_for, model_voice_names  # one engine per model, created on first use
     from tts_app.text import parse_lexicon, saved_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
 
     model_id = MODEL_ID if body.model in MODEL_ALIASES else body.model
+    voice, refused = api_voice(body.voice, await asyncio.to_thread(model_voice_names, model_id))
+    if refused is not None:
+        return refused
     capabilities = capabilities_of(model_id)
     try:
         # The server's own words go only to a model that reads a lexicon; a request's own words are its ask.
