@@ -69,7 +69,7 @@ def pick(
     """The rows to step now, most urgent first.
 
     Rows are taken in deadline order while the step's predicted time still ends ``margin_s`` before
-    the earliest deadline (never less than ``min_step_s`` of work, never fewer than one row). While
+    the earliest listener's deadline (never less than ``min_step_s`` of work, never fewer than one row). While
     some listener is in need (holds under ``low_s``), rows whose listeners hold ``plenty_s`` or more
     skip, and files step only once overdue: that compute goes to newcomers and rows near starvation.
     Then every row left out that adds at most ``ride_share`` of the step's fixed cost joins it (a
@@ -85,8 +85,11 @@ def pick(
     first = order
     if any(r.stream and slack[r.id] < q.low_s for r in order):
         first = [r for r in order if (r.stream and slack[r.id] < q.plenty_s) or slack[r.id] <= 0] or order[:1]
-    budget = max(q.min_step_s, slack[order[0].id] - q.margin_s)
-    if budget < costs.added_cost(ests[order[0].id], set()):
+    # The budget protects listeners: a file's deadline only says it must step soon, not that the step be
+    # short (8 files from 8 sessions were stepped one at a time against their 2 s gaps). Files alone: no cap.
+    urgent = next((r for r in order if r.stream), None)
+    budget = math.inf if urgent is None else max(q.min_step_s, slack[urgent.id] - q.margin_s)
+    if urgent is not None and budget < costs.added_cost(ests[urgent.id], set()):
         # The most urgent listener runs dry whatever this step holds: a small step would not save it and
         # would cost every row the step's fixed part again (on a loaded machine the steps shrank to one
         # row, the throughput fell, and everyone ran dry: 0.64x fifo's at 1.5 x C). Every row steps.

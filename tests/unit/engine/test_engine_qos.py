@@ -375,3 +375,12 @@ def test_a_cancelled_row_does_not_make_the_next_request_wait():
     assert sched.eta([nxt], 0.0, load, extra=[nxt])[3001] > 100.0  # a live row ahead: an honest long wait
     left.cancel_requested = True
     assert sched.eta([nxt], 0.0, load, extra=[nxt]) == {3001: 0.0}
+
+
+def test_files_alone_step_together_whatever_their_gap():
+    """Eight sessions' whole files (the page's streaming off) under the deadline default were stepped one
+    at a time: their 2 s step gaps capped the step. Without a listener waiting, all step together."""
+    q = QosSettings()
+    est = StepEstimate("k", 1.0, 0.6)  # a long window: several exceed one gap together
+    files = [_req(i, None, stream=False, submitted=9.9) for i in range(1, 9)]
+    assert sorted(r.id for r in deadlines.pick(files, 10.0, lambda r: est, StepCosts(), q)) == list(range(1, 9))
