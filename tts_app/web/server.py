@@ -29,11 +29,12 @@ from tts_app.web.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, r
 from tts_app.catalog.engines import close_model_engines
 from tts_app.catalog.fetch_jobs import any_loading, jobs
 from tts_app.catalog.model_fetch import start_model_fetches
-from tts_app.storage.output_store import output_store
+from tts_app.storage.output_store import output_store, store_root
 from tts_app.web.guards.request_guard import RequestGuard, RequestLimits
 from tts_app.web.session_sweeper import HeartbeatTracker, start_session_sweeper
 from tts_app.web.event_streams import EventStreamTracker
 from tts_app.web.guards.dev_routes import DevRoutesOff
+from tts_app.web.guards.swept_files import SweptFiles
 from tts_app.catalog.gpu_preparation import announce as announce_gpu_preparation
 from tts_app.catalog.gpu_preparation import gpu_preparing, qwen3_steps
 from tts_app.catalog.gpu_preparation import prepare as prepare_gpu
@@ -109,6 +110,7 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     app.add_middleware(HeartbeatTracker)
     app.add_middleware(EventStreamTracker)  # who reads a run's events (the run watchdog cancels what nobody hears)
     app.add_middleware(DevRoutesOff)  # Gradio's development routes (reload watcher, vibe editor, profiler): 404
+    app.add_middleware(SweptFiles, store=store_root)  # a file the store swept: 404, not Starlette's 500 and traceback
     app.add_middleware(ApiCors, origins=cors_origins())  # no origins: /v1 preflights refused (not Gradio's localhost rule)
     # A session hash names the page that first used it, nothing else; stream URLs carry a token, not the hash.
     app.add_middleware(SessionGuard)
