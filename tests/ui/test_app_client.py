@@ -77,9 +77,9 @@ def test_reference_clip_three_lines_streaming(client: Client) -> None:
     final = _check_final(job.outputs()[-1], 3)
     run = final["rows"][-1]
     assert run[3] is not None and run[4] is not None and run[3] < run[4]  # first audio before the end
-    # The three lines ran in one batch (a step may also hold a row of another request, e.g. the
-    # server's warm-up when this is the session's first run).
-    assert int(re.search(r"max (\d+)", run[7]).group(1)) >= 3, run[7]
+    # The lines shared batches. Under the server's listener-first default a page's later lines step by
+    # when the listener reaches them, so all three need not share one step (fifo stepped them together).
+    assert int(re.search(r"max (\d+)", run[7]).group(1)) >= 2, run[7]
 
 
 def test_builtin_voice_three_lines_not_streaming(client: Client) -> None:
