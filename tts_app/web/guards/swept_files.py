@@ -17,15 +17,18 @@ FILE_PREFIX = "/gradio_api/file="
 _GONE = b'{"detail":"this file is no longer kept by the server; generate it again"}'
 
 
-def swept_path(path: str, store: Path) -> bool:
-    """Whether ``path`` (the route's path, percent-decoded) names a file inside ``store`` that is not there."""
+def swept_path(path: str, store: Callable[[], Path]) -> bool:
+    """Whether ``path`` (the route's path, percent-decoded) names a file inside ``store()`` that is not there.
+
+    ``store`` is asked only for a file route's path: every other request (events, live streams) passes
+    on the prefix alone, without resolving the store's folder."""
     if not path.startswith(FILE_PREFIX):
         return False
     named = path[len(FILE_PREFIX):]
     if "\x00" in named:
         return False  # Gradio refuses it itself
     resolved = os.path.realpath(named)
-    root = os.path.realpath(store)
+    root = os.path.realpath(store())
     return resolved.startswith(root + os.sep) and not os.path.isfile(resolved)
 
 
@@ -37,7 +40,7 @@ class SweptFiles:
         self.store = store
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if scope["type"] != "http" or scope.get("method") not in ("GET", "HEAD") or not swept_path(scope.get("path", ""), self.store()):
+        if scope["type"] != "http" or scope.get("method") not in ("GET", "HEAD") or not swept_path(scope.get("path", ""), self.store):
             await self.app(scope, receive, send)
             return
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(_GONE)).encode())]
