@@ -10,7 +10,7 @@ import numpy as np
 
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.models.available import EMBEDDED_ID
-from tts_app.models.piper import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
+from tts_app.models.piper import FIRST_WINDOW_FRAMES, FLOW_REACH, WINDOW_FRAMES, DecoderStream, LatentRequest, PiperVits, Window, plan_windows
 from tts_app.text import TextError, TextOptions, prepare_text, to_ids, word_id_spans
 from tts_app.text.cost import check_audio_length, max_pause_s
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
@@ -27,12 +27,21 @@ _LOGGER = logging.getLogger(__name__)
 _PRIOR_S_PER_FRAME = 0.00055
 _PRIOR_STEP_S = 0.005
 _PRIOR_TEXT_STAGE_S = 0.03
+_PRIOR_FLOW_S_PER_FRAME = 0.00012  # the flow, per latent frame (a chunk's rest is flowed with its second window)
 _FRAMES_PER_ID = 2.3  # latent frames per phoneme id (ids include the blanks between phonemes), measured on the eval text
 _COST_KEY_FRAMES = 32  # windows are costed in buckets of this many frames
 _MAX_WINDOW_DOUBLINGS = 2  # a safe listener's windows grow to 4x the usual one at most (memory, step length)
 # A pause longer than this goes out as silence in pieces of this length, one a step (never one long array:
 # 214 ten-second breaks at speed 0.25 once made one 8,561 s array); a usual pause is within one piece.
 SILENCE_PIECE_S = 2.0
+
+
+def _doubling_bounds(n: int) -> list[int]:
+    """Group bounds 0, 1, 2, 4, 8 ... n: groups of 1, 1, 2, 4 ... rows."""
+    bounds = [0, 1]
+    while bounds[-1] < n:
+        bounds.append(min(n, 2 * bounds[-1]))
+    return bounds
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,9 @@ class PiperRow:
     rng: np.random.Generator
     streamer: Any = None  # voice adapter for this request (tts_app.voice), or None
     next_chunk: int = 0  # index of the next chunk whose text stage has not run
-    z_CxT: np.ndarray | None = None  # latents of the chunk being decoded [192, T]
+    z_p_CxT: np.ndarray | None = None  # prior of the chunk being decoded [192, T], until all of it is flowed
+    z_CxT: np.ndarray | None = None  # latents of that chunk flowed so far [192, T' <= T]
+    n_frames: int = 0  # the chunk's T
     decoder: DecoderStream | None = None  # the decoder's state for that chunk
     plan: list[Window] = field(default_factory=list)
     next_window: int = 0
@@ -133,7 +144,9 @@ class PiperBackend(Backend):
                 else None
             )
             states.append(PiperRow(parsed, p.speed, np.random.default_rng(p.seed), streamer, clock=clock))
-        self._run_text_stage(states)
+        # No text stage here: it runs in the row's first step, where it is timed with the first window
+        # (the scheduler learns what a first step costs) and where a burst's first row need not wait
+        # for every newcomer's text stage before its first window (_decode).
         return states
 
     def _run_text_stage(self, states: Sequence[PiperRow]) -> None:
@@ -153,16 +166,29 @@ class PiperBackend(Backend):
             )
             for s in todo
         ]
-        for s, (z_CxT, frames_N) in zip(todo, self.model.text_to_timed_latents(requests)):
-            s.z_CxT = z_CxT
+        for s, (z_p_CxT, frames_N) in zip(todo, self.model.text_to_timed_priors(requests)):
+            s.z_p_CxT, s.z_CxT, s.n_frames = z_p_CxT, None, z_p_CxT.shape[1]
             s.decoder = self.model.new_decoder_stream()
-            s.plan = plan_windows(z_CxT.shape[1], s.window_frames or self.window_frames, self.first_window_frames)
+            s.plan = plan_windows(s.n_frames, s.window_frames or self.window_frames, self.first_window_frames)
             s.next_window = 0
             s.pause_s = s.parsed.pauses_s[s.next_chunk] / s.speed  # pauses scale like speech
             if s.clock is not None:
                 pause = int(round(s.pause_s * self.sample_rate))
-                s.clock.time_chunk(s.parsed.word_spans[s.next_chunk], frames_N, z_CxT.shape[1] * self.model.hop, pause)
+                s.clock.time_chunk(s.parsed.word_spans[s.next_chunk], frames_N, s.n_frames * self.model.hop, pause)
             s.next_chunk += 1
+
+    def _flow_to(self, state: PiperRow, end: int) -> None:
+        """Flow the open chunk's prior far enough for frames [0, ``end``): only the first window's
+        (what the first audio waits for), then the whole rest at once (each call recomputes
+        ``FLOW_REACH`` frames of context on either side; a short rest goes with the first)."""
+        have = 0 if state.z_CxT is None else state.z_CxT.shape[1]
+        if end <= have or state.z_p_CxT is None:
+            return
+        upto = state.n_frames if have or state.n_frames - end <= 2 * FLOW_REACH else end
+        z_CxN = self.model.flow_frames(state.z_p_CxT, have, upto)
+        state.z_CxT = z_CxN if state.z_CxT is None else np.concatenate([state.z_CxT, z_CxN], axis=1)
+        if upto >= state.n_frames:
+            state.z_p_CxT = None
 
     @property
     def emits_rows(self) -> bool:
@@ -172,10 +198,14 @@ class PiperBackend(Backend):
     def _frames_s(self, frames: float) -> float:
         return frames * self.model.hop / self.sample_rate
 
-    def _estimate(self, frames: int, text_stage: bool, pause_s: float) -> StepEstimate:
+    def _estimate(self, frames: int, text_stage: bool, pause_s: float, flow_frames: int = 0) -> StepEstimate:
         bucket = -(-frames // _COST_KEY_FRAMES) * _COST_KEY_FRAMES
         prior = _PRIOR_STEP_S + bucket * _PRIOR_S_PER_FRAME + (_PRIOR_TEXT_STAGE_S if text_stage else 0.0)
-        return StepEstimate(("text+" if text_stage else "") + f"w{bucket}", self._frames_s(frames) + pause_s, prior)
+        # A window that flows the rest of its chunk costs more by the frames flowed, in buckets like the windows'.
+        flow_bucket = -(-flow_frames // _COST_KEY_FRAMES) * _COST_KEY_FRAMES
+        prior += flow_bucket * _PRIOR_FLOW_S_PER_FRAME
+        key = ("text+" if text_stage else "") + (f"flow{flow_bucket}+" if flow_bucket else "") + f"w{bucket}"
+        return StepEstimate(key, self._frames_s(frames) + pause_s, prior)
 
     def estimate_step(self, state: PiperRow) -> StepEstimate:
         if state.silence_left:  # a piece of a long pause: no model work
@@ -183,7 +213,9 @@ class PiperBackend(Backend):
         if state.needs_latents:  # the next chunk's text stage, then its first window
             return self._estimate(self.first_window_frames, True, 0.0)
         w = state.plan[state.next_window]
-        return self._estimate(w.end - w.start, False, state.pause_s if w.last else 0.0)
+        flowed = state.z_CxT.shape[1] if state.z_CxT is not None else 0
+        flow = state.n_frames - flowed if w.end > flowed else 0
+        return self._estimate(w.end - w.start, False, state.pause_s if w.last else 0.0, flow)
 
     def steady_estimate(self) -> StepEstimate:
         return self._estimate(self.window_frames, False, 0.0)
@@ -201,8 +233,8 @@ class PiperBackend(Backend):
 
     def remaining_audio_s(self, state: PiperRow) -> float:
         left = self._ids_s(state.parsed, state.next_chunk) / state.speed + state.silence_left / self.sample_rate
-        if state.z_CxT is not None and state.next_window < len(state.plan):
-            left += self._frames_s(state.z_CxT.shape[1] - state.plan[state.next_window].start) + state.pause_s
+        if state.decoder is not None and state.next_window < len(state.plan):
+            left += self._frames_s(state.n_frames - state.plan[state.next_window].start) + state.pause_s
         return left
 
     def set_window_level(self, state: PiperRow, level: int) -> None:
@@ -215,10 +247,10 @@ class PiperBackend(Backend):
         if frames == (state.window_frames or self.window_frames):
             return
         state.window_frames = frames
-        if state.z_CxT is None or not 1 <= state.next_window < len(state.plan):
+        if state.decoder is None or not 1 <= state.next_window < len(state.plan):
             return  # the chunk's first window comes first (or no chunk is open): planned with the next chunk
         start = state.plan[state.next_window].start
-        rest = plan_windows(state.z_CxT.shape[1] - start, frames, frames)
+        rest = plan_windows(state.n_frames - start, frames, frames)
         state.plan = state.plan[: state.next_window] + [Window(start + w.start, start + w.end, w.last) for w in rest]
 
     def step(self, states: Sequence[PiperRow], emit: RowEmitter | None = None) -> list[StepOutput]:
@@ -234,18 +266,22 @@ class PiperBackend(Backend):
         """One decoder window for each of ``states`` (``index``: their places in the step, for ``emit``)."""
         if not states:
             return []
+        # Every row's text stage in one batch (the encoder costs half as much per row at 8 rows as
+        # alone), then flows and windows in groups of 1, 1, 2, 4, 8 ... rows in step order (the oldest
+        # first: a page's first line), each group handed out as it ends: a row's audio waits for the
+        # rows before it, not for every row of the step, and the larger groups still go stage by
+        # stage (decoding every row on its own measured 0.77-0.94x stock at 16 clients against
+        # 1.12-1.23x stage by stage). Only where the decoder runs one row per call anyway (CPU), so
+        # the audio is the same bit for bit.
         self._run_text_stage(states)
-        windows = [s.plan[s.next_window] for s in states]
-        # The first row (the oldest: a page's first line) is decoded on its own and handed out at
-        # once, so a stream's next window does not wait for every other row's; the rest go stage by
-        # stage as one group (decoding every row on its own measured 0.77-0.94x stock at 16 clients
-        # against 1.12-1.23x stage by stage). Only where the decoder runs one row per call anyway
-        # (CPU), so the audio is the same bit for bit.
         split = emit is not None and self.model.decodes_rows_alone and len(states) > 1
-        bounds = [0, 1, len(states)] if split else [0, len(states)]
+        bounds = _doubling_bounds(len(states)) if split else [0, len(states)]
         outputs: list[StepOutput] = []
         for a, b in zip(bounds, bounds[1:]):
-            group, group_windows = states[a:b], windows[a:b]
+            group = states[a:b]
+            group_windows = [s.plan[s.next_window] for s in group]
+            for s, w in zip(group, group_windows):
+                self._flow_to(s, w.end)  # a chunk's first window flows only its own frames
             audio = self.model.decode_stream(
                 [s.decoder for s in group],
                 [s.z_CxT[:, w.start : w.end] for s, w in zip(group, group_windows)],
@@ -267,7 +303,7 @@ class PiperBackend(Backend):
             state.silence_left = pause - first
             audio = np.concatenate([audio, np.zeros(first, np.float32)])
         if chunk_done:
-            state.z_CxT = state.decoder = None  # bounded memory: drop a chunk's latents once decoded
+            state.z_p_CxT = state.z_CxT = state.decoder = None  # bounded memory: drop a chunk's latents once decoded
         return self._out(state, audio.astype(np.float32, copy=False), chunk_done)
 
     def _silence_piece(self) -> int:

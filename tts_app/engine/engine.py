@@ -162,9 +162,11 @@ class Engine:
                 req.submitted_at = now
             try:
                 self._scheduler.check_room(requests)
-                etas = self._waits(self._scheduler.eta(requests, now, self._stream_load(), extra=requests), now)
+                queue_etas = self._scheduler.eta(requests, now, self._stream_load(), extra=requests)
+                etas = self._waits(queue_etas, now)
                 for req in requests:
                     req.eta_at_submit_s = etas.get(req.id, 0.0)
+                    req.promised = queue_etas.get(req.id, 0.0) <= 0.0
                 if params.client is not None:  # a visitor is told at once; the app's own work (client None) waits
                     self._check_wait(etas)
             except EngineBusy:

@@ -120,7 +120,9 @@ class Scheduler:
 
     def admit(self, load: StreamLoad = _FREE) -> list[Request]:
         """Take what fits from the queue, oldest first, skipping a request whose client is at its
-        share of slots (it waits for its own client's rows, not for everyone else's)."""
+        share of slots (it waits for its own client's rows, not for everyone else's). A request the
+        queue's ETA promised this admission (``Request.promised``) takes a stream place even if the
+        places shrank meanwhile (slots and client shares still hold)."""
         slots = self.max_batch_size - len(self.running)
         if slots <= 0 or not self.waiting:
             return []
@@ -142,7 +144,7 @@ class Scheduler:
             joins = req.group in groups  # a later line of a group already in: no new stream place
             if req.client is not None and (rows[req.client] >= row_cap or (not joins and holding[req.client] >= client_cap)):
                 continue
-            if self.policy == "fifo" or joins or (streams < stream_cap if req.stream else files < file_cap):
+            if self.policy == "fifo" or joins or req.promised or (streams < stream_cap if req.stream else files < file_cap):
                 admitted.append(req)
                 rows[req.client] += 1
                 if not joins:
@@ -153,6 +155,8 @@ class Scheduler:
         if admitted:
             taken = {id(r) for r in admitted}
             self.waiting = deque(r for r in self.waiting if id(r) not in taken)
+        for req in self.waiting:  # a promise holds for the next admission only
+            req.promised = False
         return admitted
 
     def eta(self, targets: Iterable[Request], now: float, load: StreamLoad, extra: Iterable[Request] = ()) -> dict[int, float]:

@@ -384,3 +384,30 @@ def test_files_alone_step_together_whatever_their_gap():
     est = StepEstimate("k", 1.0, 0.6)  # a long window: several exceed one gap together
     files = [_req(i, None, stream=False, submitted=9.9) for i in range(1, 9)]
     assert sorted(r.id for r in deadlines.pick(files, 10.0, lambda r: est, StepCosts(), q)) == list(range(1, 9))
+
+
+def test_a_stream_told_it_starts_now_is_not_sent_to_wait_a_whole_stream():
+    """A burst's requests arrive one by one while the first step runs; each is told its wait by the
+    queue's ETA. When the step in between prices streams a little higher (learnt from its own time),
+    the places shrink from 4 to 3 and the last stream, told "now", waited a whole stream's length
+    (the 1.0 x C burst's ETA error of 100 %). Admission keeps the ETA's word for the next admission
+    only; a request told to wait gets no such place."""
+    sched = Scheduler(16, 256, "deadline", QosSettings(max_queue_wait_s=1e9))
+    cheap, dearer = StreamLoad(per_stream=0.2, per_step=0.0), StreamLoad(per_stream=0.25, per_step=0.0)
+    assert (sched.stream_places(cheap), sched.stream_places(dearer)) == (4, 3)
+    burst = []
+    for i in range(5):
+        r = Request(RowInput(i, "w", SpeechParams()), id=4000 + i, stream=True, client=f"c{i}", sample_rate=1000)
+        r.group, r.audio_est_s = r.id, 10.0
+        r.promised = sched.eta([r], 0.0, cheap, extra=[r]).get(r.id, 0.0) <= 0.0  # as Engine.submit_many
+        sched.add(r)
+        burst.append(r)
+    assert [r.promised for r in burst] == [True] * 4 + [False]
+    admitted = sched.admit(dearer)
+    assert admitted == burst[:4]  # the four told "now", though only three places remain
+    assert not burst[4].promised
+    sched.start(admitted)
+    late = Request(RowInput(9, "w", SpeechParams()), id=4100, stream=True, client="c9", sample_rate=1000)
+    late.group, late.audio_est_s = late.id, 10.0
+    sched.add(late)
+    assert sched.admit(dearer) == []  # no promise, no place: the fifth and this one wait

@@ -6,7 +6,7 @@ import pytest
 from tts_app.backends.base import RowInput
 
 from tts_app.backends.params import SpeechParams
-from tts_app.models.piper import LatentRequest, plan_windows
+from tts_app.models.piper import FLOW_REACH, LatentRequest, plan_windows
 from tts_app.text import normalize_text, phonemize, to_ids
 from tests.support.backend_driver import run_rows
 
@@ -139,6 +139,42 @@ def test_stage_context_matches_measured_reach(vits):
         # context read off the graph must cover that, and not by much more.
         assert stage.right - 3 <= left_reach <= stage.right
         assert stage.left - 3 <= right_reach <= stage.left
+
+
+def test_flow_reach_is_measured(vits):
+    """Perturb one prior frame: the flow's outputs change exactly FLOW_REACH frames either side."""
+    rng = np.random.default_rng(4)
+    z_p = rng.standard_normal((192, 300)).astype(np.float32)
+    base = vits.flow_frames(z_p, 0, 300)
+    z_p[:, 150] += 1.0
+    changed = np.nonzero(np.abs(vits.flow_frames(z_p, 0, 300) - base).max(axis=0) > 0)[0]
+    assert (changed.min(), changed.max()) == (150 - FLOW_REACH, 150 + FLOW_REACH)
+
+
+@pytest.mark.parametrize("bounds", [(0, 64), (64, 263), (0, 1), (10, 40), (230, 263), (0, 263)])
+def test_flow_of_a_span_equals_the_whole_flow(vits, bounds):
+    """A span's latents from its prior frames within reach equal the same frames of the whole chunk's flow."""
+    z_p = np.random.default_rng(5).standard_normal((192, 263)).astype(np.float32)
+    whole = vits.flow_frames(z_p, 0, z_p.shape[1])  # one call over the whole chunk, as the text stage did
+    start, end = bounds
+    assert np.abs(vits.flow_frames(z_p, start, end) - whole[:, start:end]).max() <= 1e-6  # a reach 2 frames short misses by 5e-6
+
+
+def test_backend_audio_equals_the_whole_chunk_decode(piper_backend):
+    """The engine's path (prior, a first window's flow, the rest's flow, window by window decode) gives
+    the audio of the chunk's whole flow and whole decode, noise included."""
+    vits = piper_backend.model
+    cfg = vits.config
+    text = "The birch canoe slid on the smooth planks, and the sheet was glued to the dark blue background"
+    parsed = piper_backend.check_text(text)
+    assert len(parsed.chunk_ids) == 1
+    (streamed,) = run_rows(piper_backend, [RowInput(0, text, SpeechParams(seed=3), parsed=parsed)])
+    req = LatentRequest(parsed.chunk_ids[0], np.random.default_rng(3), length_scale=cfg.length_scale, noise_scale=cfg.noise_scale, noise_w=cfg.noise_w)
+    z = vits.text_to_latents([req])[0]
+    assert z.shape[1] > 2 * 160  # several windows, the rest flowed apart from the first
+    whole = vits.decode(z[None])[0]
+    assert streamed.shape == whole.shape
+    assert np.abs(streamed - whole).max() <= 1e-4
 
 
 @pytest.mark.parametrize("n_frames", [1, 50, 64, 65, 200, 224, 263, 264, 1000, 1234])

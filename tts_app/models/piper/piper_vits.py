@@ -35,6 +35,9 @@ _LOGGER = logging.getLogger(__name__)
 LATENT_CHANNELS = 192
 ID_BUCKET = 16  # phoneme-id rows are padded to a multiple of this (see text_to_latents)
 FRAME_BUCKET = 32  # the flow's frame axis is padded to a multiple of this
+# Latent frames on each side that one flow output frame depends on (4 couplings, each a WaveNet of 4
+# convolutions of width 5): measured by tests/unit/model/test_model.py::test_flow_reach_is_measured.
+FLOW_REACH = 32
 SHAPE_LOG_NAME = "shapes.jsonl"
 
 
@@ -226,6 +229,12 @@ class PiperVits:
 
         The frame counts are the length regulator's: id k covers latent frames
         ``cumsum(frames)[k-1]`` to ``cumsum(frames)[k]`` (word timestamps come from them).
+        """
+        return [(self._flow_row(z_p_CxT), frames_N) for z_p_CxT, frames_N in self.text_to_timed_priors(rows)]
+
+    def text_to_timed_priors(self, rows: Sequence[LatentRequest]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """As ``text_to_timed_latents`` but stopping before the flow: (prior z_p [192, T_i], frames per id [N_i]).
+        ``flow_frames`` turns any span of a prior into its latents.
 
         Rows are padded to a multiple of ``ID_BUCKET`` ids and grouped by that
         padded length: the encoder's attention sums over the padded axis, and
@@ -245,7 +254,7 @@ class PiperVits:
         return out
 
     def _text_group(self, rows: Sequence[LatentRequest], dp_noise: Sequence[np.ndarray], N: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Rows of one bucket length ``N`` through encoder, length regulation and flow."""
+        """Rows of one bucket length ``N`` through encoder and length regulation -> (prior [192, T], frames [n])."""
         n_ids = [len(r.ids) for r in rows]
         B = len(rows)
         ids_BxN = np.zeros((B, N), np.int64)  # 0 is the pad id; masks keep it out of every row
@@ -257,18 +266,24 @@ class PiperVits:
         logw_Bx1xN, m_BxCxN, logs_BxCxN, _ = self._encoder.run(
             {"input": ids_BxN, "input_lengths": np.asarray(n_ids, np.int64), "scales": np.ones(3, np.float32), DP_NOISE: noise_Bx2xN},
         )
-        priors, frames = [], []
+        priors = []
         for b, r in enumerate(rows):
             n = n_ids[b]
             durations = phoneme_frames(np.exp(logw_Bx1xN[b, 0, :n]), r.length_scale, r.speed)
-            frames.append(durations)
             m_CxT = np.repeat(m_BxCxN[b, :, :n], durations, axis=1)
             logs_CxT = np.repeat(logs_BxCxN[b, :, :n], durations, axis=1)
             if m_CxT.shape[1] == 0:  # the model's own clamp: at least one frame
                 m_CxT = logs_CxT = np.zeros((LATENT_CHANNELS, 1), np.float32)
             eps_CxT = r.rng.standard_normal(m_CxT.shape).astype(np.float32)
-            priors.append(m_CxT + eps_CxT * np.exp(logs_CxT) * r.noise_scale)
-        return [(self._flow_row(p), frames[b]) for b, p in enumerate(priors)]
+            priors.append((m_CxT + eps_CxT * np.exp(logs_CxT) * r.noise_scale, durations))
+        return priors
+
+    def flow_frames(self, z_p_CxT: np.ndarray, start: int, end: int) -> np.ndarray:
+        """Latents z [192, end - start] for frames [start, end) of a prior z_p [192, T], from the prior's
+        frames within ``FLOW_REACH`` of them only: the same frames as the whole flow's (bit for bit on the
+        CPU, measured), so a chunk's first window need not wait for the flow of the whole chunk."""
+        a, b = max(0, start - FLOW_REACH), min(z_p_CxT.shape[1], end + FLOW_REACH)
+        return self._flow_row(z_p_CxT[:, a:b])[:, start - a : end - a]
 
     def _flow_row(self, z_p_CxT: np.ndarray) -> np.ndarray:
         """One row's prior z_p [192, T] -> latents z [192, T], at the row's own padded length.
