@@ -23,11 +23,12 @@ import asyncio
 import os
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 import common
 from tts_app.engine import Engine, EngineBusy
+from tts_app.engine.qos_settings import QosSettings
 from tts_app.backends.params import SpeechParams
 
 NAME = "stream_qos"
@@ -43,6 +44,8 @@ def _extra_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--poisson-s", type=float, default=None, help="seconds of Poisson arrivals (default 60; quick 10)")
     parser.add_argument("--max-batch", type=int, default=None, help="the engine's max_batch_size (default: the engine's)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--margin", type=float, action="append", default=[],
+                        help="also run the deadline policy with this admission load margin (labelled deadline@M; repeatable)")
 
 
 @dataclass
@@ -219,6 +222,8 @@ def main() -> None:
                                "stream_words": words, "quick": args.quick, "first_audio_alone_s": floor_s, "runs": []}
     kwargs: dict[str, Any] = {} if args.max_batch is None else {"max_batch_size": args.max_batch}
     engines = {policy: Engine(backend, policy=policy, **kwargs) for policy in POLICIES}
+    for margin in args.margin:  # the same policy with another admission margin, in the same turns
+        engines[f"deadline@{margin:g}"] = Engine(backend, policy="deadline", qos=replace(QosSettings.from_env(), load_margin=margin), **kwargs)
     for engine in engines.values():
         engine.submit(text).result(timeout=600)  # learn this machine's step costs before the first burst
     runs: list[tuple[str, Any]] = [(f"burst {f} x C", ("burst", max(1, round(f * capacity)))) for f in BURSTS]
@@ -245,7 +250,7 @@ def main() -> None:
                     summary["start_floor_s"] = int(amount) * floor_s  # the last of N to start, at the least
                 results["runs"].append(summary)
                 by_run.setdefault(label, {})[policy] = summary
-                print(f"{policy:8s} {label}: {summary}", flush=True)
+                print(f"{policy:13s} {label}: {summary}", flush=True)
                 rows.append([policy, label, f"{load1:.1f}", summary["streams"], summary["refused"], summary["ttfa_p50_s"],
                              summary["ttfa_p95_s"], summary["glitch_free_start_p50_s"], summary["glitch_free_start_p95_s"],
                              summary["stalled_streams"], summary["stall_per_stream_s"], summary["stall_fraction"],
