@@ -201,11 +201,12 @@ class PiperBackend(Backend):
     def _estimate(self, frames: int, text_stage: bool, pause_s: float, flow_frames: int = 0) -> StepEstimate:
         bucket = -(-frames // _COST_KEY_FRAMES) * _COST_KEY_FRAMES
         prior = _PRIOR_STEP_S + bucket * _PRIOR_S_PER_FRAME + (_PRIOR_TEXT_STAGE_S if text_stage else 0.0)
-        # A window that flows the rest of its chunk costs more by the frames flowed, in buckets like the windows'.
-        flow_bucket = -(-flow_frames // _COST_KEY_FRAMES) * _COST_KEY_FRAMES
-        prior += flow_bucket * _PRIOR_FLOW_S_PER_FRAME
-        key = ("text+" if text_stage else "") + (f"flow{flow_bucket}+" if flow_bucket else "") + f"w{bucket}"
-        return StepEstimate(key, self._frames_s(frames) + pause_s, prior)
+        # A chunk's second window also flows the rest of the chunk: its prior says so, but it keeps its
+        # window's key (a key per flow length would split the fit into keys too few steps can separate;
+        # the window's learnt cost is then the mean over second and later windows, as a text stage's is
+        # over sentence lengths).
+        prior += flow_frames * _PRIOR_FLOW_S_PER_FRAME
+        return StepEstimate(("text+" if text_stage else "") + f"w{bucket}", self._frames_s(frames) + pause_s, prior)
 
     def estimate_step(self, state: PiperRow) -> StepEstimate:
         if state.silence_left:  # a piece of a long pause: no model work
