@@ -20,8 +20,8 @@ if str(REPO_ROOT) not in sys.path:
 from benchmarks.normalize_wer import SENTENCES, isa_flags, load_pairs  # noqa: E402
 from benchmarks.voice_similarity import cpu_name  # noqa: E402
 from tts_app.text import expand_text, phonemize  # noqa: E402
-from tts_app.text.offsets import Recorder, map_back, recording  # noqa: E402
-from tts_app.text.words import written_word_spans  # noqa: E402
+from tts_app.text.offsets import Recorder, map_bounds_back, recording  # noqa: E402
+from tts_app.text.words import written_word_bounds  # noqa: E402
 
 PROSE = (
     "The birch canoe slid on the smooth planks. Glue the sheet to the dark blue background. "
@@ -31,10 +31,10 @@ PROSE = (
 
 def expand_with_spans(text: str) -> list[tuple[int, int]]:
     """What a request pays for captions in the reader's words: the rules recorded, every word mapped back
-    (``prepare.py``'s ``_read``: its written words' spans, then ``map_back``)."""
+    (``prepare.py``'s ``_read``: its written words' bounds, then ``map_bounds_back``)."""
     with recording(Recorder()) as rec:
         out = expand_text(text)
-    return map_back(written_word_spans(out), rec.passes)
+    return map_bounds_back(*written_word_bounds(out), rec.passes)
 
 
 def ms_per_1000_chars(fn, text: str, repeats: int = 7) -> float:
