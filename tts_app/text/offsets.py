@@ -180,7 +180,9 @@ def map_back(spans: Sequence[tuple[int, int]], passes: Sequence[Sequence[Edit]])
     return map_bounds_back(starts, ends, passes)
 
 
-def map_bounds_back(starts: Sequence[int], ends: Sequence[int], passes: Sequence[Sequence[Edit]]) -> list[tuple[int, int]]:
+def map_bounds_back(
+    starts: Sequence[int], ends: Sequence[int], passes: Sequence[Sequence[Edit]]
+) -> list[tuple[int, int]]:
     """``map_back`` of the spans ``zip(starts, ends)``, given as two lists (no tuples made to be taken apart).
 
     Every character carries the span of the original it came from, in two lists (``lo[i]``: where
