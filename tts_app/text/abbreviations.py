@@ -80,7 +80,7 @@ _BEFORE_NUMBER_RE = re.compile(r"(?<![\w.])(" + "|".join(sorted(_BEFORE_NUMBER, 
 # A start only where a run of "A." begins, and no giving back (possessive): linear on "A.A.A.A...x".
 _DOTTED_ACRONYM = re.compile(r"(?<![\w.])((?:[A-Z]\.){2,}+)(?=[\s,;:!?)]|$)")
 _INITIAL = re.compile(r"(?<![\w.])([A-Z])\.(?=\s+[A-Z])")
-_ALLCAPS = re.compile(r"\b([A-Z]{2,6})\b")
+_ALLCAPS = re.compile(r"([A-Z](?<!\w[A-Z])[A-Z]{1,5})\b")  # "\b" before it checked after its first letter: a skip to capitals
 _TWO_CAPS = re.compile(r"[A-Z]{2}")
 _DOTTED_WORD = re.compile(r"(?<![A-Za-z])([A-Za-z]{1,8})\.")  # one scan tells which dotted rules can apply
 _DOT_LETTER = re.compile(r"\w\.[A-Za-z]")

@@ -36,7 +36,7 @@ _CODES = "|".join(k for k in _CURRENCIES if len(k) == 3)
 _MONEY_SYMBOL = re.compile(rf"({_SIGN})([$€£¥₹₩])\s?({_NUM}){_MAG}")
 _MONEY_CODE_FIRST = re.compile(rf"\b({_CODES})\s?({_SIGN})({_NUM}){_MAG}")
 _MONEY_CODE_AFTER = re.compile(rf"(?<![\w.,])({_SIGN})({_NUM}){_MAG}\s?({_CODES})\b")
-_CENTS = re.compile(r"(?<![\w.,])(\d+)\s?¢")
+_CENTS = re.compile(r"(\d(?<![\w.,]\d)\d*)\s?¢")
 
 
 def _money(sign: str, currency: str, amount: str, magnitude: str | None) -> str:
@@ -77,8 +77,10 @@ _DATE_DAY_MONTH = re.compile(rf"\b(\d{{1,2}}){_ORD_SUFFIX}\s+({_MONTH})\b(?:,?\s
 _DATE_MONTH_DAY = re.compile(rf"\b({_MONTH})\s+(\d{{1,2}}){_ORD_SUFFIX}\b(?:,?\s+(\d{{4}})\b)?")
 _MONTH_YEAR = re.compile(rf"\b({_MONTH}),?\s+(\d{{4}})\b")
 _AMPM = r"(?:\s?([AaPp])\.?[Mm]\.?(?![\w]))"
-_TIME = re.compile(rf"\b([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?!\d){_AMPM}?")
-_HOUR_AMPM = re.compile(rf"\b(1[0-2]|0?[1-9]){_AMPM}")
+# The hour is "[01]?\d|2[0-3]" (a time) and "1[0-2]|0?[1-9]" (an hour and am/pm), each tried in the same order, written
+# from its first digit on (matched first, so the regex engine skips to digits in its own loop; "\b" checked after it).
+_TIME = re.compile(rf"(\d(?<!\w\d)(?:(?<=[01])\d||(?<=2)[0-3])):([0-5]\d)(?::([0-5]\d))?(?!\d){_AMPM}?")
+_HOUR_AMPM = re.compile(rf"(\d(?<!\w\d)(?:(?<=1)[0-2]|(?<=0)[1-9]|(?<=[1-9]))){_AMPM}")
 
 
 def month_day(month: int, day: int, yr: str | None) -> str:
@@ -192,11 +194,11 @@ def _unit(m: re.Match) -> str:
 # -- ranges, fractions, ordinals, decades, years, Roman numerals, plain numbers --------------
 _YEAR_NUM = r"1\d{3}|20\d{2}"
 _RANGE = re.compile(rf"(?<![\w.,/-])({_NUM})\s?[-\u2013]\s?({_NUM})(?![\w/-]|\.\d)")
-_MIXED_FRACTION = re.compile(r"(?<![\w.,/])(\d+)\s(\d+)/(\d+)(?![\w/]|\.\d)")
-_FRACTION = re.compile(r"(?<![\w.,/])(\d+)/(\d+)(?![\w/]|\.\d)")
-_ORDINAL = re.compile(r"\b(\d{1,3}(?:,\d{3})+|\d+)(st|nd|rd|th)\b", re.IGNORECASE)
+_MIXED_FRACTION = re.compile(r"(\d(?<![\w.,/]\d)\d*)\s(\d+)/(\d+)(?![\w/]|\.\d)")
+_FRACTION = re.compile(r"(\d(?<![\w.,/]\d)\d*)/(\d+)(?![\w/]|\.\d)")
+_ORDINAL = re.compile(r"(\d(?<!\w\d)(?:\d{0,2}(?:,\d{3})+|\d*))(st|nd|rd|th)\b", re.IGNORECASE)
 _DECADE = re.compile(r"(?<![\w.,])(?:(1\d\d0|20\d0)|'?([1-9]0))'?s\b")
-_YEAR = re.compile(rf"(?<![\w.,-])({_YEAR_NUM})(?!\w|[.,]\d)")
+_YEAR = re.compile(r"(1(?<![\w.,-]1)\d{3}|2(?<![\w.,-]2)0\d{2})(?!\w|[.,]\d)")  # _YEAR_NUM
 _YEAR_BEFORE = re.compile(
     r"(?:\b(?:in|since|by|until|till|from|before|after|during|of|year|circa|around|through|to|early|late|"
     r"mid|spring|summer|autumn|fall|winter|" + _MONTH + r")\s+|[\(\-\u2013])$",
@@ -209,21 +211,27 @@ _NOT_COUNTED = frozenset(
 )
 _NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
 _ROMAN = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
-_SECTION_ROMAN = re.compile(
-    rf"\b(Chapter|Part|Volume|Book|Act|Scene|Section|Article|Phase|Level|Appendix|Episode|World War|Super Bowl|"
-    rf"Type|Class|Stage)\s+({_ROMAN})\b"
+_SECTIONS = ("Chapter", "Part", "Volume", "Book", "Act", "Scene", "Section", "Article", "Phase", "Level", "Appendix",
+             "Episode", "World War", "Super Bowl", "Type", "Class", "Stage")  # fmt: skip
+# Each word's "\b" checked after its first letter: every alternative then starts with a letter, which lets the regex
+# engine skip to those letters in its own loop (as for the capitalised name below).
+_SECTION_ROMAN = re.compile(r"(" + "|".join(rf"{w[0]}(?<!\w{w[0]}){w[1:]}" for w in _SECTIONS) + rf")\s+({_ROMAN})\b")
+_NAME_ROMAN = re.compile(rf"([A-Z](?<!\w[A-Z])[a-z]+)\s+((?=[IVXL]{{2,}}\b|V\b){_ROMAN})\b")
+# A signed number, a number, or a decimal without its zero (".5": group 1).
+_NUMBER = re.compile(
+    rf"[-\u2212\d.](?:(?<=[-\u2212])(?<![\w.)][-\u2212])(?:{_NUM})(?!\w)"
+    r"|(?<=\d)(?<![\w.]\d)(?:\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d*(?:\.\d+)?)(?!\w)"  # _NUM, its first digit matched
+    r"|(?<=\.)(?<![\w.]\.)(\d+)\b)"
 )
-_NAME_ROMAN = re.compile(rf"\b([A-Z][a-z]+)\s+((?=[IVXL]{{2,}}\b|V\b){_ROMAN})\b")
-_NUMBER = re.compile(rf"(?:(?<![\w.)])([-\u2212]))?(?<![\w.])({_NUM})(?!\w)|(?<![\w.])\.(\d+)\b")
 # Three or more dot-joined numbers are a version or an address, never a decimal: "3.11.7", "v2.0.1", "192.168.0.1".
 _DOTTED_NUMBERS = re.compile(r"(?<![\w.])([vV]?)(\d{1,9}(?:\.\d{1,9}){2,8})(?![\w.]\w|\.\d)")
 # After times are read: "16:9", "3:2" (one digit after the colon is never a time) are ratios.
-_RATIO = re.compile(r"(?<![\w.:])(\d{1,3}):(\d)(?![\w.:]|\d)")
+_RATIO = re.compile(r"(\d(?<![\w.:]\d)\d{0,2}):(\d)(?![\w.:]|\d)")
 # Heights: 6'2" or 5' 11" (foot and inch marks, straight or typographic).
-_FEET_INCHES = re.compile(r"(?<![\w.])(\d)['\u2032]\s?(\d{1,2})(?:\"|\u2033|'')?(?![\w'])")
+_FEET_INCHES = re.compile(r"(\d)(?<![\w.]\d)['\u2032]\s?(\d{1,2})(?:\"|\u2033|'')?(?![\w'])")
 # Money-free magnitudes written the newspaper way: "8.1bn", "3tn" (never a unit of measure).
-_BIG_MAGNITUDE = re.compile(r"(?<![\w.,])(\d+(?:\.\d+)?)(bn|tn)\b")
-_DIMENSIONS = re.compile(r"(?<![\w.,])(\d+)\s?[×x]\s?(\d+)(?![\w.]\w)")
+_BIG_MAGNITUDE = re.compile(r"(\d(?<![\w.,]\d)\d*(?:\.\d+)?)(bn|tn)\b")
+_DIMENSIONS = re.compile(r"(\d(?<![\w.,]\d)\d*)\s?[×x]\s?(\d+)(?![\w.]\w)")
 _GLUED = re.compile(r"([A-Za-z])(?=\d)|(\d)(?=[A-Za-z])")
 _DIGIT = re.compile(r"\d")
 _MONEY_MARK = re.compile(r"[$€£¥¢₹₩]|USD|EUR|GBP|JPY|CAD|AUD|INR|CHF")
@@ -296,9 +304,9 @@ def _decade(m: re.Match) -> str:
 
 
 def _number(m: re.Match) -> str:
-    if m.group(3):
-        return "point " + digits(m.group(3))
-    return cardinal((m.group(1) or "") + m.group(2))
+    if m.group(1):
+        return "point " + digits(m.group(1))
+    return cardinal(m.group(0))  # with its sign
 
 
 def expand_numbers(text: str) -> str:
@@ -332,13 +340,14 @@ def expand_numbers(text: str) -> str:
     text = sub(_RANGE, _range, text)
     text = sub(_PERCENT, lambda m: f"{cardinal(m.group(1) + m.group(2))} percent", text)
     text = sub(_DECADE, _decade, text)
-    text = sub(_UNIT, _unit, sub(_DEGREE_SPACE, r"°\1", text))
+    # Callables, not templates (r"°\1"): a recorded sub expands a template per match, and 3.11 parses it each time.
+    text = sub(_UNIT, _unit, sub(_DEGREE_SPACE, lambda m: "°" + m.group(1), text))
     text = sub(_MIXED_FRACTION, _mixed, text)
     text = sub(_FRACTION, lambda m: _fraction(m.group(1), m.group(2)), text)
     text = sub(_ORDINAL, lambda m: ordinal(m.group(1)), text)
     text = _roman(text)
     text = sub(_YEAR, _year_or_number, text)
-    text = sub(_GLUED, r"\1\2 ", text)
+    text = sub(_GLUED, lambda m: m.group(0) + " ", text)  # the letter or digit before the joint
     return sub(_NUMBER, _number, text)
 
 

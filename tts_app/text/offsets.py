@@ -173,7 +173,17 @@ def _count(n: int) -> list[int]:
 
 
 def map_back(spans: Sequence[tuple[int, int]], passes: Sequence[Sequence[Edit]]) -> list[tuple[int, int]]:
-    """Spans of the final text (in order, non-empty) as spans of the text before the first pass.
+    """Spans of the final text (in order, non-empty) as spans of the text before the first pass."""
+    if not spans:
+        return []
+    starts, ends = zip(*spans)
+    return map_bounds_back(starts, ends, passes)
+
+
+def map_bounds_back(
+    starts: Sequence[int], ends: Sequence[int], passes: Sequence[Sequence[Edit]]
+) -> list[tuple[int, int]]:
+    """``map_back`` of the spans ``zip(starts, ends)``, given as two lists (no tuples made to be taken apart).
 
     Every character carries the span of the original it came from, in two lists (``lo[i]``: where
     character i's source starts; ``hi[i]``: where character i - 1's ends, so an exclusive end indexes it
@@ -183,8 +193,8 @@ def map_back(spans: Sequence[tuple[int, int]], passes: Sequence[Sequence[Edit]])
     Then every span is looked up at once. (Lists, not int arrays: a one-value list repeated is cheaper
     to make than an array, and the lookups by itemgetter stay in C.)
     """
-    if not spans or not passes:
-        return list(spans)
+    if not starts or not passes:
+        return list(zip(starts, ends))
     # How long the lists must start: every edit's place, and every span, lies inside them. Past the
     # real end they hold characters as if the text went on untouched, which is how a point at the end maps.
     need, grown = 0, 0
@@ -193,7 +203,7 @@ def map_back(spans: Sequence[tuple[int, int]], passes: Sequence[Sequence[Edit]])
             a, b, _, ob = edits[-1]  # the last edit: the furthest, and what the pass grew the text by
             need = max(need, a - grown, b - grown)
             grown += ob - b
-    need = max(need, spans[-1][1] - grown) + 2
+    need = max(need, ends[-1] - grown) + 2
     lo = _count(need)
     hi = lo[:]
     for edits in passes:
@@ -201,21 +211,26 @@ def map_back(spans: Sequence[tuple[int, int]], passes: Sequence[Sequence[Edit]])
             n = ob - oa
             lo[a:b] = [lo[a]] * n
             hi[a + 1 : b + 1] = [hi[b]] * n
-    if len(spans) == 1:  # itemgetter of one index gives the value, not a tuple
-        return [(lo[spans[0][0]], hi[spans[0][1]])]
-    starts, ends = zip(*spans)
+    if len(starts) == 1:  # itemgetter of one index gives the value, not a tuple
+        return [(lo[starts[0]], hi[ends[0]])]
     return list(zip(itemgetter(*starts)(lo), itemgetter(*ends)(hi)))
 
 
 def token_spans(text: str) -> list[tuple[int, int]]:
     """[start, end) of each whitespace token of ``text``."""
+    return list(zip(*token_bounds(text)))
+
+
+def token_bounds(text: str) -> tuple[Sequence[int], Sequence[int]]:
+    """The starts and the ends of ``text``'s whitespace tokens, as two sequences."""
     parts = text.split(" ")
     if "" in parts or not text.isprintable():  # runs of spaces, other whitespace (or a control): the regex
-        return [m.span() for m in _TOKEN.finditer(text)]
-    # One space between tokens (what the rules leave): the spans by running sums, no match objects.
+        spans = [m.span() for m in _TOKEN.finditer(text)]
+        return tuple(zip(*spans)) or ((), ())  # type: ignore[return-value]
+    # One space between tokens (what the rules leave): the bounds by running sums, no match objects.
     lens = list(map(len, parts))
     ends = list(map(add, accumulate(lens), count()))
-    return list(zip(map(sub_ints, ends, lens), ends))
+    return list(map(sub_ints, ends, lens)), ends
 
 
 def written_spans(original: str, spans: Sequence[Span]) -> list[Span]:

@@ -16,11 +16,11 @@ from tts_app.text.errors import TextError
 from tts_app.text.expand import expand_text
 from tts_app.text.lexicon import Lexicon
 from tts_app.text.normalize import normalize_text
-from tts_app.text.offsets import Recorder, Span, map_back, recording, written_spans
+from tts_app.text.offsets import Recorder, Span, map_bounds_back, recording, written_spans
 from tts_app.text.phonemize import phonemize
 from tts_app.text.slots import SLOT_RE, PhonemeSlots, ipa_symbols
 from tts_app.text.ssml import JOIN, ParsedSsml, Segment, is_ssml, parse_ssml
-from tts_app.text.words import NO_WORD, clause_ends, label_phonemes, shown_word, word_phonemes, written_word_spans, written_words
+from tts_app.text.words import NO_WORD, clause_ends, label_phonemes, shown_word, word_phonemes, written_word_bounds, written_words
 
 _SENTENCE_END = (".", "!", "?")
 _MARKS = frozenset(".,;:!?")
@@ -188,11 +188,11 @@ def _read(text: str, base: Recorder | None, options: TextOptions, slots: Phoneme
         words = options.lexicon.apply(text, slots) if options.lexicon is not None else text
         if options.normalize:
             words = expand_text(words)
-    here = written_word_spans(words)
+    starts, ends = written_word_bounds(words)
     # A rule that rewrote the text without recording (a length the record does not expect): no spans, not wrong ones.
     if not known or not rec.follows(words):
-        return words, [None] * len(here)
-    return words, map_back(here, rec.passes)
+        return words, [None] * len(starts)
+    return words, map_bounds_back(starts, ends, rec.passes)
 
 
 def word_sources(text: str, options: TextOptions) -> list[tuple[str, Span]]:

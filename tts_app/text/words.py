@@ -14,7 +14,7 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 
-from tts_app.text.offsets import token_spans
+from tts_app.text.offsets import token_bounds
 from tts_app.text.phonemize import phonemize
 from tts_app.text.slots import SLOT_RE, PhonemeSlots, ipa_symbols
 
@@ -22,9 +22,10 @@ NO_WORD = -1  # label of a space, a punctuation mark, or a phoneme no written wo
 _MARKS = frozenset(" .,;:!?")
 _STRESS = frozenset("ˈˌ")  # espeak drops stress on joined function words: not counted in lengths
 _WORD_CHARS = re.compile(r"\w|[\ue000-\uf8ff]")
-_TOKEN = re.compile(r"\S+")  # what str.split() splits out
-# A whole token with no word character ("-", "&"); tried only where a token starts, so linear.
-_BARE_TOKEN = re.compile(r"(?<!\S)[^\w\s\ue000-\uf8ff]+(?!\S)")
+# A whole token with no word character ("-", "&"). It starts with its first character, not the check
+# before it (a lookbehind), so the regex engine skips to candidates in its own loop; tried only where a
+# token starts (a bare character after a non-space fails at once), so linear.
+_BARE_TOKEN = re.compile(r"[^\w\s\ue000-\uf8ff](?<!\S.)[^\w\s\ue000-\uf8ff]*(?!\S)", re.DOTALL)
 _CLAUSE_MARKS = frozenset(".,;:!?")
 _FIRST_SLOT, _LAST_SLOT = "\ue000", "\uf8ff"  # phoneme slots (slots.py) count as word characters
 # (written words, phoneme words) per alignment step, and what each costs beyond the length gap.
@@ -40,9 +41,17 @@ def written_words(text: str) -> list[str]:
 
 def written_word_spans(text: str) -> list[tuple[int, int]]:
     """[start, end) in ``text`` of each of ``written_words(text)``."""
-    if _BARE_TOKEN.search(text) is None:  # every token is a word (most texts): no match object per token
-        return token_spans(text)
-    return [m.span() for m in _TOKEN.finditer(text) if _WORD_CHARS.search(m.group(0))]
+    return list(zip(*written_word_bounds(text)))
+
+
+def written_word_bounds(text: str) -> tuple[Sequence[int], Sequence[int]]:
+    """``written_word_spans(text)`` as two sequences, the starts and the ends (what ``map_bounds_back`` takes)."""
+    starts, ends = token_bounds(text)
+    bare = {m.start() for m in _BARE_TOKEN.finditer(text)}  # usually none: one linear scan
+    if not bare:
+        return starts, ends
+    keep = [s not in bare for s in starts]
+    return list(itertools.compress(starts, keep)), list(itertools.compress(ends, keep))
 
 
 def clause_ends(text: str) -> list[bool]:
