@@ -172,6 +172,31 @@ def _count(n: int) -> list[int]:
     return have[:n]
 
 
+# A pass with more edits than this is applied by rebuilding the lists in one sweep: an edit that changes
+# the length moves the whole tail of a list, so thousands of edits in place (hostile text: "1x1x1x...")
+# made a pass quadratic in the text's length.
+_EDITS_IN_PLACE = 8
+
+
+def _rebuilt(lo: list[int], hi: list[int], edits: Sequence[Edit], values: Sequence[int]) -> tuple[list[int], list[int]]:
+    """``lo`` and ``hi`` after one pass's ``edits`` (in order; ``values``: what each writes into ``lo``),
+    each list built once: what the edits made one by one in place give."""
+    new_lo: list[int] = []
+    new_hi: list[int] = []
+    lo_at = hi_at = 0
+    for (a, b, oa, ob), value in zip(edits, values):
+        n = ob - oa
+        new_lo += lo[lo_at:a]
+        new_lo += [value] * n
+        lo_at = b
+        new_hi += hi[hi_at : a + 1]
+        new_hi += [hi[b]] * n
+        hi_at = b + 1
+    new_lo += lo[lo_at:]
+    new_hi += hi[hi_at:]
+    return new_lo, new_hi
+
+
 def map_back(spans: Sequence[tuple[int, int]], passes: Sequence[Sequence[Edit]]) -> list[tuple[int, int]]:
     """Spans of the final text (in order, non-empty) as spans of the text before the first pass."""
     if not spans:
@@ -207,9 +232,16 @@ def map_bounds_back(
     lo = _count(need)
     hi = lo[:]
     for edits in passes:
-        for a, b, oa, ob in reversed(edits):  # right to left: what an edit reads has not moved yet
+        # Read before any edit of the pass: an insertion takes the start of the character after it as the
+        # text stood before the pass, though the next edit deletes that character (an empty match beside
+        # a deletion); hi[b] lies left of every later edit's place, so it is read as it stood anyway.
+        values = [lo[a] for a, _, _, _ in edits]
+        if len(edits) > _EDITS_IN_PLACE:
+            lo, hi = _rebuilt(lo, hi, edits, values)
+            continue
+        for (a, b, oa, ob), value in zip(reversed(edits), reversed(values)):  # right to left: places left of an edit have not moved
             n = ob - oa
-            lo[a:b] = [lo[a]] * n
+            lo[a:b] = [value] * n
             hi[a + 1 : b + 1] = [hi[b]] * n
     if len(starts) == 1:  # itemgetter of one index gives the value, not a tuple
         return [(lo[starts[0]], hi[ends[0]])]

@@ -152,6 +152,8 @@ def test_normalisation_is_linear(unit: str, tail: str) -> None:
 @example("A.", "x")
 @example("www.a", "")  # one address read as many words, all mapped to its one written token
 @example("…", "a")  # text NFKC changes: mapped run by run
+@example("1x", "")  # thousands of edits in one pass, each changing the length: map_back moved a list's tail per edit
+@example("$1", "")
 def test_word_sources_are_linear(unit: str, tail: str) -> None:
     """Captions in the reader's words: the rules recorded, every spoken word mapped back and widened to its token."""
     lexicon = parse_lexicon({"aa": "/ɑː/", "x-ray": "ex ray"})

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from tts_app.captions.subtitles import as_json, cues, to_srt, to_vtt, written_words
 from tts_app.text import TextOptions, parse_lexicon, prepare_text
 from tts_app.text.offsets import Recorder, map_back, recording, sub, written_spans
+from tts_app.text import offsets as offsets_module
 from tts_app.text import prepare as prepare_module
 from tts_app.text.prepare import word_sources
 from tts_app.text.word_timing import WordTiming
@@ -134,7 +135,8 @@ def _one_pass_back(points: list[int], edits: list[tuple[int, int, int, int]], en
 
 
 INSERTING = [*RULES, (re.compile(r"(?<=a)(?=b)"), "-"), (re.compile(r"^"), "Q "), (re.compile(r"$"), " E"),
-             (re.compile(r"a??"), "#"), (re.compile(r"(?=a)|b"), "-"), (re.compile(r"^ +| +$"), "")]  # fmt: skip
+             (re.compile(r"a??"), "#"), (re.compile(r"(?=a)|b"), "-"), (re.compile(r"^ +| +$"), ""),
+             (re.compile(r"(?=b)|b"), lambda m: "" if m.group() else "<")]  # an insertion, then a deletion at its place  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
@@ -153,6 +155,29 @@ def test_map_back_with_insertions_matches_pass_by_pass_mapping(text: str, order:
     for edits in reversed(rec.passes):
         starts, ends = _one_pass_back(starts, edits, False), _one_pass_back(ends, edits, True)
     assert map_back(spans, rec.passes) == list(zip(starts, ends))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.text("abcd ", min_size=1, max_size=40), st.lists(st.sampled_from(range(len(INSERTING))), max_size=8),
+       st.lists(st.integers(0, 200), max_size=12))  # fmt: skip
+def test_a_pass_rebuilt_in_one_sweep_equals_its_edits_made_in_place(text: str, order: list[int], cuts: list[int]) -> None:
+    """A pass of many edits is applied by rebuilding the offset lists (linear time on "1x1x1x..."); it must
+    give what the edits made one by one in place give, empty matches beside deletions included."""
+    rec, out = Recorder(), text
+    with recording(rec):
+        for k in order:
+            out = sub(*INSERTING[k], out)
+    points = sorted({c % (len(out) + 1) for c in cuts})
+    spans = list(zip(points, points[1:]))
+    in_place = offsets_module._EDITS_IN_PLACE
+    try:
+        offsets_module._EDITS_IN_PLACE = 10**9
+        one_by_one = map_back(spans, rec.passes)
+        offsets_module._EDITS_IN_PLACE = 0
+        rebuilt = map_back(spans, rec.passes)
+    finally:
+        offsets_module._EDITS_IN_PLACE = in_place
+    assert rebuilt == one_by_one
 
 
 def test_a_rewrite_that_bypasses_sub_gives_no_spans_rather_than_wrong_ones(monkeypatch: pytest.MonkeyPatch) -> None:
