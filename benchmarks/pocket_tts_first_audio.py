@@ -8,9 +8,13 @@ the timed rounds, so every round finds it cached. Medians over ``--rounds`` afte
 
 ``--against REV`` also measures the code of git revision REV (exported to a temporary folder) in the same run:
 the two sides alternate in subprocesses (``--passes`` times each), and the first audio of both is compared.
-``--profile`` prints torch.profiler's operator table for one extra round.
+``--profile`` prints torch.profiler's operator table for one extra round. ``--prefill-ab N`` times, in this process
+and interleaved N times, the flow-LM work before a row's first latent done both ways: the text in one pass then
+the BOS latent's input in a pass of its own (the code before the one-pass prefill), and the two in one pass
+whose last layer keeps the BOS position only (the generator now); the same modules, so only the order differs.
 
     python benchmarks/pocket_tts_first_audio.py --ckpt DIR [--rounds 7] [--threads 1] [--against main] [--profile]
+    python benchmarks/pocket_tts_first_audio.py --ckpt DIR --prefill-ab 30
 
 DIR: a checkpoint folder, e.g. the released-size random weights of
 ``tests/reference_envs/pocket_tts_make_fixture.py OUT --size released`` (``OUT/checkpoint``).
@@ -117,6 +121,44 @@ def measure(ckpt: Path, rounds: int, threads: int, profile: bool) -> dict:
     return result
 
 
+@torch.no_grad()
+def prefill_ab(ckpt: Path, rounds: int, threads: int) -> dict:
+    """Thread-CPU medians (ms) of the two-pass and one-pass flow-LM work before a first latent, interleaved."""
+    # Imported here: which tree ``tts_app`` comes from is decided by --code at run time.
+    from tts_app.models.layers.kv_cache import SlotPool
+    from tts_app.models.pocket_tts.weights import load_pocket
+
+    torch.set_num_threads(threads)
+    model = load_pocket(ckpt)
+    flow, ids = model.flow_lm, model.tokenizer.encode(TEXT)
+    kv = flow.new_cache(SlotPool(1), 1024)
+    voice_len = 122  # lj_female_us.wav's prompt; the cache's values do not change the cost
+    n = len(ids)
+    one = torch.tensor([1])
+
+    def two_passes() -> None:
+        kv.lengths[0] = voice_len
+        flow.hidden(flow.conditioner(torch.tensor([ids])), kv.bind(0, torch.tensor([n])))
+        flow.hidden(flow.bos_input()[None, None], kv.bind(0, one))
+
+    def one_pass() -> None:
+        kv.lengths[0] = voice_len
+        x_1xTxD = flow.conditioner(torch.tensor([ids + [0]]))
+        x_1xTxD[0, n] = flow.bos_input()
+        flow.hidden(x_1xTxD, kv.bind(0, torch.tensor([n + 1])), keep_B=torch.tensor([n]))
+
+    ways = {"text pass, then BOS pass": two_passes, "one pass, last layer at the BOS only": one_pass}
+    times: dict[str, list[float]] = {k: [] for k in ways}
+    for fn in ways.values():
+        fn()  # warm-up
+    for _ in range(rounds):
+        for name, fn in ways.items():
+            c = time.thread_time()
+            fn()
+            times[name].append(1000 * (time.thread_time() - c))
+    return {name: {"median_ms": round(statistics.median(t), 1), "min_ms": round(min(t), 1)} for name, t in times.items()}
+
+
 def machine() -> dict:
     info = Path("/proc/cpuinfo").read_text()
     model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
@@ -154,6 +196,8 @@ def main() -> None:
     ap.add_argument("--against", help="a git revision measured beside this tree, in the same run")
     ap.add_argument("--passes", type=int, default=2, help="with --against: alternating subprocess runs per side")
     ap.add_argument("--profile", action="store_true", help="print torch.profiler's operator table (stderr)")
+    ap.add_argument("--prefill-ab", type=int, default=0, metavar="N",
+                    help="time the two-pass and the one-pass flow-LM work before a first latent, interleaved N times")
     ap.add_argument("--code", type=Path, default=REPO, help=argparse.SUPPRESS)
     ap.add_argument("--emit-json", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--json", type=Path)
@@ -164,7 +208,11 @@ def main() -> None:
         return
     result: dict[str, Any] = {"machine": machine(), "text": TEXT, "clip": CLIP.name}
     print(json.dumps(result["machine"]), flush=True)
-    if not args.against:
+    if args.prefill_ab:
+        result["prefill_ab"] = prefill_ab(args.ckpt, args.prefill_ab, args.threads)
+        for name, r in result["prefill_ab"].items():
+            print(f"{name}: median {r['median_ms']} ms, min {r['min_ms']} ms of thread CPU ({args.prefill_ab} interleaved runs)")
+    elif not args.against:
         r = measure(args.ckpt, args.rounds, args.threads, args.profile)
         result["this tree"] = {k: v for k, v in r.items() if k != "first_audio"}
         print(table({"this tree": r["ms"]}))
