@@ -63,8 +63,11 @@ def released_checkpoint(python: str, root: Path) -> Path:
 
 def no_eos_copy(src: Path, dst: Path) -> Path:
     dst.mkdir(parents=True, exist_ok=True)
+    for old in dst.iterdir():
+        if old.is_symlink():  # left by an earlier run, perhaps on another --ckpt: never reuse its files
+            old.unlink()
     for f in src.iterdir():
-        if f.name != "config.yaml" and not (dst / f.name).exists():
+        if f.name != "config.yaml":
             (dst / f.name).symlink_to(f.resolve())
     cfg = yaml.safe_load((src / "config.yaml").read_text())
     cfg["default_eos_threshold"] = 1e9

@@ -8,6 +8,8 @@ lengths prefill and decode in the same call.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch import nn
 
@@ -114,16 +116,20 @@ class FlowLM(nn.Module):
         self.transformer(prompt_VxD[None], pos, store)
         return [(k[0], val[0]) for k, val in store.kv]
 
-    def hidden(self, x_BxTxD: torch.Tensor, call: _SlotCall) -> torch.Tensor:
-        """out_norm (and z_proj) of the transformer over new tokens; writes their keys to the slots."""
-        h = self.out_norm(self.transformer(x_BxTxD, call.pos_q, call))
+    def hidden(self, x_BxTxD: torch.Tensor, call: _SlotCall, keep_B: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """out_norm (and z_proj) of the transformer over new tokens, [B, T, C] (with ``keep_B``: [B, 1, C] at row b's
+        new token ``keep_B[b]`` alone); writes every new token's keys to the slots."""
+        h = self.out_norm(self.transformer(x_BxTxD, call.pos_q, call, keep_B))
         call.finish()
         return h if self.z_proj is None else self.z_proj(h)
 
-    def latent_input(self, latent_BxL: torch.Tensor, first_B: torch.Tensor) -> torch.Tensor:
-        """[B, 1, d_model] of the previous latents; the BOS latent where a row has none yet (the official NaN input)."""
-        x = torch.where(first_B[:, None], self.bos_emb.expand_as(latent_BxL), latent_BxL)
-        return self.input_linear(x)[:, None]
+    def latent_input(self, latent_BxL: torch.Tensor) -> torch.Tensor:
+        """[B, 1, d_model] of the previous latents."""
+        return self.input_linear(latent_BxL)[:, None]
+
+    def bos_input(self) -> torch.Tensor:
+        """[d_model]: the input of a row's first latent step (where the official code feeds a NaN latent, the BOS one)."""
+        return self.input_linear(self.bos_emb)
 
     def head(self, h_BxC: torch.Tensor, noise_BxL: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(next latents [B, ldim], EOS logits [B]) from the last hidden states and each row's noise (std sqrt(temp))."""

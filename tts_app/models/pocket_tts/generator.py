@@ -2,8 +2,11 @@
 rows, per-row noise and end of speech, compaction and refill, Mimi decoded per row in streaming windows.
 
 A row is one text chunk spoken from one voice state (the official code speaks every chunk from a fresh
-copy of the voice state too). Each step advances every live row by one latent:
-  1. the previous latent (the BOS latent at first) goes through the flow LM (one cached token per row),
+copy of the voice state too). The prefill runs each row's text and, after it, the BOS latent's input (what the
+official code feeds at its first step) through the flow LM in one pass, keeping the last layer's output at the
+BOS position only: the first step finds its hidden state ready, so a row's first latent costs no flow-LM pass
+of its own. Each step advances every live row by one latent:
+  1. the previous latent goes through the flow LM (one cached token per row; none at a row's first step),
   2. the flow head turns the last hidden state and the row's own noise into the next latent,
   3. the EOS head decides per row: after the first 6 steps, the first step over the threshold starts a
      count of ``frames_after_eos`` more latents (the official rule), and the latent that ends it is dropped.
@@ -59,8 +62,12 @@ class PocketGenerator:
         self.eos_threshold = model.config.eos_threshold
         self.pool = SlotPool(max_batch)
         self.kv = self.flow.new_cache(self.pool, max_len)
-        self.last = self.pool.register(torch.zeros(max_batch, self.ldim, device=self.device))  # previous latent
-        self.first = self.pool.register(torch.ones(max_batch, dtype=torch.bool, device=self.device))  # no latent yet
+        self.dtype = self.flow.input_linear.weight.dtype
+        self.last = self.pool.register(torch.zeros(max_batch, self.ldim, device=self.device, dtype=self.dtype))  # previous latent
+        # The hidden state a row's next latent comes from, when the prefill computed it (the row's first step).
+        hdim = self.flow.out_eos.in_features
+        self.ready_h = self.pool.register(torch.zeros(max_batch, hdim, device=self.device, dtype=self.dtype))
+        self.ready = self.pool.register(torch.zeros(max_batch, dtype=torch.bool, device=self.device))
         # Decoder streams outlive their rows' flow slots (a finished row's last latents still decode).
         self.mimi_pool = SlotPool(max_streams or 2 * max_batch)
         self.streams, self.window = self.mimi.new_state(self.mimi_pool.capacity)
@@ -71,7 +78,7 @@ class PocketGenerator:
         self.mimi_pool.register(self.window.pos)
         self.mimi_pool.register(self.window.next_pos)
         self.rows: list[Row] = []  # rows still generating, any order
-        self.fade = torch.linspace(0, 1, int(model.config.mimi.sample_rate * FADE_IN_S), device=self.device)
+        self.fade = torch.linspace(0, 1, int(model.config.mimi.sample_rate * FADE_IN_S), device=self.device, dtype=self.dtype)
 
     @property
     def free_slots(self) -> int:
@@ -80,7 +87,8 @@ class PocketGenerator:
     @torch.no_grad()
     def prefill(self, voices: list[VoiceState], ids: list[list[int]], max_frames: list[int],
                 frames_after_eos: list[int], noise: list[NoiseFn]) -> list[Row]:
-        """Put rows into free slots: each row's voice state is copied in, then its text tokens run in one ragged call."""
+        """Put rows into free slots: each row's voice state is copied in, then its text tokens and the BOS latent's
+        input run in one ragged call, which leaves each row's first hidden state ready for its first step."""
         if len(voices) > self.free_slots:
             raise RuntimeError(f"{len(voices)} rows asked, {self.free_slots} slots free")
         rows = []
@@ -91,17 +99,20 @@ class PocketGenerator:
                 self.kv.k[layer, i, :, :voice.length] = k
                 self.kv.v[layer, i, :, :voice.length] = v
             self.kv.lengths[i] = voice.length
-            self.first[i] = True
             self.last[i] = 0
             self.streams.reset(stream.index)
             self.window.reset(stream.index)
             rows.append(Row(slot, stream, m, f, n))
         first = rows[0].slot.index  # allocate() hands out consecutive indices
-        lens = torch.tensor([len(x) for x in ids], device=self.device)
+        lens = torch.tensor([len(x) + 1 for x in ids], device=self.device)  # the text, then the BOS input
         tokens = torch.zeros(len(ids), int(lens.max()), dtype=torch.long, device=self.device)
         for b, x in enumerate(ids):
             tokens[b, :len(x)] = torch.tensor(x, dtype=torch.long)
-        self.flow.hidden(self.flow.conditioner(tokens), self.kv.bind(first, lens))
+        x_BxTxD = self.flow.conditioner(tokens)  # padding is never written nor attended to
+        x_BxTxD[torch.arange(len(ids), device=self.device), lens - 1] = self.flow.bos_input()
+        h = self.flow.hidden(x_BxTxD, self.kv.bind(first, lens), keep_B=lens - 1)[:, 0]  # [B, C]
+        self.ready_h[first:first + len(rows)] = h
+        self.ready[first:first + len(rows)] = True
         self.rows += rows
         return rows
 
@@ -115,16 +126,20 @@ class PocketGenerator:
         if not n or not active:
             return []
         on = torch.zeros(n, dtype=torch.bool)
-        noise = torch.zeros(n, self.ldim)
+        noise = torch.zeros(n, self.ldim, dtype=self.dtype)
         for r in active:
             on[r.slot.index] = True
             noise[r.slot.index] = r.noise(r.step)
         on, noise = on.to(self.device), noise.to(self.device)
-        x = self.flow.latent_input(self.last[:n], self.first[:n])
-        h = self.flow.hidden(x, self.kv.bind(0, on.long()))[:, -1]
+        ready = self.ready[:n]
+        h = self.ready_h[:n]
+        through = on & ~ready  # rows whose previous latent goes through the flow LM now
+        if bool(through.any()):
+            x = self.flow.latent_input(self.last[:n])
+            h = torch.where(ready[:, None], h, self.flow.hidden(x, self.kv.bind(0, through.long()))[:, -1])
         latents, eos_logits = self.flow.head(h, noise)
         self.last[:n] = torch.where(on[:, None], latents, self.last[:n])
-        self.first[:n] &= ~on
+        self.ready[:n] &= ~on
         eos = (eos_logits > self.eos_threshold).tolist()
         finished = []
         for r in active:

@@ -57,7 +57,9 @@ class Attention(nn.Module):
         self.in_proj = nn.Linear(d_model, attn_dim + 2 * kv_dim, bias=False)
         self.out_proj = nn.Linear(attn_dim, d_model, bias=False)
 
-    def forward(self, x_BxTxC: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], store: KVStore, layer: int) -> torch.Tensor:
+    def forward(self, x_BxTxC: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], store: KVStore, layer: int,
+                keep_B: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """[B, T, C]; with ``keep_B``, [B, 1, C] of each row's position ``keep_B[b]`` only (every key still stored)."""
         b, t, _ = x_BxTxC.shape
         d = self.head_dim
         proj = self.in_proj(x_BxTxC)
@@ -65,6 +67,11 @@ class Attention(nn.Module):
         k, v = proj[..., self.attn_dim :].view(b, t, 2, self.num_kv_heads, d).unbind(dim=2)
         q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         keys, values, mask = store.attend(layer, k.transpose(1, 2), v.transpose(1, 2))
+        if keep_B is not None:
+            rows = torch.arange(b, device=keep_B.device)
+            q = q[rows, keep_B][:, None]  # [B, 1, H, D]
+            mask = mask.expand(b, -1, t, -1)[rows, :, keep_B][:, :, None]  # [B, 1, 1, S]
+            t = 1
         if self.num_kv_heads != self.num_heads:
             rep = self.num_heads // self.num_kv_heads
             keys, values = keys.repeat_interleave(rep, dim=1), values.repeat_interleave(rep, dim=1)
@@ -84,8 +91,12 @@ class TransformerLayer(nn.Module):
         self.layer_scale_1: nn.Module = LayerScale(d_model) if layer_scale else nn.Identity()
         self.layer_scale_2: nn.Module = LayerScale(d_model) if layer_scale else nn.Identity()
 
-    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], store: KVStore, layer: int) -> torch.Tensor:
-        x = x + self.layer_scale_1(self.self_attn(self.norm1(x), rope, store, layer))
+    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], store: KVStore, layer: int,
+                keep_B: Optional[torch.Tensor] = None) -> torch.Tensor:
+        attn = self.self_attn(self.norm1(x), rope, store, layer, keep_B)
+        if keep_B is not None:  # the residual and the feed-forward of the kept positions only
+            x = x[torch.arange(x.shape[0], device=keep_B.device), keep_B][:, None]
+        x = x + self.layer_scale_1(attn)
         return x + self.layer_scale_2(self.linear2(F.gelu(self.linear1(self.norm2(x)), approximate="tanh")))
 
 
@@ -102,10 +113,15 @@ class Transformer(nn.Module):
             for _ in range(num_layers)
         )
 
-    def forward(self, x_BxTxC: torch.Tensor, pos_BxT: torch.Tensor, store: KVStore) -> torch.Tensor:
+    def forward(self, x_BxTxC: torch.Tensor, pos_BxT: torch.Tensor, store: KVStore,
+                keep_B: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """[B, T, C]; with ``keep_B``, [B, 1, C]: the output at row b's position ``keep_B[b]`` alone. Every layer still
+        stores every position's keys/values, but the last one attends and feeds forward for the kept positions only
+        (a prefill needs the text's keys and one hidden state per row, not the text's outputs)."""
         rope = rope_tables(pos_BxT, self.head_dim, self.max_period)
+        last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
-            x_BxTxC = layer(x_BxTxC, rope, store, i)
+            x_BxTxC = layer(x_BxTxC, rope, store, i, keep_B if i == last else None)
         return x_BxTxC
 
 
