@@ -118,9 +118,12 @@ def is_chatterbox_checkpoint(path: Path) -> bool:
 
 
 def is_pocket_checkpoint(path: Path) -> bool:
-    """A Pocket TTS folder: the official config as config.yaml beside the weights and tokenizer it names
+    """A Pocket TTS folder: the official config as config.yaml with the weights and tokenizer it names
     (tts_app.models.pocket_tts.weights reads them; the name check is enough to list it)."""
-    return (path / "config.yaml").is_file() and any(path.glob("*.safetensors")) and any(path.glob("tokenizer.*"))
+    # The weights beside the config, or in the released layout (languages/<variant>/model.safetensors).
+    files = (path, *path.glob("languages/*"))
+    return ((path / "config.yaml").is_file() and any(any(f.glob("*.safetensors")) for f in files)
+            and any(any(f.glob("tokenizer.*")) for f in files))
 
 
 def pocket_default_dir(env: Optional[Mapping[str, str]] = None, model_id: str = POCKET_ID) -> Path:
