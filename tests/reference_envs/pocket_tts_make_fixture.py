@@ -20,6 +20,10 @@ OUT_DIR/checkpoint/voices/clip.safetensors is the clip's voice state saved by th
 trims). OUT_DIR/reference.pt (tiny only) holds the official outputs: the text chunks and token ids, the
 voice state of the clip, and for each text the noise drawn at each step, the latents, the EOS flags, the
 streamed audio and the whole-sequence Mimi decode of the same latents.
+
+With ``--size tiny``, OUT_DIR/french/ holds the same for the official French config (tiny widths, its files in
+the released layout ``checkpoint/languages/french/``), and OUT_DIR/official_configs/ the official configs of the
+released languages (the dated and smaller English ones left out).
 """
 
 from __future__ import annotations
@@ -289,6 +293,19 @@ def record(out: Path, cfg_path: Path, language: str = "english") -> None:
     }, out / "reference.pt")
 
 
+def copy_language_configs(dest: Path) -> None:
+    """The official configs of the released languages (not the dated or smaller English ones), for the test
+    that our fetch writes the same ones."""
+    import shutil
+
+    from pocket_tts.utils.config import CONFIGS_DIR
+
+    dest.mkdir()
+    for path in CONFIGS_DIR.glob("*.yaml"):
+        if not path.stem.startswith("english") or path.stem == "english":
+            shutil.copy(path, dest / path.name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
@@ -303,6 +320,7 @@ def main() -> None:
         record(out, cfg_path)
         # The French model in the released layout, with its own outputs (OUT/french/{checkpoint,clip.wav,reference.pt}).
         record(out / "french", build(out / "french", dims, vocab, "french"), "french")
+        copy_language_configs(out / "official_configs")
     print(out / "checkpoint", file=sys.stderr)
 
 

@@ -128,7 +128,8 @@ def synth(args: argparse.Namespace) -> dict:
 
 def _fetch(model: str, directory: str | None) -> Path:
     """Download ``model`` (the one explicit network use); its folder."""
-    if model in POCKET_MODEL_IDS:  # two repositories and a config written: not a hub snapshot
+    # Two repositories and a config written: not a hub snapshot (an unknown language is refused there, naming them).
+    if model in POCKET_MODEL_IDS or model.startswith(f"{POCKET_ID}-"):
         from tts_app.models.pocket_tts.fetch import fetch_pocket  # start-up: only the fetch command needs it
 
         return fetch_pocket(directory, model)

@@ -43,13 +43,16 @@ POCKET_ENGLISH_CONFIG = {
 
 
 def variant_config(variant: Variant) -> dict[str, Any]:
-    """The official ``config/<variant>.yaml`` of a released model (its files named by their hf:// addresses)."""
+    """The official ``config/<variant>.yaml`` of a released model (its files named by their hf:// addresses), less
+    ``weights_path_without_voice_cloning`` (only the voice-cloning weights are read)."""
     data = copy.deepcopy(POCKET_ENGLISH_CONFIG)
     weights, tokenizer = released_files(variant)
     data["weights_path"] = f"hf://{weights[0]}/{weights[1]}@{weights[2]}"
     data["flow_lm"]["lookup_table"]["tokenizer_path"] = f"hf://{tokenizer[0]}/{tokenizer[1]}@{tokenizer[2]}"
     data["flow_lm"]["transformer"]["num_layers"] = variant.num_layers
     data["replace_characters"] = dict(variant.replace_characters)
+    if variant.language != "english":
+        del data["default_temperature"]  # absent from the other languages' configs (the same 0.3 by default)
     if variant.remove_semicolons:
         data["remove_semicolons"] = True
     return data
