@@ -148,3 +148,17 @@ def test_the_written_config_is_read_as_its_language(tmp_path, recorded):
     for model_id in MODEL_IDS:
         folder = pocket_fetch.fetch_pocket(str(tmp_path / model_id), model_id)
         assert pocket_model_id(Path(folder)) == model_id
+
+
+def test_a_deeper_language_model_takes_its_depth_from_the_config(tmp_path):
+    """A 24-layer release's folder (here 3 layers: the depth of its config, not English's) loads, is named by its
+    config and speaks German in juergen's voice; its saved voice has a layer per layer of the model."""
+    from tts_app.backends.pocket_tts import PocketBackend
+    from tts_app.models.pocket_tts.weights import load_pocket
+
+    folder = write_tiny_checkpoint(tmp_path / "de", voices=False, more_voices=("juergen",), variant="german_24l")
+    model = load_pocket(folder)
+    assert model.variant.name == "german_24l" and len(model.flow_lm.transformer.layers) == 3
+    assert pocket_model_id(folder) == "pocket-tts-german-24l"
+    backend = PocketBackend(model, max_batch=1, max_len=128)
+    assert backend.capabilities.languages == ("de",) and len(backend._default_voice().kv) == 3
