@@ -194,3 +194,11 @@ def test_a_french_model_refuses_another_language_in_one_line(server: httpx.Clien
     message = _one_line_400(_speak(server, model=FRENCH, input="Bonjour.", language=language), "language")
     assert len(message) < 300
     _audio(_speak(server, model=FRENCH, input="Toujours l\u00e0.", seed=2))  # and serves on
+
+
+@pytest.mark.parametrize("model", ["pocket-tts-italian", "pocket-tts-klingon", "pocket-tts-french-24l"])
+def test_a_language_not_here_is_a_one_line_refusal(server: httpx.Client, model: str) -> None:
+    r = _speak(server, model=model, input="Ciao.")
+    assert 400 <= r.status_code < 500 and "Traceback" not in r.text, r.text
+    message = r.json()["error"]["message"]
+    assert "\n" not in message and ("fetch pocket-tts-" in message) == (model != "pocket-tts-klingon"), message

@@ -262,6 +262,9 @@ FETCHABLE = tuple(HUB_CHECKPOINTS)
 def unknown_model_message(model: str, served: str, model_path: Optional[str] = None) -> str:
     """The 400 message for a request naming a model this server does not serve: how to get it, if we know it."""
     choice = next((c for c in find_models(model_path) if c.id == model), None)
+    variant = variant_for_id(model)
+    if choice is None and variant is not None:  # a Pocket TTS language not fetched here (not listed when absent)
+        choice = ModelChoice(model, variant.label)
     if choice is None:
         known = ", ".join([served, *FETCHABLE])
         return f"model {model!r} is not served here; use {served!r} (known models: {known})"

@@ -162,3 +162,13 @@ def test_a_deeper_language_model_takes_its_depth_from_the_config(tmp_path):
     assert pocket_model_id(folder) == "pocket-tts-german-24l"
     backend = PocketBackend(model, max_batch=1, max_len=128)
     assert backend.capabilities.languages == ("de",) and len(backend._default_voice().kv) == 3
+
+
+def test_a_language_not_here_is_refused_with_how_to_fetch_it(tmp_path, monkeypatch):
+    from tts_app.models.available import unknown_model_message
+
+    monkeypatch.setenv("TTS_APP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    message = unknown_model_message("pocket-tts-italian", "piper-joe-medium")
+    assert "fetch pocket-tts-italian --dir DIR" in message and "\n" not in message
+    assert "is not served here" in unknown_model_message("pocket-tts-klingon", "piper-joe-medium")
