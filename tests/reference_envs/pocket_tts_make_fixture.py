@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import wave
 from pathlib import Path
@@ -123,7 +124,7 @@ def write_config(out: Path, dims: dict, n_bins: int, language: str = "english") 
         },
     }
     if language != "english":
-        from pocket_tts.utils.config import CONFIGS_DIR
+        from pocket_tts.utils.config import CONFIGS_DIR  # the official package, as the other imports here: in the venv only
 
         official = yaml.safe_load((CONFIGS_DIR / f"{language}.yaml").read_text(encoding="utf-8"))
         for key in ("replace_characters", "remove_semicolons", "default_temperature", "pad_with_spaces_for_short_inputs"):
@@ -296,9 +297,7 @@ def record(out: Path, cfg_path: Path, language: str = "english") -> None:
 def copy_language_configs(dest: Path) -> None:
     """The official configs of the released languages (not the dated or smaller English ones), for the test
     that our fetch writes the same ones."""
-    import shutil
-
-    from pocket_tts.utils.config import CONFIGS_DIR
+    from pocket_tts.utils.config import CONFIGS_DIR  # the official package: in the venv only
 
     dest.mkdir()
     for path in CONFIGS_DIR.glob("*.yaml"):

@@ -12,7 +12,7 @@ import yaml
 from tests.support.pocket_tts_tiny import write_tiny_checkpoint
 from tts_app.cli.commands import main
 from tts_app.engine import SpeechParams
-from tts_app.models.available import POCKET_ID, capabilities_of, find_models, pocket_model_id
+from tts_app.models.available import POCKET_ID, capabilities_of, find_models, pocket_model_id, unknown_model_message
 from tts_app.models.capabilities import POCKET_TTS, UnsupportedParameter
 from tts_app.models.pocket_tts import fetch as pocket_fetch
 from tts_app.models.pocket_tts.config import PocketConfig
@@ -118,7 +118,7 @@ def test_capabilities_declare_the_one_language():
 
 
 def test_a_french_checkpoint_speaks_in_its_default_voice_and_declares_french(tmp_path):
-    from tts_app.backends.pocket_tts import PocketBackend
+    from tts_app.backends.pocket_tts import PocketBackend  # torch: only the tests that load a checkpoint
     from tts_app.models.pocket_tts.weights import load_pocket
 
     folder = write_tiny_checkpoint(tmp_path / "fr", more_voices=("estelle",), variant="french")
@@ -134,7 +134,7 @@ def test_a_french_checkpoint_speaks_in_its_default_voice_and_declares_french(tmp
 def test_the_configs_written_equal_the_official_ones():
     """For each official config of a released language, the one our fetch writes (less the weights without voice
     cloning, which we never read) is the same document."""
-    from tests.support.reference_env import fixture_dir
+    from tests.support.reference_env import fixture_dir  # builds the reference venv: only for this test
 
     official = sorted((fixture_dir("pocket_tts", "Pocket TTS") / "official_configs").glob("*.yaml"))
     assert {p.stem for p in official} == set(VARIANTS)
@@ -153,7 +153,7 @@ def test_the_written_config_is_read_as_its_language(tmp_path, recorded):
 def test_a_deeper_language_model_takes_its_depth_from_the_config(tmp_path):
     """A 24-layer release's folder (here 3 layers: the depth of its config, not English's) loads, is named by its
     config and speaks German in juergen's voice; its saved voice has a layer per layer of the model."""
-    from tts_app.backends.pocket_tts import PocketBackend
+    from tts_app.backends.pocket_tts import PocketBackend  # torch: only the tests that load a checkpoint
     from tts_app.models.pocket_tts.weights import load_pocket
 
     folder = write_tiny_checkpoint(tmp_path / "de", voices=False, more_voices=("juergen",), variant="german_24l")
@@ -165,7 +165,6 @@ def test_a_deeper_language_model_takes_its_depth_from_the_config(tmp_path):
 
 
 def test_a_language_not_here_is_refused_with_how_to_fetch_it(tmp_path, monkeypatch):
-    from tts_app.models.available import unknown_model_message
 
     monkeypatch.setenv("TTS_APP_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))

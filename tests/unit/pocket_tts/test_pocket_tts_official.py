@@ -103,7 +103,7 @@ def test_checkpoint_loads_unchanged(official, ours):
 
 def test_the_language_comes_from_the_config(official, ours):
     """The French folder is read as French (its rules, its capabilities); the English one as English."""
-    from tts_app.backends.pocket_tts import PocketBackend
+    from tts_app.backends.pocket_tts import PocketBackend  # as the other imports here: after the skip check
 
     backend = PocketBackend(ours, max_batch=1, max_len=128)
     assert ours.variant.language == official["language"]
