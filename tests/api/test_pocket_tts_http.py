@@ -1,7 +1,9 @@
 """Pocket TTS over the real HTTP routes: ``python app.py`` with a tiny random Pocket TTS checkpoint in the released
 layout ($TTS_APP_POCKET_TTS_PATH). It is listed with what it honours, speaks plain and streamed requests, clones a
 named reference clip, and answers hostile input (asks it does not honour, another language, junk text, a stream
-left early, voice names it does not have) with a one-line 400 or audio, never a traceback or a hang; the server serves on."""
+left early, voice names it does not have) with a one-line 400 or audio, never a traceback or a hang; the server serves on.
+A French checkpoint beside it (in the folder ``fetch pocket-tts-french`` writes) is listed as its own model reading
+French only: it speaks French in its language's default voice and refuses any other ``language`` in one line."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from tests.support.pocket_tts_tiny import write_tiny_checkpoint
 pytestmark = pytest.mark.slow  # starts its own server
 
 MODEL = "pocket-tts"
+FRENCH = "pocket-tts-french"
 MAX_SECONDS = 2  # $TTS_APP_MAX_SECONDS: 25 latents of 1,920 samples at 12.5 Hz
 CAP_SAMPLES = 25 * 1920
 
@@ -27,6 +30,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     root = tmp_path_factory.mktemp("pocket")
     # Saved voices: alba (the default), bob, and one named like a library voice (the library's keeps the name).
     ckpt = write_tiny_checkpoint(root / "ckpt", more_voices=("bob", "lj_female_us"))
+    write_tiny_checkpoint(root / "cache" / FRENCH, seed=1, voices=False, more_voices=("estelle", "marius"), variant="french")
     env = {"TTS_APP_POCKET_TTS_PATH": str(ckpt), "HF_HUB_CACHE": str(root / "hub"), "HF_HUB_OFFLINE": "1",
            "TTS_APP_CACHE_DIR": str(root / "cache"), "TTS_APP_MAX_SECONDS": str(MAX_SECONDS)}
     with serve_app(root / "app.log", env) as (base, _process), httpx.Client(base_url=base, timeout=300) as http:
@@ -121,7 +125,7 @@ def test_a_request_ends_at_max_seconds(server: httpx.Client) -> None:
 def test_its_saved_voices_are_listed_for_it(server: httpx.Client) -> None:
     models = {m["id"]: m for m in server.get("/v1/models").json()["data"]}
     assert models[MODEL]["voices"] == ["alba", "bob", "lj_female_us"]
-    assert all("voices" not in m for k, m in models.items() if k != MODEL)
+    assert all("voices" not in m for k, m in models.items() if k not in (MODEL, FRENCH))
     plain = server.get("/v1/audio/voices").json()["voices"]
     assert "lj_female_us" in plain and not {"alba", "bob"} & set(plain)
     for model in (MODEL,):
@@ -165,3 +169,36 @@ def test_its_voice_names_are_refused_for_another_model(server: httpx.Client) -> 
 def test_voices_of_an_unknown_model_is_a_one_line_400(server: httpx.Client, model: str) -> None:
     message = _one_line_400(server.get("/v1/audio/voices", params={"model": model}), "model")
     assert message.startswith("unknown model") and len(message) < 200
+
+
+def test_a_french_model_is_listed_reading_french(server: httpx.Client) -> None:
+    models = {m["id"]: m for m in server.get("/v1/models").json()["data"]}
+    caps = models[FRENCH]["capabilities"]
+    assert caps["languages"] == ["fr"] and caps["word_timings"] == "none"  # captions align English only
+    assert models[FRENCH]["voices"] == ["estelle", "marius"] and models[MODEL]["capabilities"]["languages"] == ["en"]
+
+
+def test_a_french_model_speaks_french_in_its_default_voice(server: httpx.Client) -> None:
+    text = "Bonjour\u00a0: \u00ab\u00a0oui\u00a0\u00bb, dit-il (enfin)\u00a0; c\u2019est tout."
+    default = _audio(_speak(server, model=FRENCH, input=text, seed=4))
+    asked = _audio(_speak(server, model=FRENCH, input=text, seed=4, language="fr"))
+    estelle = _audio(_speak(server, model=FRENCH, input=text, seed=4, voice="estelle"))
+    assert np.array_equal(default, asked) and np.array_equal(default, estelle)  # estelle: the official French default
+    marius = _audio(_speak(server, model=FRENCH, input=text, seed=4, voice="marius"))
+    assert marius.shape != default.shape or not np.allclose(marius, default)
+
+
+@pytest.mark.parametrize("language", ["en", "de", "FR", "fr-FR", "fran\u00e7ais", "fr\n", "fr\x00", "x" * 17, "", " fr", 7, ["fr"]],
+                         ids=["en", "de", "upper", "region", "name", "newline", "nul", "long", "empty", "space", "number", "list"])
+def test_a_french_model_refuses_another_language_in_one_line(server: httpx.Client, language) -> None:
+    message = _one_line_400(_speak(server, model=FRENCH, input="Bonjour.", language=language), "language")
+    assert len(message) < 300
+    _audio(_speak(server, model=FRENCH, input="Toujours l\u00e0.", seed=2))  # and serves on
+
+
+@pytest.mark.parametrize("model", ["pocket-tts-italian", "pocket-tts-klingon", "pocket-tts-french-24l"])
+def test_a_language_not_here_is_a_one_line_refusal(server: httpx.Client, model: str) -> None:
+    r = _speak(server, model=model, input="Ciao.")
+    assert 400 <= r.status_code < 500 and "Traceback" not in r.text, r.text
+    message = r.json()["error"]["message"]
+    assert "\n" not in message and ("fetch pocket-tts-" in message) == (model != "pocket-tts-klingon"), message

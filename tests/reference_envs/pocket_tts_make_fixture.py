@@ -20,12 +20,17 @@ OUT_DIR/checkpoint/voices/clip.safetensors is the clip's voice state saved by th
 trims). OUT_DIR/reference.pt (tiny only) holds the official outputs: the text chunks and token ids, the
 voice state of the clip, and for each text the noise drawn at each step, the latents, the EOS flags, the
 streamed audio and the whole-sequence Mimi decode of the same latents.
+
+With ``--size tiny``, OUT_DIR/french/ holds the same for the official French config (tiny widths, its files in
+the released layout ``checkpoint/languages/french/``), and OUT_DIR/official_configs/ the official configs of the
+released languages (the dated and smaller English ones left out).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import wave
 from pathlib import Path
@@ -46,7 +51,20 @@ PREP_TEXTS = TEXTS + [
     "It costs 3.50 dollars; really, it does: yes",
     "\u2018quoted\u2019 words",
 ]
-CORPUS = PREP_TEXTS * 8 + ["The quick brown fox jumps over the lazy dog. ,;:.!?"] * 8
+# The French model (--language french; official config/french.yaml): its own text rules (semicolons made commas,
+# ':' -> ',', quotes and brackets dropped) are what differs, so its texts carry them.
+FRENCH_TEXTS = [
+    "Bonjour : comment allez-vous aujourd’hui ?",
+    "« Oui », dit-il (enfin) ; c’est tout.",
+    "une phrase un peu plus longue – dite lentement et clairement par la voix",
+]
+FRENCH_PREP = FRENCH_TEXTS + [
+    "Première phrase ici. La deuxième suit ! Et une troisième ? " * 4,
+    "Cela coûte 3.50 euros ; vraiment : oui [vraiment]",
+    "“guillemets” et „anglais“",
+]
+TEXT_SETS = {"english": (TEXTS, PREP_TEXTS), "french": (FRENCH_TEXTS, FRENCH_PREP)}
+CORPUS = (PREP_TEXTS + FRENCH_PREP) * 8 + ["The quick brown fox jumps over the lazy dog. ,;:.!?"] * 8
 
 RELEASED = {
     "flow": {"depth": 6, "dim": 512},
@@ -80,7 +98,9 @@ def write_tokenizer(out: Path, vocab_size: int) -> int:
     return tok.get_vocab_size()
 
 
-def write_config(out: Path, dims: dict, n_bins: int) -> Path:
+def write_config(out: Path, dims: dict, n_bins: int, language: str = "english") -> Path:
+    """The official config of ``language`` with the widths of ``dims``; English names its files in the folder,
+    another language the released layout (languages/<language>/model.safetensors and tokenizer.json)."""
     seanet = dict(
         dimension=dims["seanet"]["dimension"], channels=1, n_filters=dims["seanet"]["n_filters"], n_residual_layers=1,
         ratios=[6, 5, 4], kernel_size=7, residual_kernel_size=3, last_kernel_size=3, dilation_base=2,
@@ -103,6 +123,16 @@ def write_config(out: Path, dims: dict, n_bins: int) -> Path:
             "quantizer": {"dimension": dims["latent"], "output_dimension": d},
         },
     }
+    if language != "english":
+        from pocket_tts.utils.config import CONFIGS_DIR  # the official package, as the other imports here: in the venv only
+
+        official = yaml.safe_load((CONFIGS_DIR / f"{language}.yaml").read_text(encoding="utf-8"))
+        for key in ("replace_characters", "remove_semicolons", "default_temperature", "pad_with_spaces_for_short_inputs"):
+            config.pop(key, None)
+            if key in official:
+                config[key] = official[key]
+        config["weights_path"] = f"languages/{language}/model.safetensors"
+        config["flow_lm"]["lookup_table"]["tokenizer_path"] = f"languages/{language}/tokenizer.json"
     path = out / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     return path
@@ -143,22 +173,23 @@ def write_clip(path: Path, rate: int = 16000) -> None:
         w.writeframes(pcm.tobytes())
 
 
-def build(out: Path, dims: dict, vocab: int) -> Path:
+def build(out: Path, dims: dict, vocab: int, language: str = "english") -> Path:
     from safetensors.torch import save_file
 
     from pocket_tts.models.tts_model import TTSModel
     from pocket_tts.utils.config import load_config
 
     ckpt = out / "checkpoint"
-    ckpt.mkdir(parents=True)
-    n_bins = write_tokenizer(ckpt, vocab)
-    cfg_path = write_config(ckpt, dims, n_bins)
+    files = ckpt if language == "english" else ckpt / "languages" / language
+    files.mkdir(parents=True)
+    n_bins = write_tokenizer(files, vocab)
+    cfg_path = write_config(ckpt, dims, n_bins, language)
     os.chdir(ckpt)  # the config names its files relative to the folder; the official loader reads them from the cwd
     config = load_config(cfg_path)
     torch.manual_seed(SEED)
     model = TTSModel._from_pydantic_config(config, 0.3, 1, None, -4.0, origin=cfg_path)
     randomise(model, config)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(ckpt / "model.safetensors"))
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(files / "model.safetensors"))
     return cfg_path
 
 
@@ -208,7 +239,7 @@ def calibrate_eos(model, voice, text: str) -> float:
     return float(max(steps[8:14]) - 1e-3)
 
 
-def record(out: Path, cfg_path: Path) -> None:
+def record(out: Path, cfg_path: Path, language: str = "english") -> None:
     from pocket_tts.models.model_state import export_model_state
     from pocket_tts.models.text_chunking import prepare_text_prompt, split_into_best_sentences
     from pocket_tts.models.tts_model import TTSModel
@@ -218,9 +249,10 @@ def record(out: Path, cfg_path: Path) -> None:
     write_clip(clip)
     model = TTSModel.load_model(config=str(cfg_path))
     model.eval()
+    texts, prep_texts = TEXT_SETS[language]
     tok = model.flow_lm.conditioner.tokenizer
     prep = []
-    for text in PREP_TEXTS:
+    for text in prep_texts:
         chunks = split_into_best_sentences(tok, text, 50, model.pad_with_spaces_for_short_inputs, model.remove_semicolons,
                                            replace_characters=model.replace_characters)
         prepared = [prepare_text_prompt(c, False, False, replace_characters=model.replace_characters) for c in chunks]
@@ -235,12 +267,12 @@ def record(out: Path, cfg_path: Path) -> None:
     # built-in voices (the released ones come as embeddings/<name>.safetensors).
     (out / "checkpoint" / "voices").mkdir()
     export_model_state(voice, out / "checkpoint" / "voices" / "clip.safetensors")
-    eos_threshold = calibrate_eos(model, voice, TEXTS[0])
+    eos_threshold = calibrate_eos(model, voice, texts[0])
     model.eos_threshold = eos_threshold
 
     rec = Recorder(model)
     runs = []
-    for i, text in enumerate(TEXTS):
+    for i, text in enumerate(texts):
         torch.manual_seed(SEED + 10 + i)
         rec.reset()
         chunks = list(model.generate_audio_stream(voice, text))
@@ -258,8 +290,19 @@ def record(out: Path, cfg_path: Path) -> None:
         })
     torch.save({
         "prep": prep, "voice_kv": voice_kv, "n_voice": n_voice, "eos_threshold": eos_threshold,
-        "temp": model.temp, "runs": runs, "texts": TEXTS,
+        "temp": model.temp, "runs": runs, "texts": texts,
     }, out / "reference.pt")
+
+
+def copy_language_configs(dest: Path) -> None:
+    """The official configs of the released languages (not the dated or smaller English ones), for the test
+    that our fetch writes the same ones."""
+    from pocket_tts.utils.config import CONFIGS_DIR  # the official package: in the venv only
+
+    dest.mkdir()
+    for path in CONFIGS_DIR.glob("*.yaml"):
+        if not path.stem.startswith("english") or path.stem == "english":
+            shutil.copy(path, dest / path.name)
 
 
 def main() -> None:
@@ -274,6 +317,9 @@ def main() -> None:
     cfg_path = build(out, dims, vocab)
     if args.size == "tiny":
         record(out, cfg_path)
+        # The French model in the released layout, with its own outputs (OUT/french/{checkpoint,clip.wav,reference.pt}).
+        record(out / "french", build(out / "french", dims, vocab, "french"), "french")
+        copy_language_configs(out / "official_configs")
     print(out / "checkpoint", file=sys.stderr)
 
 

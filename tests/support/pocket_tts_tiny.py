@@ -13,7 +13,8 @@ from pathlib import Path
 import torch
 import yaml
 
-from tts_app.models.pocket_tts.fetch import POCKET_ENGLISH_CONFIG
+from tts_app.models.pocket_tts.fetch import POCKET_ENGLISH_CONFIG, variant_config
+from tts_app.models.pocket_tts.languages import VARIANTS
 from tts_app.models.pocket_tts.config import PocketConfig
 from tts_app.models.pocket_tts.flow_lm import FlowLM
 from tts_app.models.pocket_tts.mimi import Mimi
@@ -52,12 +53,22 @@ def _tokenizer(folder: Path) -> int:
     return tok.get_vocab_size()
 
 
-def write_tiny_checkpoint(folder: Path, seed: int = 0, voices: bool = True, more_voices: tuple[str, ...] = ()) -> Path:
-    """``more_voices``: names of further saved voices beside alba, each a different random prompt."""
+def write_tiny_checkpoint(folder: Path, seed: int = 0, voices: bool = True, more_voices: tuple[str, ...] = (),
+                          variant: str = "english") -> Path:
+    """``more_voices``: names of further saved voices beside alba, each a different random prompt. ``variant``: a
+    released language (``french``, ``german_24l``...): its official config (text rules, hf:// file names, depth)
+    as our fetch writes it, every width shrunk."""
     from safetensors.torch import save_file
 
     folder.mkdir(parents=True, exist_ok=True)
     data = _config(_tokenizer(folder))
+    if variant != "english":
+        official = variant_config(VARIANTS[variant])
+        layers = 3 if official["flow_lm"]["transformer"]["num_layers"] == 24 else 2  # deeper, still tiny
+        official["flow_lm"] = dict(data["flow_lm"], lookup_table=dict(data["flow_lm"]["lookup_table"],
+                                   tokenizer_path=official["flow_lm"]["lookup_table"]["tokenizer_path"]))
+        official["flow_lm"]["transformer"] = dict(data["flow_lm"]["transformer"], num_layers=layers)
+        data = dict(official, mimi=data["mimi"], default_eos_threshold=data["default_eos_threshold"])
     (folder / "config.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     cfg = PocketConfig.from_dict(data)
     torch.manual_seed(seed)

@@ -27,7 +27,7 @@ import torch
 from tts_app import captions as align
 from tts_app.backends.model_voice import ModelVoice
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
-from tts_app.models.capabilities import POCKET_TTS
+from tts_app.models.capabilities import POCKET_TTS, pocket_capabilities
 from tts_app.models.layers.lru import LRUCache
 from tts_app.models.pocket_tts.generator import PocketGenerator, Row, seeded_noise
 from tts_app.models.pocket_tts.text import max_frames, prepare, split_chunks
@@ -40,7 +40,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["PocketBackend", "WeightsMissing"]
 
-DEFAULT_VOICE = "alba"  # the official default voice, when the checkpoint has it
 MAX_CHUNK_TOKENS = 200  # with a 30 s clip's prompt (378 positions) a chunk still has 446 latents (36 s) of room
 
 
@@ -74,6 +73,8 @@ class PocketBackend(Backend):
                  max_seconds: float = 0.0) -> None:
         """``max_seconds`` > 0 caps each request's audio (all its chunks together); 0 leaves the per-chunk caps only."""
         self.model = model
+        # One checkpoint reads one language: the API refuses another (``language``) before queueing.
+        self.capabilities = pocket_capabilities(model.variant.code)
         self.sample_rate = model.config.mimi.sample_rate
         self.samples_per_latent = model.config.mimi.samples_per_latent
         self.latents_per_step = latents_per_step
@@ -127,7 +128,7 @@ class PocketBackend(Backend):
         for row in rows:
             chunks = row.parsed if isinstance(row.parsed, list) else self.check_text(row.text)
             state = PocketState(chunks, self._voice(row.params.voice), int(row.params.seed), latents_left=self.max_latents)
-            if align.enabled():
+            if align.enabled() and self.capabilities.word_timings == "aligned":
                 state.aligner = align.WordAligner(row.text, self.sample_rate)
             states.append(state)
         self._start_chunks(states)
@@ -219,8 +220,9 @@ class PocketBackend(Backend):
         return self.voices.get(key, lambda: voice_state(self.model, torch.from_numpy(samples.copy())[None], rate))
 
     def _default_voice(self) -> VoiceState:
-        if DEFAULT_VOICE in self.builtin:
-            return self.builtin[DEFAULT_VOICE]
+        default = self.model.variant.default_voice  # the official default of the language, when the checkpoint has it
+        if default in self.builtin:
+            return self.builtin[default]
         if self.builtin:
             return self.builtin[sorted(self.builtin)[0]]
         # No saved voice: the prompt is the BOS before the voice alone (the model's voice without a clip).

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from tts_app import settings
 from tts_app.models.available import (
     CHATTERBOX_ID,
-    POCKET_ID,
+    POCKET_MODEL_IDS,
     EMBEDDED_FAST_ID,
     EMBEDDED_ID,
     capabilities_of,
@@ -148,7 +148,7 @@ def _load(model_id: str, label: str, path: Path) -> "Engine":
         raise ModelLoadFailed(failed[1])
     logger.info("loading %s from %s", label, path)
     try:
-        create = {CHATTERBOX_ID: _create_chatterbox, POCKET_ID: _create_pocket}.get(model_id, _create)
+        create = _create_pocket if model_id in POCKET_MODEL_IDS else {CHATTERBOX_ID: _create_chatterbox}.get(model_id, _create)
         engine = create(path)
     except Exception as exc:  # noqa: BLE001 - any loader error (safetensors, torch, a missing module) is one line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -195,7 +195,7 @@ def _model_row(model_id: str, engine: "Engine | None") -> dict[str, Any]:
 def model_voice_names(model_id: str) -> list[str]:
     """The saved voices of the model itself that a request to it may name (a Pocket TTS checkpoint's; [] for the
     others): a loaded model's are those its backend read, before that the names its checkpoint folder lists."""
-    if model_id != POCKET_ID:
+    if model_id not in POCKET_MODEL_IDS:
         return []
     engine = _engines.get(model_id)
     if engine is not None:

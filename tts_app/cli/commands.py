@@ -14,7 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from tts_app.cli.library import LibraryError, add_library_commands, run_lexicon, run_voice
-from tts_app.models.available import FETCHABLE, POCKET_ID
+from tts_app.models.available import FETCHABLE, POCKET_ID, POCKET_MODEL_IDS
 from tts_app.text import TextError, load_lexicon
 
 _LOGGER = logging.getLogger("tts_app")
@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--lexicon", help="JSON pronunciation lexicon: {\"word\": \"respelling\" or \"/ipa/\"}")
     s.add_argument("-v", "--verbose", action="store_true", help="log engine progress to stderr")
     f = sub.add_parser("fetch", help="download a model's checkpoint from the Hugging Face hub (opt-in)")
-    f.add_argument("model", help=", ".join((*FETCHABLE, POCKET_ID)))
+    f.add_argument("model", help=", ".join((*FETCHABLE, POCKET_ID, f"{POCKET_ID}-LANGUAGE[-24l] (LANGUAGE: french, german, portuguese, italian, spanish, dutch)")))
     f.add_argument("--dir", help="folder to download into (default: the Hugging Face cache; pocket-tts: TTS_APP_CACHE_DIR/pocket-tts)")
     f.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     add_library_commands(sub)
@@ -128,10 +128,11 @@ def synth(args: argparse.Namespace) -> dict:
 
 def _fetch(model: str, directory: str | None) -> Path:
     """Download ``model`` (the one explicit network use); its folder."""
-    if model == POCKET_ID:  # two repositories and a config written: not a hub snapshot
+    # Two repositories and a config written: not a hub snapshot (an unknown language is refused there, naming them).
+    if model in POCKET_MODEL_IDS or model.startswith(f"{POCKET_ID}-"):
         from tts_app.models.pocket_tts.fetch import fetch_pocket  # start-up: only the fetch command needs it
 
-        return fetch_pocket(directory)
+        return fetch_pocket(directory, model)
     from tts_app.models.hub_fetch import fetch  # start-up: only the fetch command needs it
 
     return fetch(model, directory)

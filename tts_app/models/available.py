@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional
 
 from tts_app import settings
-from tts_app.models.capabilities import CHATTERBOX, PIPER, POCKET_TTS, QWEN3, Capabilities
+from tts_app.models.capabilities import CHATTERBOX, PIPER, QWEN3, Capabilities, pocket_capabilities
+from tts_app.models.pocket_tts.languages import MODEL_IDS as POCKET_MODEL_IDS
+from tts_app.models.pocket_tts.languages import variant_for_id, variant_of_weights
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +37,7 @@ CHATTERBOX_ENV = "TTS_APP_CHATTERBOX_PATH"
 CHATTERBOX_REPO = "ResembleAI/chatterbox"
 CHATTERBOX_FILES = ("ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors", "tokenizer.json", "conds.pt")
 CHATTERBOX_GB = 3.2  # t3_cfg 2.1 GB + s3gen 1.1 GB; the repository's other files are not fetched
-POCKET_ID = "pocket-tts"
+POCKET_ID = "pocket-tts"  # English; pocket-tts-LANGUAGE[-24l] are the other released languages (POCKET_MODEL_IDS)
 POCKET_ENV = "TTS_APP_POCKET_TTS_PATH"
 POCKET_LABEL = "Pocket TTS (Kyutai, CPU cloning)"
 POCKET_REPO = "kyutai/pocket-tts"
@@ -77,10 +79,10 @@ class ModelChoice:
     @property
     def how_to_get(self) -> str:
         """One line telling a user how to make this model available."""
-        if not self.available and self.id == POCKET_ID:
+        if not self.available and self.id in POCKET_MODEL_IDS:
             return (
                 f"{self.label} is not on this machine: accept the terms of {POCKET_REPO} on the Hugging Face hub, log in "
-                f"(`hf auth login`), run `python -m tts_app fetch {POCKET_ID} --dir DIR` (about {POCKET_GB:g} GB), then "
+                f"(`hf auth login`), run `python -m tts_app fetch {self.id} --dir DIR` (about {POCKET_GB:g} GB), then "
                 f"start the app with --model-path DIR or {POCKET_ENV}=DIR"
             )
         if not self.available and self.id == CHATTERBOX_ID:
@@ -107,9 +109,8 @@ def capabilities_of(model_id: str) -> Optional[Capabilities]:
         return CHATTERBOX
     if model_id in QWEN3_MODELS or model_id == LOCAL_ID:
         return QWEN3
-    if model_id == POCKET_ID:
-        return POCKET_TTS
-    return None
+    variant = variant_for_id(model_id)
+    return pocket_capabilities(variant.code) if variant is not None else None
 
 
 def is_chatterbox_checkpoint(path: Path) -> bool:
@@ -117,17 +118,32 @@ def is_chatterbox_checkpoint(path: Path) -> bool:
 
 
 def is_pocket_checkpoint(path: Path) -> bool:
-    """A Pocket TTS folder: the official config as config.yaml beside the weights and tokenizer it names
+    """A Pocket TTS folder: the official config as config.yaml with the weights and tokenizer it names
     (tts_app.models.pocket_tts.weights reads them; the name check is enough to list it)."""
-    return (path / "config.yaml").is_file() and any(path.glob("*.safetensors")) and any(path.glob("tokenizer.*"))
+    # The weights beside the config, or in the released layout (languages/<variant>/model.safetensors).
+    files = (path, *path.glob("languages/*"))
+    return ((path / "config.yaml").is_file() and any(any(f.glob("*.safetensors")) for f in files)
+            and any(any(f.glob("tokenizer.*")) for f in files))
 
 
-def pocket_default_dir(env: Optional[Mapping[str, str]] = None) -> Path:
-    """Where ``fetch pocket-tts`` puts the model without --dir (looked up like the Hugging Face cache)."""
+def pocket_default_dir(env: Optional[Mapping[str, str]] = None, model_id: str = POCKET_ID) -> Path:
+    """Where ``fetch MODEL_ID`` (a Pocket TTS id) puts the model without --dir (looked up like the Hugging Face cache)."""
     env = os.environ if env is None else env
     configured = settings.value("TTS_APP_CACHE_DIR", env)
     root = configured if configured is not None else Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tts_app"
-    return Path(root) / "pocket-tts"
+    return Path(root) / model_id
+
+
+def pocket_model_id(path: Path) -> str:
+    """Which released language a Pocket TTS folder holds, by its config's ``weights_path`` (the fetch writes the
+    released ``languages/<variant>/`` name; a bare file name reads as English)."""
+    try:
+        text = (path / "config.yaml").read_text(encoding="utf-8")
+    except OSError:
+        return POCKET_ID
+    # The one line is enough (no YAML parser at start-up): weights_path is a top-level key of the official schema.
+    line = next((ln for ln in text.splitlines() if ln.startswith("weights_path:")), "")
+    return variant_of_weights(line).model_id
 
 
 def find_pocket_checkpoint(model_path: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> Path:
@@ -184,7 +200,7 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
         elif "chatterbox" in kinds and is_chatterbox_checkpoint(path):
             found.setdefault(CHATTERBOX_ID, path)
         elif "pocket" in kinds and is_pocket_checkpoint(path):
-            found.setdefault(POCKET_ID, path)
+            found.setdefault(pocket_model_id(path), path)
         else:
             logger.warning("%s is not a %s checkpoint", path, " or ".join(k.capitalize() for k in kinds.split()))
     for spec in QWEN3_MODELS.values():
@@ -192,8 +208,9 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
             found[spec.id] = snap
     if CHATTERBOX_ID not in found and (snap := hf_cache_snapshot(CHATTERBOX_REPO, env, is_chatterbox_checkpoint)) is not None:
         found[CHATTERBOX_ID] = snap
-    if POCKET_ID not in found and is_pocket_checkpoint(pocket_default_dir(env)):
-        found[POCKET_ID] = pocket_default_dir(env)
+    for pocket_id in POCKET_MODEL_IDS:
+        if pocket_id not in found and is_pocket_checkpoint(pocket_default_dir(env, pocket_id)):
+            found[pocket_id] = pocket_default_dir(env, pocket_id)
     choices = [ModelChoice(EMBEDDED_ID, "Embedded voice (Piper joe, CPU)")]
     if fast_variant_offered(env):
         choices.append(ModelChoice(EMBEDDED_FAST_ID, "Embedded voice, fast (bfloat16)"))
@@ -202,6 +219,8 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
         choices.append(ModelChoice(LOCAL_ID, f"Qwen3-TTS ({found[LOCAL_ID].name})", found[LOCAL_ID]))
     choices.append(ModelChoice(CHATTERBOX_ID, "Chatterbox (Resemble AI)", found.get(CHATTERBOX_ID)))
     choices.append(ModelChoice(POCKET_ID, POCKET_LABEL, found.get(POCKET_ID)))
+    # The other languages only where found: one entry per released language would crowd the selector.
+    choices += [ModelChoice(i, v.label, found[i]) for i, v in POCKET_MODEL_IDS.items() if i != POCKET_ID and i in found]
     return choices
 
 
@@ -243,6 +262,9 @@ FETCHABLE = tuple(HUB_CHECKPOINTS)
 def unknown_model_message(model: str, served: str, model_path: Optional[str] = None) -> str:
     """The 400 message for a request naming a model this server does not serve: how to get it, if we know it."""
     choice = next((c for c in find_models(model_path) if c.id == model), None)
+    variant = variant_for_id(model)
+    if choice is None and variant is not None:  # a Pocket TTS language not fetched here (not listed when absent)
+        choice = ModelChoice(model, variant.label)
     if choice is None:
         known = ", ".join([served, *FETCHABLE])
         return f"model {model!r} is not served here; use {served!r} (known models: {known})"

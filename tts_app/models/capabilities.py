@@ -6,7 +6,7 @@ A request that asks a model for something it does not honour is refused before i
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Sequence
 
 # ISO 639-1 code -> the language name Pocket TTS's released folders (languages/<name>[_variant]) start with.
@@ -109,8 +109,16 @@ CHATTERBOX = Capabilities(
     word_timings="none", languages=("en",), max_text_chars=500,
 )  # fmt: skip
 # Pocket TTS reads the text as given (the official chunking, capitals and final period only), at its own pace,
-# clones a clip whole; one checkpoint reads one language (which, its folder's name says: see available.py).
+# clones a clip whole; one checkpoint reads one language (which, its config's weights_path says: see available.py).
 POCKET_TTS = Capabilities(
     speed=False, ssml=False, lexicon=False, normalize=False, normalize_default=False, voice_strength=False,
     word_timings="aligned", languages=("en",), max_text_chars=10_000,
 )  # fmt: skip
+
+
+def pocket_capabilities(code: str) -> Capabilities:
+    """A Pocket TTS model of one language (an ISO 639-1 code of POCKET_TTS_LANGUAGES). Captions are aligned by an
+    English acoustic model (tts_app.captions), so another language's words get no timings."""
+    if code == "en":
+        return POCKET_TTS
+    return replace(POCKET_TTS, languages=(code,), word_timings="none")

@@ -16,6 +16,10 @@ What is compared:
 - audio: our Mimi decoding those latents in streaming windows of 1 and 3 latents vs the official stream,
   and in one call vs the official whole-sequence decode.
 
+Each test runs on the English checkpoint and on a French one (the official config/french.yaml with tiny widths, its
+files in the released layout ``languages/french/``): its text rules (semicolons, colons, quotes, brackets) and the
+language our loader reads from its config.
+
 Without the reference env these tests skip locally with the reason; with CI=true (or
 TTS_APP_REQUIRE_REFERENCE=1) they fail instead, so CI can never pass by skipping them.
 """
@@ -34,10 +38,12 @@ pytestmark = pytest.mark.reference
 ATOL = 1e-4
 
 
-@pytest.fixture(scope="session")
-def official() -> dict[str, Any]:
-    out = fixture_dir("pocket_tts", "Pocket TTS")
-    return {"dir": out, "ckpt": out / "checkpoint", "ref": torch.load(out / "reference.pt", weights_only=False)}
+@pytest.fixture(scope="session", params=["english", "french"])
+def official(request) -> dict[str, Any]:
+    base = fixture_dir("pocket_tts", "Pocket TTS")
+    out = base if request.param == "english" else base / request.param
+    return {"dir": out, "ckpt": out / "checkpoint", "ref": torch.load(out / "reference.pt", weights_only=False),
+            "language": request.param}
 
 
 @pytest.fixture(scope="session")
@@ -64,14 +70,16 @@ def voice(official, ours):
 
 def _generate(ours, voice, ref, which: list[int]):
     from tts_app.models.pocket_tts.generator import PocketGenerator
-    from tts_app.models.pocket_tts.text import max_frames, prepare
+    from tts_app.models.pocket_tts.text import max_frames, prepare, split_chunks
 
     gen = PocketGenerator(ours, max_batch=len(which), max_len=128)
     gen.eos_threshold = ref["eos_threshold"]
     ids, caps, after, noise = [], [], [], []
     for i in which:
         run = ref["runs"][i]
-        text, guess = prepare(run["text"], ours.rules)
+        # As the official stream and our backend do: the chunk (text re-decoded from its tokens) is what is prepared.
+        (chunk,) = split_chunks(run["text"], ours.tokenizer, ours.rules)
+        text, guess = prepare(chunk, ours.rules)
         ids.append(ours.tokenizer.encode(text))
         caps.append(max_frames(len(ids[-1]), ours.config.mimi.frame_rate))
         after.append(guess + 2)
@@ -87,10 +95,20 @@ def test_checkpoint_loads_unchanged(official, ours):
     """Every tensor of the official file lands in our flow LM or Mimi (strict per module, nothing left over)."""
     from safetensors.torch import load_file
 
-    keys = load_file(str(official["ckpt"] / "model.safetensors")).keys()
+    keys = load_file(str(official["ckpt"] / ours.config.weights_file)).keys()
     ours_n = len(ours.flow_lm.state_dict()) + len(ours.mimi.state_dict())
     assert keys and all(k.startswith(("flow_lm.", "mimi.")) for k in keys)
     assert ours_n == len(keys), f"{ours_n} tensors in our modules, {len(keys)} in the checkpoint"
+
+
+def test_the_language_comes_from_the_config(official, ours):
+    """The French folder is read as French (its rules, its capabilities); the English one as English."""
+    from tts_app.backends.pocket_tts import PocketBackend  # as the other imports here: after the skip check
+
+    backend = PocketBackend(ours, max_batch=1, max_len=128)
+    assert ours.variant.language == official["language"]
+    assert backend.capabilities.languages == ({"english": "en", "french": "fr"}[official["language"]],)
+    assert ours.rules.remove_semicolons is (official["language"] == "french")
 
 
 def test_text_chunks_and_ids_equal_official(official, ours):

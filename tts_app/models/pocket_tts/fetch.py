@@ -1,28 +1,28 @@
-"""``python -m tts_app fetch pocket-tts``: the released English voice-cloning model as one folder.
+"""``python -m tts_app fetch pocket-tts[-LANGUAGE[-24l]]``: a released voice-cloning model as one folder.
 
 Unlike the other fetchable checkpoints (``available.HUB_CHECKPOINTS``), it comes from two repositories at
 pinned revisions and needs a config written beside it, so it is not a hub snapshot: the files are linked
-from the Hugging Face cache into one folder that ``weights`` loads.
+from the Hugging Face cache into one folder that ``weights`` loads. The config written is the official one
+of that language (``languages.Variant``): its ``weights_path`` keeps the released ``languages/<variant>/``
+name, which tells the catalogue the folder's language.
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import yaml
 from huggingface_hub import hf_hub_download
 
-from tts_app.models.available import POCKET_REPO, pocket_default_dir
+from tts_app.models.available import POCKET_ID, pocket_default_dir
 from tts_app.models.hub_fetch import FetchError
+from tts_app.models.pocket_tts.languages import CLONING_REPO, NO_CLONING_REPO, VOICES_REVISION, Variant, variant_for_id
 
-# The released English voice-cloning model (pocket-tts 4.0.1's config/english.yaml, MIT), files pinned to the
-# revisions that config names; the saved voices are the official predefined ones (their default first).
-POCKET_WEIGHTS = (POCKET_REPO, "languages/english/model.safetensors", "db04f0e653473e5c7333c69686ac92b7460b0c1d")
-POCKET_TOKENIZER = ("kyutai/pocket-tts-without-voice-cloning", "languages/english/tokenizer.json",
-                    "00eac05ed3d16bdc3f6b5d598874019c34a89214")
-POCKET_VOICES = ("kyutai/pocket-tts-without-voice-cloning", "languages/english/embeddings/{}.safetensors",
-                 "a7056f505a4a8ca72d8b5fb1440071d6f1a35739", ("alba", "marius", "javert", "jean", "fantine", "cosette"))
+# The English saved voices fetched (the official predefined ones, the default first). Another language gets its
+# default voice only: the release does not list which predefined voices each language folder holds.
+ENGLISH_VOICES = ("alba", "marius", "javert", "jean", "fantine", "cosette")
 _SEANET = dict(dimension=512, channels=1, n_filters=64, n_residual_layers=1, ratios=[6, 5, 4], kernel_size=7,
                residual_kernel_size=3, last_kernel_size=3, dilation_base=2, pad_mode="constant", compress=2)
 POCKET_ENGLISH_CONFIG = {
@@ -42,14 +42,43 @@ POCKET_ENGLISH_CONFIG = {
 }
 
 
-def fetch_pocket(directory: Optional[str] = None) -> Path:
-    """The released English model as one folder: config.yaml (written), the weights, the tokenizer, voices/
-    (the one explicit network use for Pocket TTS). Raises FetchError with a one-line reason."""
-    folder = Path(directory).expanduser() if directory else pocket_default_dir()
+def variant_config(variant: Variant) -> dict[str, Any]:
+    """The official ``config/<variant>.yaml`` of a released model (its files named by their hf:// addresses), less
+    ``weights_path_without_voice_cloning`` (only the voice-cloning weights are read)."""
+    data = copy.deepcopy(POCKET_ENGLISH_CONFIG)
+    weights, tokenizer = released_files(variant)
+    data["weights_path"] = f"hf://{weights[0]}/{weights[1]}@{weights[2]}"
+    data["flow_lm"]["lookup_table"]["tokenizer_path"] = f"hf://{tokenizer[0]}/{tokenizer[1]}@{tokenizer[2]}"
+    data["flow_lm"]["transformer"]["num_layers"] = variant.num_layers
+    data["replace_characters"] = dict(variant.replace_characters)
+    if variant.language != "english":
+        del data["default_temperature"]  # absent from the other languages' configs (the same 0.3 by default)
+    if variant.remove_semicolons:
+        data["remove_semicolons"] = True
+    return data
+
+
+def released_files(variant: Variant) -> tuple[tuple[str, str, str], tuple[str, str, str]]:
+    """(repository, file, revision) of the voice-cloning weights and of the tokenizer."""
+    folder = f"languages/{variant.name}"
+    return ((CLONING_REPO, f"{folder}/model.safetensors", variant.weights_revision),
+            (NO_CLONING_REPO, f"{folder}/tokenizer.json", variant.tokenizer_revision))
+
+
+def fetch_pocket(directory: Optional[str] = None, model_id: str = POCKET_ID) -> Path:
+    """A released model (``pocket-tts[-LANGUAGE[-24l]]``) as one folder: config.yaml (written), the weights, the
+    tokenizer, voices/ (the one explicit network use for Pocket TTS). Raises FetchError with a one-line reason."""
+    variant = variant_for_id(model_id)
+    if variant is None:
+        raise FetchError(f"{model_id[:64]!r} is not a Pocket TTS model; use {POCKET_ID}[-LANGUAGE[-24l]], LANGUAGE one of "
+                         "french, german, portuguese, italian, spanish, dutch")
+    folder = Path(directory).expanduser() if directory else pocket_default_dir(model_id=model_id)
     (folder / "voices").mkdir(parents=True, exist_ok=True)
-    repo, name, rev, voices = POCKET_VOICES
-    wanted = [(POCKET_WEIGHTS, "model.safetensors"), (POCKET_TOKENIZER, "tokenizer.json")]
-    wanted += [((repo, name.format(v), rev), f"voices/{v}.safetensors") for v in voices]
+    weights, tokenizer = released_files(variant)
+    voices = ENGLISH_VOICES if variant.language == "english" else (variant.default_voice,)
+    voice_file = f"languages/{variant.name}/embeddings/{{}}.safetensors"
+    wanted = [(weights, "model.safetensors"), (tokenizer, "tokenizer.json")]
+    wanted += [((NO_CLONING_REPO, voice_file.format(v), VOICES_REVISION), f"voices/{v}.safetensors") for v in voices]
     for (repo_id, filename, revision), target in wanted:
         try:
             got = Path(hf_hub_download(repo_id, filename, revision=revision))
@@ -59,5 +88,5 @@ def fetch_pocket(directory: Optional[str] = None) -> Path:
         dest = folder / target
         dest.unlink(missing_ok=True)
         dest.symlink_to(got)
-    (folder / "config.yaml").write_text(yaml.safe_dump(POCKET_ENGLISH_CONFIG, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    (folder / "config.yaml").write_text(yaml.safe_dump(variant_config(variant), sort_keys=False, allow_unicode=True), encoding="utf-8")
     return folder

@@ -16,6 +16,7 @@ from torch import nn
 
 from tts_app.models.pocket_tts.config import PocketConfig
 from tts_app.models.pocket_tts.flow_lm import FlowLM
+from tts_app.models.pocket_tts.languages import Variant, variant_of_weights
 from tts_app.models.pocket_tts.mimi import Mimi
 from tts_app.models.pocket_tts.text import TextRules, Tokenizer
 
@@ -34,6 +35,7 @@ class LoadedPocket:
     tokenizer: Tokenizer
     rules: TextRules
     path: Path
+    variant: Variant  # the released language the config's weights_path names (English for a bare file name)
 
     @property
     def device(self) -> torch.device:
@@ -41,7 +43,10 @@ class LoadedPocket:
 
 
 def _file(folder: Path, name: str) -> Path:
-    # The official configs name hf:// files; a local folder holds them by their base name.
+    # A relative path inside the folder (languages/<variant>/model.safetensors, the released layout) as named;
+    # otherwise (the official configs' hf:// files) the folder holds the file by its base name.
+    if "://" not in name and not Path(name).is_absolute() and ".." not in Path(name).parts and (folder / name).is_file():
+        return folder / name
     return folder / Path(name.split("@")[0]).name
 
 
@@ -80,5 +85,6 @@ def load_pocket(folder: Path, device: torch.device = torch.device("cpu")) -> Loa
     tokenizer = Tokenizer(_file(folder, cfg.tokenizer_file), cfg.flow_lm.n_bins)
     rules = TextRules(cfg.pad_with_spaces_for_short_inputs, cfg.remove_semicolons, cfg.append_terminal_punctuation,
                       cfg.capitalize_first_letter, tuple(cfg.replace_characters.items()))
-    logger.info("loaded Pocket TTS from %s", folder)
-    return LoadedPocket(cfg, flow_lm.to(device).eval(), mimi.to(device).eval(), tokenizer, rules, folder)
+    variant = variant_of_weights(cfg.weights_file)
+    logger.info("loaded Pocket TTS (%s) from %s", variant.name, folder)
+    return LoadedPocket(cfg, flow_lm.to(device).eval(), mimi.to(device).eval(), tokenizer, rules, folder, variant)

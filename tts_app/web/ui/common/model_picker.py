@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 
 from tts_app.catalog.fetch_jobs import job, settled_or_absent
-from tts_app.models.available import CHATTERBOX_ID, EMBEDDED_FAST_ID, EMBEDDED_ID, EMBEDDED_IDS, POCKET_ID, find_models
+from tts_app.models.available import CHATTERBOX_ID, EMBEDDED_FAST_ID, EMBEDDED_ID, EMBEDDED_IDS, POCKET_MODEL_IDS, find_models
 from tts_app.web.ui.common.user_error import UserError
 
 # What a CPU user should expect from Qwen3-TTS (BENCHMARKS.md, "CPU speed of the 0.6B model"): the
@@ -23,7 +23,7 @@ from tts_app.web.ui.common.user_error import UserError
 CPU_NOTE = "Qwen3-TTS is a GPU model: on a 2-core CPU expect about 10-25 s of waiting per second of speech."
 # BENCHMARKS.md, "Chatterbox on CPU": one request costs about 9.5 s of compute per second of speech on a 2-core Zen 4.
 CHATTERBOX_CPU_NOTE = "Chatterbox is a GPU model: on a 2-core CPU expect about 10 s of waiting per second of speech."
-POCKET_NOTE = "Pocket TTS clones the uploaded clip on a CPU, streaming as it speaks (English)."
+POCKET_NOTE = "Pocket TTS clones the uploaded clip on a CPU, streaming as it speaks (each model one language: write in it)."
 
 
 def model_choices() -> list[tuple[str, str]]:
@@ -46,8 +46,8 @@ def model_help() -> str:
         return ("For Qwen3-TTS or Chatterbox: `pip install -r requirements-gpu.txt` (torch; the embedded voice needs none), "
                 "`python -m tts_app fetch qwen3-0.6b --dir DIR` (or `fetch chatterbox`), "
                 "then `python app.py --model-path DIR`." + fast)
-    notes = ([CPU_NOTE] if others - {CHATTERBOX_ID, POCKET_ID} else []) + ([CHATTERBOX_CPU_NOTE] if CHATTERBOX_ID in others else [])
-    notes += [POCKET_NOTE] if POCKET_ID in others else []
+    notes = ([CPU_NOTE] if others - {CHATTERBOX_ID, *POCKET_MODEL_IDS} else []) + ([CHATTERBOX_CPU_NOTE] if CHATTERBOX_ID in others else [])
+    notes += [POCKET_NOTE] if others & set(POCKET_MODEL_IDS) else []
     return " ".join(notes) + fast
 
 
