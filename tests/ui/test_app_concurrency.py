@@ -1,14 +1,24 @@
-"""Many sessions at once: the Gradio queue lets them through together, so the engine batches across users."""
+"""Many sessions at once: the Gradio queue lets them through together, so the engine batches across users.
+
+Each session is its own visitor, as on the internet: a server that trusts 127.0.0.1 as its proxy, and a
+made-up X-Forwarded-For address per session (one address is one visitor, who holds a share of the
+engine's places: eight tabs from one address batch only as far as that share goes).
+"""
 
 from __future__ import annotations
 
 import json
 import re
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 from gradio_client import Client
 import pytest
+
+from tests.support.app_server import serve_app
 
 pytestmark = pytest.mark.slow
 
@@ -19,13 +29,29 @@ TEXT = (
 )
 
 
+@pytest.fixture(scope="module")
+def visitors_server(artifacts_dir: Path) -> Iterator[str]:
+    """The app behind a trusted proxy (127.0.0.1); waits past the queue limit are tested elsewhere."""
+    env = {"TTS_APP_TRUSTED_PROXIES": "127.0.0.1", "TTS_APP_MAX_QUEUE_WAIT_S": "600"}
+    with serve_app(artifacts_dir / "concurrency_server.log", env) as (base, _process):
+        for _ in range(600):  # the model loads in the background
+            if httpx.get(f"{base}/readyz", timeout=10).status_code == 200:
+                break
+            time.sleep(0.5)
+        yield base
+
+
+def _visitor(base: str, index: int) -> Client:
+    return Client(base + "/", verbose=False, headers={"X-Forwarded-For": f"198.51.100.{index + 1}"})
+
+
 def _max_batch(cell: str) -> int:
     match = re.search(r"max (\d+)", cell)
     return int(match.group(1)) if match else 0
 
 
-def test_eight_sessions_batch_together(app_server: str, artifacts_dir: Path) -> None:
-    clients = [Client(app_server + "/", verbose=False) for _ in range(SESSIONS)]
+def test_eight_sessions_batch_together(visitors_server: str, artifacts_dir: Path) -> None:
+    clients = [_visitor(visitors_server, i) for i in range(SESSIONS)]
     barrier = threading.Barrier(SESSIONS)
     results: list[tuple | BaseException | None] = [None] * SESSIONS
 
@@ -55,15 +81,15 @@ def test_eight_sessions_batch_together(app_server: str, artifacts_dir: Path) -> 
     assert shared >= SESSIONS // 2, f"requests of different sessions should share batches: {per_session}"
 
 
-def test_queued_sessions_see_their_place_and_an_estimate(app_server: str) -> None:
+def test_queued_sessions_see_their_place_and_an_estimate(visitors_server: str) -> None:
     # Enough sessions of four long lines to fill every engine slot and then some (the slot count is
     # read from the server, not assumed), so the later sessions' lines wait in the engine queue,
     # and their pages say so while they wait.
     long_line = " ".join(["A long line keeps its slot in the engine busy for a while."] * 5)
     text = "\n".join([long_line] * 4)
-    slots = int(Client(app_server + "/", verbose=False).predict(api_name="/engine_stats")["max_batch_size"])
+    slots = int(_visitor(visitors_server, 99).predict(api_name="/engine_stats")["max_batch_size"])
     sessions = slots // 4 + 2  # at least eight lines more than the engine has slots
-    clients = [Client(app_server + "/", verbose=False) for _ in range(sessions)]
+    clients = [_visitor(visitors_server, 10 + i) for i in range(sessions)]
     barrier = threading.Barrier(sessions)
     jobs: list = [None] * sessions
 
