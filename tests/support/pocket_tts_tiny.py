@@ -14,7 +14,7 @@ import torch
 import yaml
 
 from tts_app.models.pocket_tts.fetch import POCKET_ENGLISH_CONFIG, variant_config
-from tts_app.models.pocket_tts.languages import VARIANTS
+from tts_app.models.pocket_languages import VARIANTS
 from tts_app.models.pocket_tts.config import PocketConfig
 from tts_app.models.pocket_tts.flow_lm import FlowLM
 from tts_app.models.pocket_tts.mimi import Mimi

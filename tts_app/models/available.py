@@ -20,8 +20,8 @@ from typing import Callable, Mapping, Optional
 
 from tts_app import settings
 from tts_app.models.capabilities import CHATTERBOX, PIPER, QWEN3, Capabilities, pocket_capabilities
-from tts_app.models.pocket_tts.languages import MODEL_IDS as POCKET_MODEL_IDS
-from tts_app.models.pocket_tts.languages import variant_for_id, variant_of_weights
+from tts_app.models.pocket_languages import MODEL_IDS as POCKET_MODEL_IDS
+from tts_app.models.pocket_languages import variant_for_id, variant_of_weights
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from tts_app.models.available import POCKET_ID, capabilities_of, find_models, po
 from tts_app.models.capabilities import POCKET_TTS, UnsupportedParameter
 from tts_app.models.pocket_tts import fetch as pocket_fetch
 from tts_app.models.pocket_tts.config import PocketConfig
-from tts_app.models.pocket_tts.languages import MODEL_IDS, VARIANTS, variant_for_id, variant_of_weights
+from tts_app.models.pocket_languages import MODEL_IDS, VARIANTS, variant_for_id, variant_of_weights
 
 LANGUAGES = ("french", "german", "portuguese", "italian", "spanish", "dutch")
 

@@ -18,7 +18,7 @@ from huggingface_hub import hf_hub_download
 
 from tts_app.models.available import POCKET_ID, pocket_default_dir
 from tts_app.models.hub_fetch import FetchError
-from tts_app.models.pocket_tts.languages import CLONING_REPO, NO_CLONING_REPO, VOICES_REVISION, Variant, variant_for_id
+from tts_app.models.pocket_languages import CLONING_REPO, NO_CLONING_REPO, VOICES_REVISION, Variant, variant_for_id
 
 # The English saved voices fetched (the official predefined ones, the default first). Another language gets its
 # default voice only: the release does not list which predefined voices each language folder holds.

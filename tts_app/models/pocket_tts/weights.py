@@ -16,7 +16,7 @@ from torch import nn
 
 from tts_app.models.pocket_tts.config import PocketConfig
 from tts_app.models.pocket_tts.flow_lm import FlowLM
-from tts_app.models.pocket_tts.languages import Variant, variant_of_weights
+from tts_app.models.pocket_languages import Variant, variant_of_weights
 from tts_app.models.pocket_tts.mimi import Mimi
 from tts_app.models.pocket_tts.text import TextRules, Tokenizer
 
