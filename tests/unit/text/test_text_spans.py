@@ -139,18 +139,24 @@ INSERTING = [*RULES, (re.compile(r"(?<=a)(?=b)"), "-"), (re.compile(r"^"), "Q ")
              (re.compile(r"(?=b)|b"), lambda m: "" if m.group() else "<")]  # an insertion, then a deletion at its place  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
-@given(st.text("abcd ", min_size=1, max_size=30), st.lists(st.sampled_from(range(len(INSERTING))), max_size=8),
-       st.lists(st.integers(0, 200), max_size=12))  # fmt: skip
-def test_map_back_with_insertions_matches_pass_by_pass_mapping(text: str, order: list[int], cuts: list[int]) -> None:
-    """Rules that insert (an empty match), at the start, the end, or beside another edit: the one-sweep map
-    agrees with mapping every point back through every pass in turn."""
+def _inserting_passes(text: str, order: list[int], cuts: list[int]) -> tuple[Recorder, list[tuple[int, int]]]:
+    """The passes of INSERTING rules ``order`` over ``text``, and spans of the result between the points ``cuts``."""
     rec, out = Recorder(), text
     with recording(rec):
         for k in order:
             out = sub(*INSERTING[k], out)
     points = sorted({c % (len(out) + 1) for c in cuts})
     spans = list(zip(points, points[1:]))
+    return rec, spans
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.text("abcd ", min_size=1, max_size=30), st.lists(st.sampled_from(range(len(INSERTING))), max_size=8),
+       st.lists(st.integers(0, 200), max_size=12))  # fmt: skip
+def test_map_back_with_insertions_matches_pass_by_pass_mapping(text: str, order: list[int], cuts: list[int]) -> None:
+    """Rules that insert (an empty match), at the start, the end, or beside another edit: the one-sweep map
+    agrees with mapping every point back through every pass in turn."""
+    rec, spans = _inserting_passes(text, order, cuts)
     starts, ends = [s for s, _ in spans], [e for _, e in spans]
     for edits in reversed(rec.passes):
         starts, ends = _one_pass_back(starts, edits, False), _one_pass_back(ends, edits, True)
@@ -163,12 +169,7 @@ def test_map_back_with_insertions_matches_pass_by_pass_mapping(text: str, order:
 def test_a_pass_rebuilt_in_one_sweep_equals_its_edits_made_in_place(text: str, order: list[int], cuts: list[int]) -> None:
     """A pass of many edits is applied by rebuilding the offset lists (linear time on "1x1x1x..."); it must
     give what the edits made one by one in place give, empty matches beside deletions included."""
-    rec, out = Recorder(), text
-    with recording(rec):
-        for k in order:
-            out = sub(*INSERTING[k], out)
-    points = sorted({c % (len(out) + 1) for c in cuts})
-    spans = list(zip(points, points[1:]))
+    rec, spans = _inserting_passes(text, order, cuts)
     in_place = offsets_module._EDITS_IN_PLACE
     try:
         offsets_module._EDITS_IN_PLACE = 10**9
