@@ -1,4 +1,4 @@
-"""The embedded voice as an engine backend: text stage in a row's first step, one decoder window per step."""
+"""The embedded voice as an engine backend: text stage on admission (its flow window by window), one decoder window per step."""
 
 from __future__ import annotations
 

@@ -124,8 +124,15 @@ class Scheduler:
         queue's ETA promised this admission (``Request.promised``) takes a stream place even if the
         places shrank meanwhile (slots and client shares still hold)."""
         slots = self.max_batch_size - len(self.running)
-        if slots <= 0 or not self.waiting:
-            return []
+        admitted: list[Request] = []
+        if slots > 0 and self.waiting:
+            admitted = self._take(load, slots)
+        for req in self.waiting:  # a promise holds for the next admission only, a full one included
+            req.promised = False
+        return admitted
+
+    def _take(self, load: StreamLoad, slots: int) -> list[Request]:
+        """``admit``'s pass over the queue: the requests taken (removed from it), at most ``slots``."""
         # Places and listener shares are counted in groups (a page's lines are heard one after another);
         # rows too, joins included, so a page's lines never take more slots than its visitor's share.
         groups = {r.group for r in self.running}
@@ -155,8 +162,6 @@ class Scheduler:
         if admitted:
             taken = {id(r) for r in admitted}
             self.waiting = deque(r for r in self.waiting if id(r) not in taken)
-        for req in self.waiting:  # a promise holds for the next admission only
-            req.promised = False
         return admitted
 
     def eta(self, targets: Iterable[Request], now: float, load: StreamLoad, extra: Iterable[Request] = ()) -> dict[int, float]:

@@ -411,3 +411,9 @@ def test_a_stream_told_it_starts_now_is_not_sent_to_wait_a_whole_stream():
     late.group, late.audio_est_s = late.id, 10.0
     sched.add(late)
     assert sched.admit(dearer) == []  # no promise, no place: the fifth and this one wait
+    full = Scheduler(1, 256, "deadline", QosSettings(max_queue_wait_s=1e9))
+    full.start([burst[0]])
+    waiting = Request(RowInput(10, "w", SpeechParams()), id=4200, stream=True, client="c10", sample_rate=1000)
+    waiting.promised = True
+    full.add(waiting)
+    assert full.admit(cheap) == [] and not waiting.promised  # a full admission ends the promise too
