@@ -8,6 +8,7 @@ objects), never on the backend itself, so one backend serves every request.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -112,6 +113,11 @@ class Backend(ABC):
     def emits_rows(self) -> bool:
         """True when ``step`` hands each row out as soon as it is decoded (see ``step``'s ``emit``)."""
         return False
+
+    def handed_out_after(self, position: int) -> float:
+        """How many rows of a step are made before the row at ``position`` (0-based, in step order) is
+        handed out: the scheduler's plan of who hears what when. Default: every row at the step's end."""
+        return math.inf
 
     def estimate_step(self, state: Any) -> StepEstimate:
         """The next step of ``state``'s row (see StepEstimate). Default: a generic quarter second of audio."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -194,6 +195,11 @@ class PiperBackend(Backend):
     def emits_rows(self) -> bool:
         return bool(self.model.decodes_rows_alone)
 
+    def handed_out_after(self, position: int) -> float:
+        if not self.emits_rows:
+            return math.inf
+        return 1 << position.bit_length()  # its group's end in _decode's groups of 1, 1, 2, 4 ... (a last group may end sooner)
+
     # -- what the scheduler plans with (no tensors leave) ------------------------
     def _frames_s(self, frames: float) -> float:
         return frames * self.model.hop / self.sample_rate
@@ -239,20 +245,23 @@ class PiperBackend(Backend):
         return left
 
     def set_window_level(self, state: PiperRow, level: int) -> None:
-        """Windows after a chunk's first grow to 2x and 4x the usual for a listener who holds enough;
-        the rest of the current chunk is planned again from its next window (the decoder stream
-        gives the same audio whatever the windows: stream_decoder.py)."""
-        if level < 1:
+        """Windows after a chunk's first: the first window's size for a listener who holds little
+        (level 0: its next audio is due soon, and a short window comes sooner), the usual at level 1,
+        2x and 4x for a listener who holds enough. The rest of the open chunk is planned again after
+        its first window (the decoder stream gives the same audio whatever the windows:
+        stream_decoder.py)."""
+        if level < 0:
             return
-        frames = self.window_frames * 2 ** min(level - 1, _MAX_WINDOW_DOUBLINGS)
+        frames = self.first_window_frames if level == 0 else self.window_frames * 2 ** min(level - 1, _MAX_WINDOW_DOUBLINGS)
         if frames == (state.window_frames or self.window_frames):
             return
         state.window_frames = frames
-        if state.decoder is None or not 1 <= state.next_window < len(state.plan):
-            return  # the chunk's first window comes first (or no chunk is open): planned with the next chunk
-        start = state.plan[state.next_window].start
+        keep = max(1, state.next_window)  # a chunk's first window stays: its flow covers only itself
+        if state.decoder is None or keep >= len(state.plan):
+            return  # no chunk is open, or its last window is planned: the next chunk is planned with these
+        start = state.plan[keep].start
         rest = plan_windows(state.n_frames - start, frames, frames)
-        state.plan = state.plan[: state.next_window] + [Window(start + w.start, start + w.end, w.last) for w in rest]
+        state.plan = state.plan[:keep] + [Window(start + w.start, start + w.end, w.last) for w in rest]
 
     def step(self, states: Sequence[PiperRow], emit: RowEmitter | None = None) -> list[StepOutput]:
         silent = {i: self._silence(s) for i, s in enumerate(states) if s.silence_left}

@@ -309,19 +309,22 @@ class Engine:
         for req in cancelled:
             self._retire(req, RequestStatus.CANCELLED)
         started = self._prepare(admitted)
-        if self.first_audio_first and self._newcomers_fit(started, running):
+        # A group's later line is not hurried while the line before it is still being made: the
+        # listener hears that line first, and its next window would otherwise wait for the later
+        # lines' first ones (the live player's first gap). It steps with the running rows next.
+        hurried = [r for r in started if r.after is None or r.after.finished_at is not None]
+        if self.policy == "deadline":
+            # Newcomers and running rows in one plan: first windows go where no listener runs dry for them.
+            running = deadlines.pick(
+                running + hurried, self._clock(), self._estimate, self._costs, self.qos, self.backend.handed_out_after
+            )
+        elif self.first_audio_first:
             # Newcomers get their first window before the long-running rows step:
             # time to first audio is then text stage + one window, not a full batch step.
-            # A group's later line is not hurried while the line before it is still being made: the
-            # listener hears that line first, and its next window would otherwise wait for the later
-            # lines' first ones (the live player's first gap). It steps with the running rows next.
-            hurried = [r for r in started if r.after is None or r.after.finished_at is not None]
             if hurried:
                 self._advance(hurried)
         else:
             running += started
-        if running and self.policy == "deadline":
-            running = deadlines.pick(running, self._clock(), self._estimate, self._costs, self.qos)
         if running:
             self._advance(running)
         self._maybe_log()
@@ -360,20 +363,6 @@ class Engine:
             finally:
                 for s in states:
                     self.backend.release(s)
-
-    def _newcomers_fit(self, started: list[Request], running: list[Request]) -> bool:
-        """Under deadlines, newcomers step on their own first only if that step ends before any
-        running listener runs dry; otherwise they join the deadline-ordered pick like everyone."""
-        if self.policy != "deadline" or not started or not running:
-            return True
-        now = self._clock()
-        alone = self._costs.predict([self._estimate(r) for r in started])
-        together = self._costs.predict([self._estimate(r) for r in started + running])
-        if together <= alone * (1 + self.qos.ride_share):
-            return False  # the running rows are nearly free beside them (a GPU): one step for all, not two
-        earliest = min(deadlines.deadline(r, self.qos) for r in running) - now
-        margin = min(self.qos.margin_s, earliest / 2)  # a near deadline leaves a step of nothing but tiny costs
-        return alone <= earliest - margin
 
     def _prepare(self, admitted: list[Request]) -> list[Request]:
         """Run the text stage (or prefill) of newly admitted requests; return those that started."""

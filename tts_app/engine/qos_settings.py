@@ -25,8 +25,9 @@ class QosSettings:
     low_s: float = 1.0  # a listener holding less than this is in need: rows holding plenty then skip steps
     plenty_s: float = 3.0
     ride_share: float = 0.1  # a row that adds at most this share of a step's fixed cost steps with it, needed or not
-    min_step_s: float = 0.05  # a step is never planned shorter (a stalled row still shares a step with others)
+    step_horizon_s: float = 0.25  # a step holds about this much work (and every listener who cannot wait); the rest waits, newcomers start sooner
     batch_gap_s: float = 2.0  # a non-streamed row is stepped at least this often, whatever the streams need
+    usual_from_s: float = 1.5  # a listener holding less gets small windows (each due soon after the last, as its first was)
     grow_at_s: tuple[float, ...] = (2.0, 4.0, 8.0)  # a listener's buffer at which its windows double, and double again
     load_margin: float = 0.85  # admitted streams may use this fraction of the machine; the rest is the margin
     batch_slot_share: float = 0.5  # non-streamed rows hold at most this share of the slots

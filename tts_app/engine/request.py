@@ -51,7 +51,7 @@ class Request:
     play_deadline: float | None = None  # when a 1x player started at the first chunk runs out of audio
     stall_s: float = 0.0  # how long that player has waited for audio so far
     last_step_at: float | None = None
-    window_level: int = 0
+    window_level: int | None = None  # the backend was told none yet: its rows start with the usual windows
     work_s: float = 0.0  # its share of the measured steps' row work (step_costs.StepCosts.row_shares)
     sample_rate: int = 0  # the engine's, for seconds of audio sent
     # The line heard just before this one when both came in one submit_many (a page's run): a group is

@@ -50,27 +50,68 @@ def _req(rid: int, play_deadline: float | None, stream: bool = True, submitted: 
     return r
 
 
-def test_pick_takes_the_nearest_deadlines_within_the_budget():
-    q = QosSettings(margin_s=0.1, min_step_s=0.05)
+def test_pick_takes_the_nearest_deadlines_within_the_step_s_horizon():
+    q = QosSettings(margin_s=0.1, step_horizon_s=0.25)
     costs = StepCosts()
     est = StepEstimate("k", 0.1, 0.1)
     rows = [_req(1, 10.5), _req(2, 10.35), _req(3, 10.9), _req(4, 12.0)]
     picked = deadlines.pick(rows, 10.0, lambda r: est, costs, q)
-    # earliest deadline 10.35: 0.25 s of budget -> the two nearest rows (0.2 s of work)
+    # 0.25 s of work: the two nearest rows (0.2 s); the third can wait for the next step and still end in time
     assert [r.id for r in picked] == [2, 1]
 
 
-def test_a_deadline_no_step_can_save_does_not_shrink_the_step():
-    """Overload on a loaded CPU: the most urgent row's listener runs dry even if it steps alone, so a
-    small step saves nobody and pays the fixed part again: every row steps (the most audio for the time).
-    A deadline a small step can still save keeps the small step."""
-    q = QosSettings(margin_s=0.1, min_step_s=0.05)
-    est = StepEstimate("k", 0.1, 0.3)  # a row's step: 0.3 s
-    rows = [_req(1, 10.2), _req(2, 10.3), _req(3, 12.0), _req(4, 15.0)]
-    lost = deadlines.pick(rows, 10.0, lambda r: est, StepCosts(), q)
-    assert sorted(r.id for r in lost) == [1, 2, 3, 4]
-    savable = [_req(1, 10.45), _req(2, 10.5), _req(3, 12.0), _req(4, 15.0)]
-    assert [r.id for r in deadlines.pick(savable, 10.0, lambda r: est, StepCosts(), q)] == [1]
+def test_every_listener_who_cannot_wait_steps_past_the_horizon():
+    """Overload on a loaded CPU: listeners whose audio a later step would bring too late all step now (a
+    small step would save nobody and pay the fixed part again); a listener who can wait, waits."""
+    q = QosSettings(margin_s=0.1, step_horizon_s=0.25)
+    est = StepEstimate("k", 0.1, 0.3)  # a row's step: 0.3 s, more than the horizon
+    rows = [_req(1, 10.2), _req(2, 10.3), _req(3, 10.7), _req(4, 15.0)]
+    assert [r.id for r in deadlines.pick(rows, 10.0, lambda r: est, StepCosts(), q)] == [1, 2, 3]
+    relaxed = [_req(1, 10.45), _req(2, 12.0), _req(3, 15.0)]
+    assert [r.id for r in deadlines.pick(relaxed, 10.0, lambda r: est, StepCosts(), q)] == [1]
+
+
+def _newcomer(rid: int, admitted: float) -> Request:
+    r = _req(rid, None, submitted=admitted)
+    assert not deadlines.is_heard(r)
+    return r
+
+
+def test_a_newcomer_goes_before_listeners_only_where_they_can_spare_it():
+    """A burst's first windows once went before the second windows due sooner, and every early listener
+    stalled: a newcomer's first audio is a wait, a listener's late audio a stall. Rows handed out one by
+    one (a CPU's decoder): the newcomer takes the earliest place no listener's deadline forbids."""
+    q = QosSettings(margin_s=0.1, step_horizon_s=10.0)
+    est = StepEstimate("k", 0.5, 0.1)
+    one_by_one = lambda position: position + 1  # noqa: E731 - each row handed out as it is made
+    soon, later = _req(1, 10.25), _req(2, 10.9)
+    new = _newcomer(3, 9.9)  # its first audio was due at 10.2: the most overdue, yet no listener
+    # The first listener cannot spare 0.1 s (it must end by 10.15); the second can: the newcomer goes between.
+    assert [r.id for r in deadlines.pick([soon, later, new], 10.0, lambda r: est, StepCosts(), q, one_by_one)] == [1, 3, 2]
+    # Listeners with room to spare: the newcomer first.
+    calm = [_req(1, 10.6), _req(2, 10.9), _newcomer(3, 9.9)]
+    assert [r.id for r in deadlines.pick(calm, 10.0, lambda r: est, StepCosts(), q, one_by_one)] == [3, 1, 2]
+    # Everything handed out at the step's end (the default): the newcomer delays every listener, so it goes
+    # only if all of them can spare it, else it waits for a later step.
+    assert [r.id for r in deadlines.pick(calm, 10.0, lambda r: est, StepCosts(), q)] == [3, 1, 2]
+    assert [r.id for r in deadlines.pick([soon, later, _newcomer(3, 9.9)], 10.0, lambda r: est, StepCosts(), q)] == [1, 2]
+
+
+def test_a_newcomer_long_overdue_is_planned_as_a_listener():
+    """No starvation: past ``low_s`` overdue a newcomer's wait counts like a listener's, by its deadline."""
+    q = QosSettings(margin_s=0.1, step_horizon_s=10.0)
+    est = StepEstimate("k", 0.5, 0.1)
+    listener, starved = _req(1, 10.15), _newcomer(2, 10.0 - q.first_audio_target_s - q.low_s - 0.1)
+    assert [r.id for r in deadlines.pick([listener, starved], 10.0, lambda r: est, StepCosts(), q)] == [2, 1]
+
+
+def test_windows_are_small_while_the_listener_holds_little_and_grow_with_what_it_holds():
+    q = QosSettings(usual_from_s=1.5, grow_at_s=(2.0, 4.0))
+    listener = _req(1, None)
+    assert deadlines.window_level(listener, 10.0, q) == 0  # before its first audio: the small first window
+    for held, level in ((1.0, 0), (1.6, 1), (2.5, 2), (5.0, 3)):
+        listener.play_deadline = 10.0 + held
+        assert deadlines.window_level(listener, 10.0, q) == level, held
 
 
 def test_rows_holding_plenty_skip_while_a_listener_is_in_need():

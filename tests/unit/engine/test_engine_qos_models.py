@@ -18,8 +18,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 TEXTS = ["the first stream, long", "second", "third one", "and a fourth"]
 # The tiny checkpoints give milliseconds of audio (a codec frame: 1 ms): the policy's times scaled down 100x.
-TINY_QOS = QosSettings(margin_s=0.0015, first_audio_target_s=0.003, low_s=0.01, plenty_s=0.03, min_step_s=0.0005,
-                       batch_gap_s=0.02, grow_at_s=(), max_queue_wait_s=1e9)
+TINY_QOS = QosSettings(margin_s=0.0015, first_audio_target_s=0.003, low_s=0.01, plenty_s=0.03, step_horizon_s=0.0025,
+                       usual_from_s=0.015, batch_gap_s=0.02, grow_at_s=(), max_queue_wait_s=1e9)
 
 
 def _run(backend, clock, late_at_step: int):

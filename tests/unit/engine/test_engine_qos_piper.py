@@ -27,3 +27,23 @@ def test_grown_windows_give_the_whole_decode(piper_backend):
     assert any(int(k.split("w")[-1]) > 200 for k in keys if "w" in k), keys  # a window past the usual 160 frames ran
     est = piper_backend.audio_estimate_s(piper_backend.check_text(LONG))
     assert 0.6 < est / (whole.size / piper_backend.sample_rate) < 1.6  # the queue's ETAs start from this
+
+
+def test_small_windows_for_a_listener_holding_little_give_the_whole_decode(piper_backend, monkeypatch):
+    # A listener who never holds enough (usual_from_s out of reach) gets every window at the first window's
+    # size: its next audio is due soon, and a short window comes sooner. The audio stays the whole decode.
+    keys: list[str] = []
+    estimate = piper_backend.estimate_step
+    monkeypatch.setattr(piper_backend, "estimate_step", lambda state: keys.append(estimate(state).key) or estimate(state))
+    with Engine(piper_backend, max_wait_ms=0, qos=QosSettings(usual_from_s=1e9)) as small:
+        assert small.wait_calibrated(timeout=120)
+        keys.clear()  # the calibration's rows step the usual windows: only the request's steps count
+        chunks = list(small.submit(LONG, SpeechParams(seed=4)))
+        stepped = list(keys)
+    with Engine(piper_backend, max_wait_ms=0, policy="fifo") as fifo:
+        whole = fifo.submit(LONG, SpeechParams(seed=4)).result(timeout=120)
+    streamed = np.concatenate(chunks)
+    assert streamed.shape == whole.shape
+    assert np.abs(streamed - whole).max() <= 1e-4
+    windows = {int(k.split("w")[-1]) for k in stepped if k.startswith(("w", "text+w"))}
+    assert windows and max(windows) <= 96, stepped  # 64 frames (a last one up to 79): never the usual 160
