@@ -305,7 +305,7 @@ class Engine:
                     self._lock.wait(left)
             cancelled = self._scheduler.drop_cancelled()
             running = list(self._scheduler.running)  # rows already decoding
-            admitted = self._scheduler.admit(self._stream_load())
+            admitted = self._scheduler.admit(self._stream_load(), self._clock())
         for req in cancelled:
             self._retire(req, RequestStatus.CANCELLED)
         started = self._prepare(admitted)

@@ -6,6 +6,7 @@ import math
 from collections import Counter, deque
 from typing import Iterable
 
+from tts_app.engine.fluid import listeners_fed
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request, RequestStatus
 from tts_app.engine.step_costs import StreamLoad
@@ -118,20 +119,32 @@ class Scheduler:
         # stream makes the larger step to measure.
         return min(self.max_batch_size, places + (load.probe and places == 1))
 
-    def admit(self, load: StreamLoad = _FREE) -> list[Request]:
+    def admit(self, load: StreamLoad = _FREE, now: float | None = None) -> list[Request]:
         """Take what fits from the queue, oldest first, skipping a request whose client is at its
         share of slots (it waits for its own client's rows, not for everyone else's). A request the
         queue's ETA promised this admission (``Request.promised``) takes a stream place even if the
-        places shrank meanwhile (slots and client shares still hold)."""
+        places shrank meanwhile (slots and client shares still hold). With ``now``, a stream past the
+        places still comes in while what the heard listeners hold carries them all (``_carried``)."""
         slots = self.max_batch_size - len(self.running)
         admitted: list[Request] = []
         if slots > 0 and self.waiting:
-            admitted = self._take(load, slots)
+            admitted = self._take(load, slots, now)
         for req in self.waiting:  # a promise holds for the next admission only, a full one included
             req.promised = False
         return admitted
 
-    def _take(self, load: StreamLoad, slots: int) -> list[Request]:
+    def _carried(self, newcomers: list[Request], load: StreamLoad, now: float) -> bool:
+        """True when the machine, at ``load_margin`` of its rate for that many streams, feeds every admitted
+        stream and ``newcomers`` (holding nothing yet) without any running dry (fluid.listeners_fed):
+        listeners holding seconds of audio leave room that the place count, which assumes none, does not see."""
+        streams = [r for r in self.running if r.stream and not r.cancel_requested] + newcomers
+        n = len({r.group for r in streams})
+        if not (math.isfinite(load.per_stream) and math.isfinite(load.per_step)) or load.probe:
+            return False
+        rate = self.qos.load_margin * n / max(load.seconds_for(1.0, n), 1e-12)
+        return listeners_fed([(_spare(_held(r, now), self.qos), r.remaining_s()) for r in streams], rate)
+
+    def _take(self, load: StreamLoad, slots: int, now: float | None = None) -> list[Request]:
         """``admit``'s pass over the queue: the requests taken (removed from it), at most ``slots``."""
         # Places and listener shares are counted in groups (a page's lines are heard one after another);
         # rows too, joins included, so a page's lines never take more slots than its visitor's share.
@@ -145,13 +158,15 @@ class Scheduler:
         client_cap = self.client_slots(load)
         file_cap = self.max_batch_size if self.policy == "fifo" else max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
         admitted: list[Request] = []
+        admitted_streams: list[Request] = []
         for req in self.waiting:
             if len(admitted) >= slots:
                 break
             joins = req.group in groups  # a later line of a group already in: no new stream place
             if req.client is not None and (rows[req.client] >= row_cap or (not joins and holding[req.client] >= client_cap)):
                 continue
-            if self.policy == "fifo" or joins or req.promised or (streams < stream_cap if req.stream else files < file_cap):
+            carried = req.stream and now is not None and self.policy != "fifo" and self._carried([*admitted_streams, req], load, now)
+            if self.policy == "fifo" or joins or req.promised or carried or (streams < stream_cap if req.stream else files < file_cap):
                 admitted.append(req)
                 rows[req.client] += 1
                 if not joins:
@@ -159,6 +174,8 @@ class Scheduler:
                     holding[req.client] += 1
                     streams += req.stream
                     files += not req.stream
+                    if req.stream:
+                        admitted_streams.append(req)
         if admitted:
             taken = {id(r) for r in admitted}
             self.waiting = deque(r for r in self.waiting if id(r) not in taken)
@@ -188,26 +205,33 @@ class Scheduler:
         group_pool: dict[int, bool] = {}
         client_groups: Counter = Counter()
         client_rows: Counter = Counter()
-        rows: list[tuple[float, int, str | None]] = []  # (audio left in seconds, group, client)
+        rows: list[tuple[float, int, str | None, float]] = []  # (audio left in seconds, group, client, audio its listener holds)
 
-        def take(r: Request) -> None:
+        def take(r: Request, held: float = 0.0) -> None:
             if r.group not in group_pool:
                 group_pool[r.group] = r.stream
                 held_places[r.stream] += 1
                 client_groups[r.client] += r.client is not None
             group_rows[r.group] += 1
             client_rows[r.client] += r.client is not None
-            rows.append((r.remaining_s(), r.group, r.client))
+            rows.append((r.remaining_s(), r.group, r.client, held if r.stream else math.inf))
+
+        def carried(r: Request) -> bool:
+            """admit's _carried on the simulated rows: what the listeners hold then."""
+            streams = [(_spare(held, self.qos), left) for left, _, _, held in rows if math.isfinite(held)] + [(0.0, r.remaining_s())]
+            n = len({g for _, g, _, held in rows if math.isfinite(held)}) + 1
+            rate = self.qos.load_margin * n / max(load.seconds_for(1.0, n), 1e-12)
+            return not load.probe and listeners_fed(streams, rate)
 
         def fits(r: Request) -> bool:
             joins = r.group in group_pool
             if r.client is not None and (client_rows[r.client] >= row_cap or (not joins and client_groups[r.client] >= client_cap)):
                 return False
-            return shared or joins or held_places[r.stream] < places[r.stream]
+            return shared or joins or held_places[r.stream] < places[r.stream] or (r.stream and carried(r))
 
         for r in self.running:
             if not r.cancel_requested:  # a cancelled row leaves at the next step: its place is as good as free
-                take(r)
+                take(r, _held(r, now))
         pending = [r for r in (*self.waiting, *extra) if not r.cancel_requested]
         wanted = {r.id for r in targets}
         result: dict[int, float] = {}
@@ -229,9 +253,10 @@ class Scheduler:
                 break
             # The row with the least audio left ends first; every other row made as much audio meanwhile.
             rows.sort(key=lambda row: row[0])
-            made, group, client = rows.pop(0)
-            t += made * (load.per_step + (len(rows) + 1) * load.per_stream)
-            rows = [(audio - made, g, c) for audio, g, c in rows]
+            made, group, client, _ = rows.pop(0)
+            dt = made * (load.per_step + (len(rows) + 1) * load.per_stream)
+            t += dt
+            rows = [(audio - made, g, c, max(0.0, held + made - dt)) for audio, g, c, held in rows]
             group_rows[group] -= 1
             client_rows[client] -= client is not None
             if not group_rows[group]:  # its last held row ended: the group's place and share free
@@ -255,3 +280,15 @@ class Scheduler:
         self.waiting.clear()
         self.running = []
         return everything
+
+
+def _held(req: Request, now: float) -> float:
+    """Audio a stream's listener holds now (0 before its first audio: it needs its first window from now)."""
+    return 0.0 if req.play_deadline is None else max(0.0, req.play_deadline - now)
+
+
+def _spare(held: float, q: QosSettings) -> float:
+    """What a listener holds beyond ``plenty_s``: the part the fluid check may count on (steps come in
+    windows, not as a fluid, the plan serves a listener before it runs dry, not at the last moment, and
+    the price of a stream is an estimate: counting from ``low_s`` stalled the simulated CPU-like machines)."""
+    return max(0.0, held - q.plenty_s)

@@ -1,0 +1,24 @@
+"""Whether a machine making ``rate`` seconds of audio a second keeps every listener fed: listener i
+holds ``held`` seconds now and needs ``left`` more to be made; the most urgent is always fed first.
+
+The fluid reading of the listener-first plan (no windows, no steps): by any time t, the listeners need
+sum(min(left, max(0, t - held))) seconds of audio made, and the machine makes rate x t. Both sides are
+piecewise linear, so checking each listener's dry moment and end is enough. Plain numbers, no clock.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def listeners_fed(listeners: Sequence[tuple[float, float]], rate: float) -> bool:
+    """``listeners``: (held, left) pairs in seconds of audio; True when none runs dry."""
+    if rate <= 0:
+        return not any(left > 0 for _, left in listeners)
+    for t in sorted({held for held, _ in listeners} | {held + left for held, left in listeners}):
+        if t <= 0:
+            continue
+        needed = sum(min(left, max(0.0, t - held)) for held, left in listeners)
+        if needed > rate * t * (1 + 1e-9):
+            return False
+    return True
