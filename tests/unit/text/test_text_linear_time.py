@@ -14,7 +14,7 @@ import gc
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -51,6 +51,20 @@ SSML_ATOMS = ["<say-as interpret-as='ordinal'>99999999999999999999</say-as>", "<
               "<say-as interpret-as='characters'>ab</say-as>", "<prosody rate='fast'>a</prosody>", "<!--a-->"]  # fmt: skip
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _frozen_heap() -> Iterator[None]:
+    """What lives before these tests stays out of the collections that ``_cpu_cost`` makes.
+
+    With the whole suite collected the heap holds ~600,000 objects and one gc.collect() takes ~0.8 s;
+    the property tests made ~630 of them, most of this module's ~1,000 s in CI. Frozen, a collection
+    walks only what was made since.
+    """
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
 def _cpu_cost(work: Callable[[str], object], text: str, repeats: int = REPEATS) -> float:
     """The least thread CPU time of ``repeats`` runs (another process's load does not count)."""
     best = float("inf")
@@ -84,9 +98,15 @@ def assert_doubling(
 ) -> None:
     """``work(make(2k))`` costs at most MAX_RATIO times ``work(make(k))``, k doubled until a run is measurable."""
     # Growing the input to a measurable size needs one run a size (the least of several is only for the pair compared).
-    while _cpu_cost(work, make(k), repeats=1) < MIN_BASE_S and k * 4 <= max_k:
+    grown = _cpu_cost(work, make(k), repeats=1)
+    while grown < MIN_BASE_S and k * 4 <= max_k:
         k *= 2
-    base = _cpu_cost(work, make(k))
+        grown = _cpu_cost(work, make(k), repeats=1)
+    if grown < MIN_BASE_S and _cpu_cost(work, make(2 * k), repeats=1) <= MAX_RATIO * MIN_BASE_S:
+        # Cheap even at the largest size: the verdict below compares with MAX_RATIO * MIN_BASE_S then, and more
+        # runs could only lower the doubled cost, so they would pass too (the usual case: most rules are cheap).
+        return
+    base = min(grown, _cpu_cost(work, make(k), repeats=REPEATS - 1))  # the growing run is the first of the repeats
     double = _cpu_cost(work, make(2 * k))
     for _ in range(3):  # more looks before calling it super-linear: a busy machine slows some runs
         if double <= MAX_RATIO * base:
