@@ -3,9 +3,13 @@
 A request is spoken as the official code speaks it: its text cut into chunks of whole sentences
 (at most 50 tokens each when it can), each chunk one generator row starting from the voice state
 afresh; the request's next chunk takes the slot of the one that ended, inside the same step. A step
-advances each of its rows by a few latents (1 at a row's start, for the first audio; then
-``latents_per_step``, doubled per window level), then decodes every row's new latents with Mimi in
-one batched call per window size. The voice state of a clip is computed once and cached by the clip's
+advances each of its rows by a few latents (``latents_per_step``, doubled per window level) and decodes
+with Mimi the latents made before it, batched across rows per window size: the two run side by side, the flow
+LM in one stage thread and Mimi in another (one intra-op thread each on two cores), so that a step costs the
+longer of the two instead of their sum. A row's first latent (the prefill left its hidden state ready: the flow
+head alone) is made first and decoded in its first step, so that its first audio waits for nothing; the
+latents made beside that decode are the next step's audio. The audio is the same as made one stage after the
+other: each row's noise is its own and the windows are the same. The voice state of a clip is computed once and cached by the clip's
 content hash; a checkpoint's saved voices (``voices/`` or ``embeddings/*.safetensors``) are its
 built-in ones. A request's latents over all its chunks are capped by ``max_seconds`` (the server's
 $TTS_APP_MAX_SECONDS): a model whose end of speech never comes stops there, as Qwen3-TTS's max_new_tokens does.
@@ -28,6 +32,7 @@ from tts_app import captions as align
 from tts_app.backends.model_voice import ModelVoice
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
 from tts_app.models.capabilities import POCKET_TTS, pocket_capabilities
+from tts_app.models.layers.stage_thread import StageThread
 from tts_app.models.layers.lru import LRUCache
 from tts_app.models.pocket_tts.generator import PocketGenerator, Row, seeded_noise
 from tts_app.models.pocket_tts.text import max_frames, prepare, split_chunks
@@ -57,6 +62,7 @@ class PocketState:
     voice: VoiceState
     seed: int
     row: Optional[Row] = None
+    draining: Optional[Row] = None  # an ended chunk whose last latents the next step decodes (its flow slot is free)
     next_chunk: int = 0
     level: int = 1
     done: bool = False
@@ -70,8 +76,9 @@ class PocketBackend(Backend):
     capabilities = POCKET_TTS
 
     def __init__(self, model: LoadedPocket, max_batch: int = 8, max_len: int = 1024, latents_per_step: int = 2,
-                 max_seconds: float = 0.0) -> None:
-        """``max_seconds`` > 0 caps each request's audio (all its chunks together); 0 leaves the per-chunk caps only."""
+                 max_seconds: float = 0.0, stage_threads: int = 0) -> None:
+        """``max_seconds`` > 0 caps each request's audio (all its chunks together); 0 leaves the per-chunk caps only.
+        ``stage_threads``: intra-op threads of each of the two stages (flow LM, Mimi); 0: half the process's."""
         self.model = model
         # One checkpoint reads one language: the API refuses another (``language``) before queueing.
         self.capabilities = pocket_capabilities(model.variant.code)
@@ -86,6 +93,8 @@ class PocketBackend(Backend):
         self.max_len = max_len
         self.voices: LRUCache[VoiceState] = LRUCache()
         self.builtin = self._builtin_voices(model.path)
+        threads = stage_threads or max(1, torch.get_num_threads() // 2)
+        self.lm, self.mimi = StageThread("pocket-flow-lm", threads), StageThread("pocket-mimi", threads)
 
     @classmethod
     def from_pretrained(cls, model_path: Optional[str] = None, **kwargs: Any) -> "PocketBackend":
@@ -136,55 +145,93 @@ class PocketBackend(Backend):
 
     def step(self, states: Sequence[Any], emit: RowEmitter | None = None) -> list[StepOutput]:
         rows: list[PocketState] = [s for s in states]
-        budget = {id(s): self._latents_this_step(s) for s in rows}
-        for j in range(max(budget.values(), default=0)):
-            self.generator.step([s.row for s in rows if s.row is not None and not s.row.done and j < budget[id(s)]])
-        speaking = [s for s in rows if s.row is not None]
-        audio = dict(zip(map(id, speaking), self.generator.decode([s.row for s in speaking])))
-        restart = []
-        for s in speaking:
-            if s.row.done and s.row.decoded == len(s.row.latents):
-                self.generator.release(s.row)
-                s.latents_left -= len(s.row.latents)
-                s.row = None
-                if s.next_chunk < len(s.chunks) and (not self.max_latents or s.latents_left > 0):
-                    restart.append(s)
-                else:
-                    s.done = True
+        fresh = [s.row for s in rows if s.row is not None and s.row.step == 0 and not s.row.done]
+        if fresh:
+            self.lm.run(self.generator.step, fresh)  # first latents: the flow head alone, decoded in this step
+        # What Mimi decodes now: an ended chunk's last latents, then the current chunk's latents made so far; the
+        # latents the flow LM makes meanwhile are the next step's.
+        parts = [(s, r) for s in rows for r in (s.draining, s.row) if r is not None]
+        ends = [len(r.latents) for _, r in parts]
+        decoding = self.mimi.submit(self.generator.decode, [r for _, r in parts], ends)
+        try:
+            self.lm.run(self._make_latents, rows)
+        finally:  # never leave Mimi running past the step, even when the flow LM failed
+            decoded = decoding.result()
+        audio: dict[int, list[torch.Tensor]] = {}
+        for (s, _), a in zip(parts, decoded):
+            audio.setdefault(id(s), []).append(a)
+        restart = [s for s in rows if self._end_chunk(s)]
         if restart:
             self._start_chunks(restart)
         outputs = []
         for s in rows:
-            a = audio.get(id(s))
-            a = np.zeros(0, dtype=np.float32) if a is None else a.float().cpu().numpy()
+            s.done = s.row is None and s.draining is None
+            a = torch.cat(audio[id(s)]).float().cpu().numpy() if id(s) in audio else np.zeros(0, dtype=np.float32)
             s.audio_s += a.size / self.sample_rate
             words = s.aligner.feed(a, s.done) if s.aligner is not None else ()
             outputs.append(StepOutput(a, s.done, words))
         return outputs
 
     def estimate_step(self, state: Any) -> StepEstimate:
-        n = self._latents_this_step(state)
-        return StepEstimate(f"latents{n}", n * self.samples_per_latent / self.sample_rate, 0.03 * n)
+        made, heard = self._plan(state)
+        return self._estimate(made, heard)
 
     def steady_estimate(self) -> StepEstimate:
-        n = self.latents_per_step
-        return StepEstimate(f"latents{n}", n * self.samples_per_latent / self.sample_rate, 0.03 * n)
+        return self._estimate(self.latents_per_step, self.latents_per_step)
 
     def set_window_level(self, state: Any, level: int) -> None:
         state.level = max(1, min(int(level), 4))
 
     def release(self, state: Any) -> None:
-        if state.row is not None:
-            self.generator.release(state.row)
-            state.row = None
+        for row in (state.draining, state.row):
+            if row is not None:
+                self.generator.release(row)
+        state.draining = state.row = None
 
     # ------------------------------------------------------------------ helpers
-    def _latents_this_step(self, state: PocketState) -> int:
-        if state.row is None or state.row.done:
-            return 0
-        if state.row.step == 0:
-            return 1  # a row's first audio as soon as one latent is there
-        return self.latents_per_step * 2 ** (state.level - 1)
+    def _ahead(self, state: PocketState) -> int:
+        """Latents the flow LM makes for the row beside this step's decode (its first latent not counted)."""
+        return 0 if state.row is None or state.row.done else self.latents_per_step * 2 ** (state.level - 1)
+
+    def _plan(self, state: PocketState) -> tuple[int, int]:
+        """(latents the flow LM makes, latents Mimi decodes) in the row's next step."""
+        last = state.draining
+        heard = len(last.latents) - last.decoded if last is not None else 0
+        row = state.row
+        if row is None:
+            return 0, heard
+        if row.step == 0 and not row.done:
+            return 1 + self._ahead(state), 1 + heard  # the first latent at once, for the first audio
+        return self._ahead(state), heard + len(row.latents) - row.decoded
+
+    def _estimate(self, made: int, heard: int) -> StepEstimate:
+        # The two stages overlap: a step costs the longer one (one row on one core: ~28 ms a latent of flow LM,
+        # ~10 ms a latent of Mimi). A row whose flow LM is done only decodes its last latents.
+        key = f"latents{made}" if made else f"decode{heard}"
+        return StepEstimate(key, heard * self.samples_per_latent / self.sample_rate, max(0.03 * made, 0.01 * heard))
+
+    def _make_latents(self, rows: list[PocketState]) -> None:
+        """Each live row's latents of this step, in the flow-LM stage (rows with fewer leave the batch early)."""
+        budget = {id(s): self._ahead(s) for s in rows}
+        for j in range(max(budget.values(), default=0)):
+            self.generator.step([s.row for s in rows if s.row is not None and not s.row.done and j < budget[id(s)]])
+
+    def _end_chunk(self, s: PocketState) -> bool:
+        """After a step: free a decoded ended chunk; a chunk the flow LM ended waits for its last decode. True when
+        the request's next chunk starts now (into the flow slot just freed, beside the last decode)."""
+        if s.draining is not None:
+            self.generator.release(s.draining)
+            s.draining = None
+        row = s.row
+        if row is None or not row.done:
+            return False
+        s.latents_left -= len(row.latents)
+        s.row = None
+        if row.decoded < len(row.latents):
+            s.draining = row
+        else:
+            self.generator.release(row)
+        return s.next_chunk < len(s.chunks) and (not self.max_latents or s.latents_left > 0)
 
     def _start_chunks(self, states: list[PocketState]) -> None:
         """Prefill each state's next chunk into a free slot (one ragged call)."""
@@ -202,7 +249,7 @@ class PocketBackend(Backend):
             after.append(chunk.frames_after_eos)
             # Each chunk's noise comes from the request's seed and the chunk's index: a row speaks alike alone or batched.
             noise.append(seeded_noise(s.seed * 1009 + s.next_chunk, dim, temp))
-        for s, row in zip(states, self.generator.prefill(voices, ids, caps, after, noise)):
+        for s, row in zip(states, self.lm.run(self.generator.prefill, voices, ids, caps, after, noise)):
             s.row = row
             s.next_chunk += 1
 

@@ -160,14 +160,14 @@ class PocketGenerator:
         return finished
 
     @torch.no_grad()
-    def decode(self, rows: list[Row], max_latents: int = 0) -> list[torch.Tensor]:
-        """Audio [samples] of the latents each row has not decoded yet (at most ``max_latents`` when > 0), rows with
-        the same count in one Mimi call; each row continues its own decoder stream."""
+    def decode(self, rows: list[Row], ends: Optional[list[int]] = None) -> list[torch.Tensor]:
+        """Audio [samples] of the latents each row has not decoded yet (those before ``ends[i]`` when given: ``step``
+        may be appending more meanwhile, in another thread), rows with the same count in one Mimi call; each row
+        continues its own decoder stream."""
         out: dict[int, torch.Tensor] = {}
         groups: dict[int, list[Row]] = {}
-        for r in rows:
-            count = len(r.latents) - r.decoded
-            count = min(count, max_latents) if max_latents > 0 else count
+        for i, r in enumerate(rows):
+            count = (len(r.latents) if ends is None else ends[i]) - r.decoded
             groups.setdefault(count, []).append(r)
         for count, group in groups.items():
             if count == 0:

@@ -1,0 +1,132 @@
+"""The Pocket TTS backend's two stages side by side (the flow LM making a step's latents while Mimi decodes the
+latents made before it), on the tiny random checkpoint: the audio is exactly that of the stages run one after the
+other in the same windows, the first audio comes from the first step, cancelling mid-pipeline frees everything,
+the step estimates say what each step gives, and the stage threads leave the process's thread count alone."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from tests.support.pocket_tts_tiny import write_tiny_checkpoint
+from tts_app.backends.base import RowInput
+from tts_app.backends.params import SpeechParams
+from tts_app.backends.pocket_tts import PocketBackend
+from tts_app.models.layers.stage_thread import StageThread
+from tts_app.models.pocket_tts.weights import load_pocket
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+LONG = " ".join(f"Sentence number {i} is here." for i in range(12))  # several chunks
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return load_pocket(write_tiny_checkpoint(tmp_path_factory.mktemp("pocket") / "ckpt"))
+
+
+def _stream(backend: PocketBackend, row: RowInput) -> list[np.ndarray]:
+    """The backend's steps for one request, each step's audio."""
+    state = backend.prepare([row])[0]
+    out = []
+    while True:
+        step = backend.step([state])[0]
+        out.append(step.audio)
+        if step.done:
+            backend.release(state)
+            return out
+
+
+def _one_after_another(backend: PocketBackend, row: RowInput) -> np.ndarray:
+    """The stages one after the other in this thread, in the backend's windows: each chunk's first latent alone,
+    then ``latents_per_step`` at a time."""
+    gen = backend.generator
+    state = backend.prepare([row])[0]
+    pieces = []
+    while True:
+        r = state.row
+        gen.step([r])
+        pieces.append(gen.decode([r])[0])
+        while not r.done:
+            for _ in range(backend.latents_per_step):
+                if not r.done:
+                    gen.step([r])
+            pieces.append(gen.decode([r])[0])
+        backend.release(state)
+        if state.next_chunk == len(state.chunks):
+            return torch.cat(pieces).numpy()
+        backend._start_chunks([state])
+
+
+@pytest.mark.parametrize("text", ["Hello there, how are you today?", LONG])
+def test_pipelined_audio_equals_the_stages_one_after_another(model, text):
+    row = RowInput(1, text, SpeechParams(seed=11))
+    steps = _stream(PocketBackend(model, max_batch=1), row)
+    serial = _one_after_another(PocketBackend(model, max_batch=1), row)
+    spl = model.config.mimi.samples_per_latent
+    assert steps[0].size == spl, "the first step gives the first latent's audio"
+    assert serial.size > 4 * spl
+    if text == LONG:
+        # At a chunk's end its last latents and the next chunk's first may share one Mimi call (two rows of one
+        # product): the same arithmetic in a wider product, equal to float rounding.
+        np.testing.assert_allclose(np.concatenate(steps), serial, rtol=0, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(np.concatenate(steps), serial)
+
+
+def test_cancelling_mid_pipeline_frees_every_slot(model):
+    backend = PocketBackend(model, max_batch=2)
+    states = backend.prepare([RowInput(1, LONG, SpeechParams(seed=1)), RowInput(2, LONG, SpeechParams(seed=2))])
+    backend.step(states)
+    backend.step(states)
+    assert all(len(s.row.latents) > s.row.decoded for s in states), "latents made ahead wait for the next step"
+    while states[0].draining is None:  # until a chunk ended in the flow LM and waits for its last decode
+        backend.step(states)
+    assert backend.generator.mimi_pool.num_live >= 3
+    for s in states:
+        backend.release(s)
+        backend.release(s)
+    assert backend.free_slots == 2 and backend.generator.mimi_pool.num_live == 0 and backend.generator.rows == []
+    again = backend.prepare([RowInput(3, "Short one.", SpeechParams(seed=3))])  # the freed slots serve anew
+    assert backend.step(again)[0].audio.size == model.config.mimi.samples_per_latent
+
+
+def test_estimates_say_what_each_step_gives(model):
+    """Every step's audio is what ``estimate_step`` said before it: the first latent, the latents made ahead, an
+    ended chunk's last latents beside the next chunk's first."""
+    backend = PocketBackend(model, max_batch=2)
+    states = backend.prepare([RowInput(1, LONG, SpeechParams(seed=1)), RowInput(2, "Short one.", SpeechParams(seed=2))])
+    backend.set_window_level(states[1], 2)
+    keys, live = set(), list(states)
+    while live:
+        est = [backend.estimate_step(s) for s in live]
+        outs = backend.step(live)
+        for e, o in zip(est, outs):
+            assert o.audio.size == round(e.audio_s * backend.sample_rate)
+            assert e.cost_s > 0 or o.audio.size == 0
+            keys.add(e.key)
+        for s, o in zip(live, outs):
+            if o.done:
+                backend.release(s)
+        live = [s for s, o in zip(live, outs) if not o.done]
+    assert backend.steady_estimate().key in keys and "latents3" in keys and "latents5" in keys
+
+
+def test_a_stage_thread_keeps_its_own_thread_count_and_not_the_process_s():
+    before = torch.get_num_threads()
+    stage = StageThread("test-stage", before + 2)
+    try:
+        assert stage.run(torch.get_num_threads) == before + 2
+        seen = []
+        later = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+        later.start()
+        later.join()
+        assert seen == [before] and torch.get_num_threads() == before
+        assert stage.run(torch.get_num_threads) == before + 2
+        with pytest.raises(ZeroDivisionError):
+            stage.run(lambda: 1 / 0)
+    finally:
+        stage.close()
