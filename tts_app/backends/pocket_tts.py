@@ -146,8 +146,13 @@ class PocketBackend(Backend):
     def step(self, states: Sequence[Any], emit: RowEmitter | None = None) -> list[StepOutput]:
         rows: list[PocketState] = [s for s in states]
         fresh = [s.row for s in rows if s.row is not None and s.row.step == 0 and not s.row.done]
+        early: dict[int, StepOutput] = {}
         if fresh:
-            self.lm.run(self.generator.step, fresh)  # first latents: the flow head alone, decoded in this step
+            # First latents (the flow head alone), decoded in this step. Both stages are idle here, so it runs in
+            # the engine's thread with the process's intra-op threads: a stage's one thread made first audio 2x slower.
+            self.generator.step(fresh)
+            if emit is not None:
+                early = self._first_audio(rows, emit)
         # What Mimi decodes now: an ended chunk's last latents, then the current chunk's latents made so far; the
         # latents the flow LM makes meanwhile are the next step's.
         parts = [(s, r) for s in rows for r in (s.draining, s.row) if r is not None]
@@ -165,12 +170,32 @@ class PocketBackend(Backend):
             self._start_chunks(restart)
         outputs = []
         for s in rows:
+            if id(s) in early:  # handed out already; nothing was made for it since (its next latents are next step's)
+                outputs.append(early[id(s)])
+                continue
             s.done = s.row is None and s.draining is None
             a = torch.cat(audio[id(s)]).float().cpu().numpy() if id(s) in audio else np.zeros(0, dtype=np.float32)
             s.audio_s += a.size / self.sample_rate
             words = s.aligner.feed(a, s.done) if s.aligner is not None else ()
             outputs.append(StepOutput(a, s.done, words))
         return outputs
+
+    def _first_audio(self, rows: list[PocketState], emit: RowEmitter) -> dict[int, StepOutput]:
+        """A new request's first latent decoded and handed out before the pipeline runs (the engine's thread,
+        all its intra-op threads: its listener waits for nothing else). Not for a request with an ended chunk
+        still to decode: that audio comes first. The pipeline then decodes nothing more of these rows this step."""
+        first = [(i, s) for i, s in enumerate(rows) if s.row is not None and s.row.step == 1 and s.draining is None
+                 and not s.row.done and s.row.decoded == 0]
+        if not first:
+            return {}
+        out: dict[int, StepOutput] = {}
+        for (i, s), a in zip(first, self.generator.decode([s.row for _, s in first])):
+            audio = a.float().cpu().numpy()
+            s.audio_s += audio.size / self.sample_rate
+            words = s.aligner.feed(audio, False) if s.aligner is not None else ()
+            out[id(s)] = StepOutput(audio, False, words)
+            emit(i, out[id(s)])
+        return out
 
     def estimate_step(self, state: Any) -> StepEstimate:
         made, heard = self._plan(state)
@@ -249,7 +274,8 @@ class PocketBackend(Backend):
             after.append(chunk.frames_after_eos)
             # Each chunk's noise comes from the request's seed and the chunk's index: a row speaks alike alone or batched.
             noise.append(seeded_noise(s.seed * 1009 + s.next_chunk, dim, temp))
-        for s, row in zip(states, self.lm.run(self.generator.prefill, voices, ids, caps, after, noise)):
+        # Between stage runs (prepare, or a step's end): the engine's thread and all its intra-op threads (first audio).
+        for s, row in zip(states, self.generator.prefill(voices, ids, caps, after, noise)):
             s.row = row
             s.next_chunk += 1
 

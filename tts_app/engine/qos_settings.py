@@ -29,7 +29,7 @@ class QosSettings:
     batch_gap_s: float = 2.0  # a non-streamed row is stepped at least this often, whatever the streams need
     usual_from_s: float = 1.5  # a listener holding less gets small windows (each due soon after the last, as its first was)
     grow_at_s: tuple[float, ...] = (2.0, 4.0, 8.0)  # a listener's buffer at which its windows double, and double again
-    load_margin: float = 1.0  # admitted streams may use this fraction of the machine (the plan's margin_s and the fluid check's plenty_s keep listeners fed at 1.0)
+    load_margin: float = 0.85  # admitted streams may use this fraction of the machine; the rest is the margin (1.0 stalled 15 % at 1.0 x C on the 2-core CPU)
     batch_slot_share: float = 0.5  # non-streamed rows hold at most this share of the slots
     client_share: float = settings.default("TTS_APP_CLIENT_SHARE")  # one client holds at most this share of the slots and of the queue places
     max_queue_wait_s: float = settings.default("TTS_APP_MAX_QUEUE_WAIT_S")  # longer predicted waits are refused (503 + Retry-After)

@@ -77,6 +77,35 @@ def test_pipelined_audio_equals_the_stages_one_after_another(model, text):
         np.testing.assert_array_equal(np.concatenate(steps), serial)
 
 
+def test_a_new_request_s_first_audio_is_handed_out_before_the_pipeline_runs(model):
+    """With the engine's ``emit``, a request's first latent is decoded and handed out before the two stages start
+    (its listener waits for nothing else), and the audio is the same as without emit, step by step."""
+    rows = [RowInput(i, text, SpeechParams(seed=5 + i)) for i, text in enumerate(["Hello there, how are you today?", LONG])]
+    plain = PocketBackend(model, max_batch=2)
+    plain_states = plain.prepare(rows)
+    first_plain = [o.audio for o in plain.step(plain_states)]
+    eager = PocketBackend(model, max_batch=2)
+    states = eager.prepare(rows)
+    handed: list[tuple[int, np.ndarray, bool]] = []
+    started = eager.mimi.submit  # the pipeline's start: Mimi's stage gets its first job
+
+    def spy(*args):
+        handed.append((-1, np.zeros(0), False))
+        return started(*args)
+
+    eager.mimi.submit = spy
+    outs = eager.step(states, emit=lambda i, out: handed.append((i, out.audio, out.done)))
+    assert [i for i, _, _ in handed] == [0, 1, -1], "both first audios before the pipeline"
+    for i, audio, done in handed[:2]:
+        np.testing.assert_array_equal(audio, first_plain[i])
+        np.testing.assert_array_equal(outs[i].audio, audio)
+        assert not done
+    # The steps after it are the same too (the latents made beside the pipeline's decode are the next step's).
+    for _ in range(2):
+        for a, b in zip(plain.step(plain_states), eager.step(states, emit=lambda i, out: None)):
+            np.testing.assert_array_equal(a.audio, b.audio)
+
+
 def test_cancelling_mid_pipeline_frees_every_slot(model):
     backend = PocketBackend(model, max_batch=2)
     states = backend.prepare([RowInput(1, LONG, SpeechParams(seed=1)), RowInput(2, LONG, SpeechParams(seed=2))])
