@@ -8,6 +8,7 @@ import json
 import re
 
 import httpx
+import numpy as np
 import pytest
 import soundfile as sf
 
@@ -49,7 +50,11 @@ def test_streamed_lines_join_into_the_same_audio_and_words(http: httpx.Client) -
                 lines.append(json.loads(line))
     assert len(lines) > 2  # streamed in pieces
     pcm = b"".join(base64.b64decode(x["audio"]) for x in lines)
-    assert pcm == base64.b64decode(whole["audio"])
+    streamed, one = np.frombuffer(pcm, np.int16).astype(np.int32), np.frombuffer(base64.b64decode(whole["audio"]), np.int16)
+    # The same samples to the last bit of 16: a stream's windows follow what its listener holds (64 frames while
+    # it holds little), a whole reply's are the largest, and the decoder's sums in another order differ by
+    # under 1e-4 (tests/unit/engine/test_engine_qos_piper.py), which can round a sample to its neighbour.
+    assert streamed.shape == one.shape and np.abs(streamed - one).max() <= 1
     words = [w for x in lines for w in x["words"]]
     assert words == whole["words"]
     # a line's words are heard within the audio sent up to and including that line
