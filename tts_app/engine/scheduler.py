@@ -6,6 +6,7 @@ import math
 from collections import Counter, deque
 from typing import Iterable
 
+from tts_app.engine.deadlines import buffered_s
 from tts_app.engine.fluid import listeners_fed
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request, RequestStatus
@@ -133,6 +134,10 @@ class Scheduler:
             req.promised = False
         return admitted
 
+    def _fluid_rate(self, load: StreamLoad, n: int) -> float:
+        """Audio-s/s the machine makes for ``n`` streams stepping together, at ``load_margin`` of it."""
+        return self.qos.load_margin * n / max(load.seconds_for(1.0, n), 1e-12)
+
     def _carried(self, newcomers: list[Request], load: StreamLoad, now: float) -> bool:
         """True when the machine, at ``load_margin`` of its rate for that many streams, feeds every admitted
         stream and ``newcomers`` (holding nothing yet) without any running dry (fluid.listeners_fed):
@@ -141,8 +146,7 @@ class Scheduler:
         n = len({r.group for r in streams})
         if not (math.isfinite(load.per_stream) and math.isfinite(load.per_step)) or load.probe:
             return False
-        rate = self.qos.load_margin * n / max(load.seconds_for(1.0, n), 1e-12)
-        return listeners_fed([(_spare(_held(r, now), self.qos), r.remaining_s()) for r in streams], rate)
+        return listeners_fed([(_spare(buffered_s(r, now), self.qos), r.remaining_s()) for r in streams], self._fluid_rate(load, n))
 
     def _take(self, load: StreamLoad, slots: int, now: float | None = None) -> list[Request]:
         """``admit``'s pass over the queue: the requests taken (removed from it), at most ``slots``."""
@@ -220,8 +224,7 @@ class Scheduler:
             """admit's _carried on the simulated rows: what the listeners hold then."""
             streams = [(_spare(held, self.qos), left) for left, _, _, held in rows if math.isfinite(held)] + [(0.0, r.remaining_s())]
             n = len({g for _, g, _, held in rows if math.isfinite(held)}) + 1
-            rate = self.qos.load_margin * n / max(load.seconds_for(1.0, n), 1e-12)
-            return not load.probe and listeners_fed(streams, rate)
+            return not load.probe and listeners_fed(streams, self._fluid_rate(load, n))
 
         def fits(r: Request) -> bool:
             joins = r.group in group_pool
@@ -231,7 +234,7 @@ class Scheduler:
 
         for r in self.running:
             if not r.cancel_requested:  # a cancelled row leaves at the next step: its place is as good as free
-                take(r, _held(r, now))
+                take(r, buffered_s(r, now))
         pending = [r for r in (*self.waiting, *extra) if not r.cancel_requested]
         wanted = {r.id for r in targets}
         result: dict[int, float] = {}
@@ -280,11 +283,6 @@ class Scheduler:
         self.waiting.clear()
         self.running = []
         return everything
-
-
-def _held(req: Request, now: float) -> float:
-    """Audio a stream's listener holds now (0 before its first audio: it needs its first window from now)."""
-    return 0.0 if req.play_deadline is None else max(0.0, req.play_deadline - now)
 
 
 def _spare(held: float, q: QosSettings) -> float:
