@@ -3,7 +3,9 @@
 A request is spoken as the official code speaks it: its text cut into chunks of whole sentences
 (at most 50 tokens each when it can), each chunk one generator row starting from the voice state
 afresh; the request's next chunk takes the slot of the one that ended, inside the same step. A step
-advances each of its rows by a few latents (``latents_per_step``, doubled per window level) and decodes
+advances each of its rows by a few latents (``latents_per_step``; the window does not grow with the listener's
+buffer: every latent reads all the flow LM's weights, so a step's cost grows with its latents, fixed part and all,
+and a larger window saves nothing while it hides the per-step price admission plans with) and decodes
 with Mimi the latents made before it, batched across rows per window size: the two run side by side, the flow
 LM in one stage thread and Mimi in another (one intra-op thread each on two cores), so that a step costs the
 longer of the two instead of their sum. A row's first latent (the prefill left its hidden state ready: the flow
@@ -29,9 +31,11 @@ import numpy as np
 import torch
 
 from tts_app import captions as align
+from tts_app import settings
 from tts_app.backends.model_voice import ModelVoice
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
 from tts_app.models.capabilities import POCKET_TTS, pocket_capabilities
+from tts_app.models.layers import small_gemm
 from tts_app.models.layers.stage_thread import StageThread
 from tts_app.models.layers.lru import LRUCache
 from tts_app.models.pocket_tts.generator import PocketGenerator, Row, seeded_noise
@@ -64,7 +68,6 @@ class PocketState:
     row: Optional[Row] = None
     draining: Optional[Row] = None  # an ended chunk whose last latents the next step decodes (its flow slot is free)
     next_chunk: int = 0
-    level: int = 1
     done: bool = False
     aligner: Any = None
     audio_s: float = 0.0
@@ -80,6 +83,8 @@ class PocketBackend(Backend):
         """``max_seconds`` > 0 caps each request's audio (all its chunks together); 0 leaves the per-chunk caps only.
         ``stage_threads``: intra-op threads of each of the two stages (flow LM, Mimi); 0: half the process's."""
         self.model = model
+        if model.device.type == "cpu":  # a decode step's few-row products: the faster library on this CPU
+            small_gemm.calibrate(settings.value("TTS_APP_SMALL_GEMM") or "auto")
         # One checkpoint reads one language: the API refuses another (``language``) before queueing.
         self.capabilities = pocket_capabilities(model.variant.code)
         self.sample_rate = model.config.mimi.sample_rate
@@ -204,8 +209,10 @@ class PocketBackend(Backend):
     def steady_estimate(self) -> StepEstimate:
         return self._estimate(self.latents_per_step, self.latents_per_step)
 
-    def set_window_level(self, state: Any, level: int) -> None:
-        state.level = max(1, min(int(level), 4))
+    def calibration_text(self) -> Optional[str]:
+        """A step reads every flow-LM weight once whatever its rows (8 rows cost about 2.7x one row on 2 cores, not
+        8x): the engine measures batch sizes 1..max at start, so admission prices a stream by the batched step."""
+        return "The engine measures what a step costs at each batch size."
 
     def release(self, state: Any) -> None:
         for row in (state.draining, state.row):
@@ -216,7 +223,7 @@ class PocketBackend(Backend):
     # ------------------------------------------------------------------ helpers
     def _ahead(self, state: PocketState) -> int:
         """Latents the flow LM makes for the row beside this step's decode (its first latent not counted)."""
-        return 0 if state.row is None or state.row.done else self.latents_per_step * 2 ** (state.level - 1)
+        return 0 if state.row is None or state.row.done else self.latents_per_step
 
     def _plan(self, state: PocketState) -> tuple[int, int]:
         """(latents the flow LM makes, latents Mimi decodes) in the row's next step."""

@@ -363,6 +363,8 @@ class Engine:
             finally:
                 for s in states:
                     self.backend.release(s)
+        with self._lock:
+            self._costs.anchor()  # the sweep keeps the fixed/per-row split that service's steps rarely show
 
     def _prepare(self, admitted: list[Request]) -> list[Request]:
         """Run the text stage (or prefill) of newly admitted requests; return those that started."""

@@ -5,6 +5,14 @@ A CPU pays per row (a fixed part near zero), a GPU mostly per step (rows nearly 
 the choice of rows depend on telling the two apart, which one-row steps cannot do. So the parts are
 fitted by least squares over the recent steps of different sizes, and a key whose steps were all of
 one size is reported as not yet separated (the scheduler then explores a larger batch).
+
+Service alone may never show the split again: admission keeps steps near one size (two streams on a
+CPU that feeds two), and a few noisy steps of one or two rows then tilt the fit (Pocket TTS on 2 cores:
+a fixed part of 74 ms and 27 ms a row after the start-up sweep drifted to 26 ms and 75 ms within a
+minute, and admission fell to one stream). So the start-up sweep's steps stay in the fit as anchors
+(``anchor``), their seconds scaled by how the recent steps compare with the sweep's own fit, so that
+they keep the split while the recent steps set the level (a machine that slows down by half stays
+slower by half, at the sweep's split).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ _RIDGE_ROW = 1e-9
 # misses the text stage of every sentence and the small first windows (on the 2-core CPU of 2026-11-27
 # it said 24 audio-s/s where the machine made 14-17). A ratio of like to like, so a fixed part not yet
 # told from the rows' (a lone stream's steps) weighs the same on both sides and leaves it unchanged.
+_ANCHOR_WEIGHT = 1.0  # each sweep step weighs as the newest step does (the recent steps' weights sum to ~100)
 _MEASURED_AUDIO_S = 5.0
 _STREAM_DECAY = 0.9  # a finished stream's weight shrinks by this per newer one
 
@@ -70,6 +79,8 @@ class StepCosts:
 
     def __init__(self) -> None:
         self._steps: deque[_Step] = deque(maxlen=_HISTORY)
+        self._anchors: list[_Step] = []  # the start-up sweep's steps (``anchor``)
+        self._anchor_fit: dict[str, tuple[float, float]] = {}  # key -> (fixed, per row) the sweep alone gave
         self._prior: dict[str, float] = {}
         self._row: dict[str, float] = {}
         self._fixed: dict[str, float] = {}
@@ -146,14 +157,36 @@ class StepCosts:
             self._steady_s = _STREAM_DECAY * self._steady_s + audio_s * self.row_cost(steady) / steady.audio_s
             self._audio_s = _STREAM_DECAY * self._audio_s + audio_s
 
+    def anchor(self) -> None:
+        """Keep the steps learnt so far (the start-up sweep over batch sizes) in every later fit (see the
+        module's note); the next steps start the recent history."""
+        self._anchors = list(self._steps)
+        self._anchor_fit = {k: (self._fixed[k], self._row[k]) for k in self._fixed}
+        self._steps.clear()
+
+    def _anchor_scale(self, w_M: np.ndarray) -> float:
+        """How much slower (> 1) or faster the recent steps ran than the sweep's fit predicts for them."""
+        seen = predicted = 0.0
+        for w, s in zip(w_M, self._steps):
+            if all(k in self._anchor_fit for k, _ in s.counts):
+                seen += w * s.seconds
+                predicted += w * sum(self._anchor_fit[k][0] + n * self._anchor_fit[k][1] for k, n in s.counts)
+        return seen / predicted if seen > 0 and predicted > 0 else 1.0
+
     def _fit(self) -> None:
-        keys = sorted({k for s in self._steps for k, _ in s.counts})
-        col = {k: i for i, k in enumerate(keys)}  # column 2i: key i's fixed part, 2i+1: its per-row part
         m = len(self._steps)
+        w_M = _DECAY ** np.arange(m - 1, -1, -1, dtype=float)
+        steps = list(self._steps)
+        if self._anchors:
+            scale = self._anchor_scale(w_M)
+            steps += [_Step(s.counts, s.seconds * scale) for s in self._anchors]
+            w_M = np.concatenate([w_M, np.full(len(self._anchors), _ANCHOR_WEIGHT)])
+            m = len(steps)
+        keys = sorted({k for s in steps for k, _ in s.counts})
+        col = {k: i for i, k in enumerate(keys)}  # column 2i: key i's fixed part, 2i+1: its per-row part
         a_MxV = np.zeros((m, 2 * len(keys)))
         t_M = np.empty(m)
-        w_M = _DECAY ** np.arange(m - 1, -1, -1, dtype=float)
-        for i, s in enumerate(self._steps):
+        for i, s in enumerate(steps):
             t_M[i] = s.seconds
             for k, n in s.counts:
                 a_MxV[i, 2 * col[k]] = 1.0

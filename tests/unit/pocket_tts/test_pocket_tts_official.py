@@ -167,3 +167,26 @@ def test_streamed_audio_equals_official_stream_and_whole(official, ours, voice, 
         _close(torch.cat(pieces[i]), run["stream"], f"text {i} streamed audio (window {window})")
         whole = ours.mimi.decode_whole((torch.stack(row.latents) * ours.flow_lm.emb_std + ours.flow_lm.emb_mean)[None])[0]
         _close(whole, run["whole_decode"], f"text {i} whole decode")
+
+
+@pytest.mark.parametrize("choice", ["openblas", "torch"])
+def test_a_one_thread_stage_on_either_library_equals_official(official, ours, voice, choice):
+    """The backend's stages run with one intra-op thread, where products may go to numpy's OpenBLAS (small_gemm):
+    latents and streamed audio there equal the official run's as well."""
+    from tts_app.models.layers import small_gemm
+    from tts_app.models.layers.stage_thread import StageThread
+
+    ref = official["ref"]
+    small_gemm.reset_for_tests()
+    small_gemm.calibrate(choice)
+    stage = StageThread("test-parity", 1)
+    try:
+        gen, rows = stage.run(_generate, ours, voice, ref, [0, 1, 2])
+        audio = stage.run(gen.decode, rows)
+    finally:
+        stage.close()
+        small_gemm.reset_for_tests()
+    for i, (row, a) in enumerate(zip(rows, audio)):
+        run = ref["runs"][i]
+        _close(torch.stack(row.latents), run["latents"][:run["n_emitted"]], f"text {i} latents ({choice})")
+        _close(a, run["stream"], f"text {i} audio ({choice})")

@@ -128,7 +128,6 @@ def test_estimates_say_what_each_step_gives(model):
     ended chunk's last latents beside the next chunk's first."""
     backend = PocketBackend(model, max_batch=2)
     states = backend.prepare([RowInput(1, LONG, SpeechParams(seed=1)), RowInput(2, "Short one.", SpeechParams(seed=2))])
-    backend.set_window_level(states[1], 2)
     keys, live = set(), list(states)
     while live:
         est = [backend.estimate_step(s) for s in live]
@@ -141,7 +140,7 @@ def test_estimates_say_what_each_step_gives(model):
             if o.done:
                 backend.release(s)
         live = [s for s, o in zip(live, outs) if not o.done]
-    assert backend.steady_estimate().key in keys and "latents3" in keys and "latents5" in keys
+    assert backend.steady_estimate().key in keys and "latents3" in keys
 
 
 def test_a_stage_thread_keeps_its_own_thread_count_and_not_the_process_s():

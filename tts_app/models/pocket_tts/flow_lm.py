@@ -13,7 +13,9 @@ from typing import Optional
 import torch
 from torch import nn
 
+
 from tts_app.models.layers.kv_cache import SlotPool
+from tts_app.models.layers.small_gemm import Linear
 from tts_app.models.pocket_tts.config import FlowLMShape
 from tts_app.models.pocket_tts.flow_net import FlowNet
 from tts_app.models.pocket_tts.transformer import CausalWindow, Transformer
@@ -25,7 +27,7 @@ class Conditioner(nn.Module):
     def __init__(self, n_bins: int, dim: int, rank) -> None:
         super().__init__()
         self.embed = nn.Embedding(n_bins + 1, rank or dim)
-        self.proj = None if rank is None else nn.Linear(rank, dim, bias=False)
+        self.proj = None if rank is None else Linear(rank, dim, bias=False)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         x = self.embed(ids)
@@ -88,12 +90,12 @@ class FlowLM(nn.Module):
         self.bos_emb = nn.Parameter(torch.zeros(latent_dim))
         if s.insert_bos_before_voice:
             self.bos_before_voice = nn.Parameter(torch.zeros(1, 1, s.d_model))
-        self.input_linear = nn.Linear(latent_dim, s.d_model, bias=False)
+        self.input_linear = Linear(latent_dim, s.d_model, bias=False)
         self.transformer = Transformer(s.num_layers, s.d_model, s.num_heads, s.dim_feedforward, s.max_period,
                                        attn_dim=s.attn_dim, num_kv_heads=s.num_kv_heads)
         self.out_norm = nn.LayerNorm(s.d_model, eps=1e-5)
-        self.z_proj = None if s.z_dim is None else nn.Linear(s.d_model, s.z_dim, bias=False)
-        self.out_eos = nn.Linear(s.z_dim or s.d_model, 1)
+        self.z_proj = None if s.z_dim is None else Linear(s.d_model, s.z_dim, bias=False)
+        self.out_eos = Linear(s.z_dim or s.d_model, 1)
         self.speaker_proj_weight = nn.Parameter(torch.zeros(s.d_model, speaker_dim))
 
     def new_cache(self, pool: SlotPool, max_len: int) -> SlotKV:

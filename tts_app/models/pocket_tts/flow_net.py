@@ -12,6 +12,8 @@ import math
 import torch
 from torch import nn
 
+from tts_app.models.layers.small_gemm import Linear
+
 
 def _modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return x * (1 + scale) + shift
@@ -50,7 +52,7 @@ class TimestepEmbedder(nn.Module):
 
     def __init__(self, hidden: int, freq_size: int = 256, max_period: int = 10000) -> None:
         super().__init__()
-        self.mlp = nn.Sequential(nn.Linear(freq_size, hidden), nn.SiLU(), nn.Linear(hidden, hidden), RMSNorm(hidden))
+        self.mlp = nn.Sequential(Linear(freq_size, hidden), nn.SiLU(), Linear(hidden, hidden), RMSNorm(hidden))
         half = freq_size // 2
         self.register_buffer("freqs", torch.exp(-math.log(max_period) * torch.arange(start=0, end=half) / half))
 
@@ -63,8 +65,8 @@ class ResBlock(nn.Module):
     def __init__(self, channels: int) -> None:
         super().__init__()
         self.in_ln = LayerNorm(channels, eps=1e-6)
-        self.mlp = nn.Sequential(nn.Linear(channels, channels), nn.SiLU(), nn.Linear(channels, channels))
-        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(channels, 3 * channels))
+        self.mlp = nn.Sequential(Linear(channels, channels), nn.SiLU(), Linear(channels, channels))
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), Linear(channels, 3 * channels))
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         shift, scale, gate = self.adaLN_modulation(y).chunk(3, dim=-1)
@@ -75,8 +77,8 @@ class FinalLayer(nn.Module):
     def __init__(self, channels: int, out_channels: int) -> None:
         super().__init__()
         self.norm_final = LayerNorm(channels, eps=1e-6, affine=False)
-        self.linear = nn.Linear(channels, out_channels)
-        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(channels, 2 * channels))
+        self.linear = Linear(channels, out_channels)
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), Linear(channels, 2 * channels))
 
     def forward(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
         shift, scale = self.adaLN_modulation(c).chunk(2, dim=-1)
@@ -89,8 +91,8 @@ class FlowNet(nn.Module):
     def __init__(self, latent_dim: int, channels: int, cond_dim: int, depth: int) -> None:
         super().__init__()
         self.time_embed = nn.ModuleList([TimestepEmbedder(channels) for _ in range(2)])
-        self.cond_embed = nn.Linear(cond_dim, channels)
-        self.input_proj = nn.Linear(latent_dim, channels)
+        self.cond_embed = Linear(cond_dim, channels)
+        self.input_proj = Linear(latent_dim, channels)
         self.res_blocks = nn.ModuleList(ResBlock(channels) for _ in range(depth))
         self.final_layer = FinalLayer(channels, latent_dim)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+
+from tts_app.models.layers.small_gemm import Linear
 from tts_app.models.pocket_tts.config import MimiShape, MimiTransformerShape
 from tts_app.models.pocket_tts.seanet import SEANetDecoder, SEANetEncoder, StreamingConv1d, StreamingConvTranspose1d
 from tts_app.models.pocket_tts.stream_state import StreamBuffers, StreamCall, StreamPool
@@ -21,8 +23,8 @@ class ProjectedTransformer(nn.Module):
         super().__init__()
         self.context = s.context
         self.transformer = Transformer(s.num_layers, s.d_model, s.num_heads, s.dim_feedforward, s.max_period, layer_scale=True)
-        self.input_proj = nn.Linear(s.input_dimension, s.d_model, bias=False) if s.d_model != s.input_dimension else None
-        out = nn.Identity() if s.d_model == s.output_dimension else nn.Linear(s.d_model, s.output_dimension, bias=False)
+        self.input_proj = Linear(s.input_dimension, s.d_model, bias=False) if s.d_model != s.input_dimension else None
+        out = nn.Identity() if s.d_model == s.output_dimension else Linear(s.d_model, s.output_dimension, bias=False)
         self.output_projs = nn.ModuleList([out])
 
     def forward(self, x_BxCxT: torch.Tensor, pos_BxT: torch.Tensor, store) -> torch.Tensor:

@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tts_app.models.layers.small_gemm import Linear
+
 
 class KVStore(Protocol):
     def attend(self, layer: int, k_BxHxTxD: torch.Tensor, v_BxHxTxD: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -54,8 +56,8 @@ class Attention(nn.Module):
         self.attn_dim, self.head_dim = attn_dim, attn_dim // num_heads
         self.max_period = max_period
         kv_dim = self.head_dim * num_kv_heads
-        self.in_proj = nn.Linear(d_model, attn_dim + 2 * kv_dim, bias=False)
-        self.out_proj = nn.Linear(attn_dim, d_model, bias=False)
+        self.in_proj = Linear(d_model, attn_dim + 2 * kv_dim, bias=False)
+        self.out_proj = Linear(attn_dim, d_model, bias=False)
 
     def forward(self, x_BxTxC: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], store: KVStore, layer: int,
                 keep_B: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -86,8 +88,8 @@ class TransformerLayer(nn.Module):
         self.self_attn = Attention(d_model, num_heads, attn_dim or d_model, num_kv_heads or num_heads, max_period)
         self.norm1 = nn.LayerNorm(d_model, eps=1e-5)
         self.norm2 = nn.LayerNorm(d_model, eps=1e-5)
-        self.linear1 = nn.Linear(d_model, dim_feedforward, bias=False)
-        self.linear2 = nn.Linear(dim_feedforward, d_model, bias=False)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=False)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=False)
         self.layer_scale_1: nn.Module = LayerScale(d_model) if layer_scale else nn.Identity()
         self.layer_scale_2: nn.Module = LayerScale(d_model) if layer_scale else nn.Identity()
 
