@@ -7,9 +7,12 @@ audio on both sides: each chunk runs to the official length cap, ceil((tokens / 
 clone the same clip. Reported: the official ``generate_audio_stream`` one request at a time (its own two
 threads); our engine with one stream, and with ``--requests`` streams submitted together (``--policy fifo``, the
 default: all batched at once; ``deadline``: the server's listener-first admission); x real time (audio seconds
-per wall second), time to first audio, and the aggregate ratio.
+per wall second), time to first audio, and the aggregate ratio; per stream also what a 1x player started at its
+first chunk hears: its stall (seconds it waits for audio) and its glitch-free start (first audio plus the least
+prebuffer with which it never stalls). ``--listeners N`` adds a run of N streams submitted together under the
+server's policy (deadline), with the engine's stream places and capacity after its start-up sweep.
 
-    python benchmarks/pocket_tts_throughput.py [--requests 8] [--json out.json]
+    python benchmarks/pocket_tts_throughput.py [--requests 8] [--listeners 2] [--json out.json]
     python benchmarks/pocket_tts_throughput.py --tiny   # a smoke run on the tiny test checkpoint
 """
 
@@ -86,12 +89,12 @@ def serve(engine: Engine, voice: SimpleNamespace, seeds: list[int]) -> tuple[lis
     rows: list[dict] = [{} for _ in seeds]
 
     def listen(i: int, handle, t0: float) -> None:
-        first, samples = None, 0
+        arrivals = []  # (seconds since submission, seconds of audio)
         for chunk in handle:
-            if first is None and chunk.size:
-                first = time.perf_counter() - t0
-            samples += chunk.size
-        rows[i] = {"first_s": first, "wall_s": time.perf_counter() - t0, "audio_s": samples / engine.sample_rate}
+            if chunk.size:
+                arrivals.append((time.perf_counter() - t0, chunk.size / engine.sample_rate))
+        rows[i] = {"first_s": arrivals[0][0], "wall_s": time.perf_counter() - t0, "audio_s": sum(a for _, a in arrivals),
+                   **heard(arrivals)}
 
     t0 = time.perf_counter()
     handles = [engine.submit(TEXT, SpeechParams(seed=s, voice=voice)) for s in seeds]
@@ -103,11 +106,30 @@ def serve(engine: Engine, voice: SimpleNamespace, seeds: list[int]) -> tuple[lis
     return rows, time.perf_counter() - t0
 
 
+def heard(arrivals: list[tuple[float, float]]) -> dict:
+    """A 1x player started at the first chunk: seconds it stalls, and the glitch-free start (first audio plus
+    the least prebuffer with which it never stalls)."""
+    first = arrivals[0][0]
+    dry, stall, held, need = first, 0.0, 0.0, 0.0
+    for t, audio in arrivals:
+        if t > dry:
+            stall += t - dry
+            dry = t
+        dry += audio
+        need = max(need, t - first - held)
+        held += audio
+    return {"stall_s": stall, "glitch_free_start_s": first + need}
+
+
 def summary(rows: list[dict], wall: float) -> dict:
     audio = sum(r["audio_s"] for r in rows)
     return {"requests": len(rows), "audio_s": round(audio, 2), "wall_s": round(wall, 2), "x_real_time": round(audio / wall, 2),
             "first_audio_ms_median": round(1000 * statistics.median(r["first_s"] for r in rows), 1),
-            "first_audio_ms_max": round(1000 * max(r["first_s"] for r in rows), 1)}
+            "first_audio_ms_max": round(1000 * max(r["first_s"] for r in rows), 1),
+            **({"stall_fraction": round(sum(r["stall_s"] for r in rows) / audio, 4),
+                "stall_s_max": round(max(r["stall_s"] for r in rows), 3),
+                "glitch_free_start_ms_max": round(1000 * max(r["glitch_free_start_s"] for r in rows), 1)}
+               if "stall_s" in rows[0] else {})}
 
 
 def machine() -> dict:
@@ -131,6 +153,8 @@ def main() -> None:
     ap.add_argument("--policy", choices=("fifo", "deadline"), default="fifo",
                     help="the engine's: fifo batches every request at once (throughput); deadline is the server's listener-first "
                          "policy, which holds streams back while the machine cannot feed one more in real time")
+    ap.add_argument("--listeners", type=int, default=0,
+                    help="also serve this many streams submitted together under the server's policy (deadline)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     python = reference_python()
@@ -162,6 +186,19 @@ def main() -> None:
         print(f"ours, {args.requests} concurrent:", result["ours_concurrent"], flush=True)
     finally:
         engine.close()
+    if args.listeners:
+        engine = Engine(backend=backend, max_batch_size=args.requests, policy="deadline")
+        try:
+            serve(engine, voice, [0])  # after the start-up sweep, as a server's first visitor
+            stats = engine.stats()
+            result["server_policy"] = {"stream_places": stats["stream_places"],
+                                       "capacity_audio_s_per_s": round(stats["capacity_audio_s_per_s"], 2),
+                                       "step_costs": {k: round(v, 4) for k, v in stats["step_costs"].items()}}
+            print("the server's policy after its sweep:", result["server_policy"], flush=True)
+            result["ours_listeners"] = summary(*serve(engine, voice, list(range(20, 20 + args.listeners))))
+            print(f"ours, {args.listeners} streams under the server's policy:", result["ours_listeners"], flush=True)
+        finally:
+            engine.close()
     result["concurrent_vs_official"] = round(result["ours_concurrent"]["x_real_time"] / result["official_serial"]["x_real_time"], 2)
     result["one_stream_vs_official"] = round(result["ours_one_stream"]["x_real_time"] / result["official_serial"]["x_real_time"], 2)
     result["machine_after"] = {"load_avg": [round(x, 2) for x in os.getloadavg()]}
