@@ -90,17 +90,13 @@ def test_fetch_without_a_dir_goes_to_the_language_folder_the_catalogue_scans(tmp
 
 
 @pytest.mark.parametrize("model", ["pocket-tts-klingon", "pocket-tts-french\n", "pocket-tts-" + "x" * 5000])
-def test_the_fetch_command_refuses_an_unknown_language_in_one_line(tmp_path, monkeypatch, capsys, model):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+def test_the_fetch_command_refuses_an_unknown_language_in_one_line(tmp_path, offline_hub, capsys, model):
     assert main(["fetch", model, "--dir", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and len(err) < 600, err
 
 
-def test_the_fetch_command_reaches_the_language_files(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+def test_the_fetch_command_reaches_the_language_files(tmp_path, offline_hub, capsys):
     assert main(["fetch", "pocket-tts-french", "--dir", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: could not download kyutai/pocket-tts/languages/french/model.safetensors"), err
