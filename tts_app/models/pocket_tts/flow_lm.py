@@ -13,7 +13,6 @@ from typing import Optional
 import torch
 from torch import nn
 
-
 from tts_app.models.layers.kv_cache import SlotPool
 from tts_app.models.layers.small_gemm import Linear
 from tts_app.models.pocket_tts.config import FlowLMShape
