@@ -209,6 +209,28 @@ class PocketBackend(Backend):
     def steady_estimate(self) -> StepEstimate:
         return self._estimate(self.latents_per_step, self.latents_per_step)
 
+    def remaining_audio_s(self, state: Any) -> float:
+        """Audio still to come: latents made but not yet heard, the current chunk's latents still to make (the official
+        guess of 3 tokens a second; past it, up to the chunk's cap: the cautious reading for admission, which counts
+        on a stream's end), and the later chunks' guesses."""
+        fr = self.model.config.mimi.frame_rate
+        latents = sum(len(r.latents) - r.decoded for r in (state.draining, state.row) if r is not None)
+        row = state.row
+        if row is not None and not row.done:
+            latents += self._latents_to_come(row, fr)
+        later = sum(len(c.ids) for c in state.chunks[state.next_chunk:]) / 3.0 * fr
+        if self.max_latents:
+            later = min(later, max(0, state.latents_left - (len(row.latents) if row is not None else 0)))
+        return (latents + later) / fr
+
+    @staticmethod
+    def _latents_to_come(row: Row, frame_rate: float) -> int:
+        made = len(row.latents)
+        if row.eos_step is not None:  # speech ended: the official tail after it
+            return max(0, row.eos_step + row.frames_after_eos - row.step)
+        guess = row.max_frames - round(2.0 * frame_rate)  # max_frames: the guess plus 2 s
+        return max(0, (guess if made < guess else row.max_frames) - made)
+
     def calibration_text(self) -> Optional[str]:
         """A step reads every flow-LM weight once whatever its rows (8 rows cost about 2.7x one row on 2 cores, not
         8x): the engine measures batch sizes 1..max at start, so admission prices a stream by the batched step."""

@@ -13,6 +13,14 @@ minute, and admission fell to one stream). So the start-up sweep's steps stay in
 (``anchor``), their seconds scaled by how the recent steps compare with the sweep's own fit, so that
 they keep the split while the recent steps set the level (a machine that slows down by half stays
 slower by half, at the sweep's split).
+
+A line is not every machine's curve: Pocket TTS on 2 cores stepped 1, 2, 4 and 8 rows in 87-97, 134-190,
+166-195 and 248-277 ms, and a line through them under-priced two rows by 10-40 %; admission then took two
+streams that stalled. So each batch size's steps of one key are also averaged as measured, and a stream's
+price at ``n`` rows is the line's times how much dearer ``n`` rows measured, where that is more than
+``_MISFIT`` (``StreamLoad.step_factor``; never cheaper than the line, which stays the cautious reading elsewhere,
+and a size within the noise of its average keeps the line's price: Piper's sizes all lie on it). A size not stepped for a while
+fades back to the line (``_DECAY`` per step), so one slow spell does not shut it out for good.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ _RIDGE_ROW = 1e-9
 # told from the rows' (a lone stream's steps) weighs the same on both sides and leaves it unchanged.
 _ANCHOR_WEIGHT = 1.0  # each sweep step weighs as the newest step does (the recent steps' weights sum to ~100)
 _MEASURED_AUDIO_S = 5.0
+_MISFIT = 0.1  # a batch size measured this much dearer than the line (or more) is priced as measured
 _STREAM_DECAY = 0.9  # a finished stream's weight shrinks by this per newer one
 
 
@@ -51,16 +60,28 @@ class StreamLoad:
     per_stream: float
     per_step: float
     probe: bool = False
+    step_factor: tuple[float, ...] = ()  # [n - 1]: how much dearer n rows measured than the line (>= 1; the last for more)
 
     def places(self, margin: float) -> float:
         """How many streams stepping together fit in ``margin`` of the machine (inf when free)."""
         if self.per_stream <= 0:
             return math.inf if margin > self.per_step else 1.0
-        return (margin - self.per_step) / self.per_stream
+        places = (margin - self.per_step) / self.per_stream
+        n = math.floor(places)
+        if not self.step_factor or n < 1 or self.factor(n) <= 1.0:
+            return places
+        while n > 1 and self.seconds_for(1.0, n) > margin:
+            n -= 1
+        return float(n)  # whole streams: the measured sizes say nothing between them
+
+    def factor(self, rows: int) -> float:
+        if not self.step_factor:
+            return 1.0
+        return self.step_factor[min(max(1, rows), len(self.step_factor)) - 1]
 
     def seconds_for(self, audio_s: float, sharing: int) -> float:
         """Wall time to make ``audio_s`` of one row's audio while ``sharing`` rows share every step."""
-        return audio_s * (self.per_step + max(1, sharing) * self.per_stream)
+        return audio_s * (self.per_step + max(1, sharing) * self.per_stream) * self.factor(sharing)
 
 
 @dataclass(frozen=True)
@@ -88,6 +109,9 @@ class StepCosts:
         self._work_s = 0.0  # decayed sums over finished streams: their rows' work in seconds ...
         self._steady_s = 0.0  # ... what steady windows would have cost for their audio ...
         self._audio_s = 0.0  # ... and that audio
+        self._by_size: dict[tuple[str, int], list[float]] = {}  # (key, rows) -> [decayed seconds, decayed weight]
+        self._learnt = 0  # steps learnt so far: a size's average fades by the steps since it was fed
+        self._fed_at: dict[tuple[str, int], int] = {}
 
     # -- what the scheduler plans with ------------------------------------------
     def row_cost(self, est: StepEstimate) -> float:
@@ -116,7 +140,28 @@ class StepCosts:
         per_stream = self.row_cost(steady) / steady.audio_s
         if self._audio_s >= _MEASURED_AUDIO_S and self._steady_s > 0:
             per_stream *= self._work_s / self._steady_s
-        return StreamLoad(per_stream, self.fixed_cost(steady.key) / steady.audio_s, probe=not self.separated(steady.key))
+        return StreamLoad(per_stream, self.fixed_cost(steady.key) / steady.audio_s, probe=not self.separated(steady.key),
+                          step_factor=self.step_factors(steady.key))
+
+    def step_factors(self, key: str) -> tuple[float, ...]:
+        """[n - 1]: a step of ``n`` rows of ``key`` as measured over the line's price for it (at least 1), for n
+        up to the largest size measured; sizes between two measured ones take the larger factor of the two."""
+        measured = {}
+        for (k, n), (seconds, weight) in self._by_size.items():
+            line = self.fixed_cost(k) + n * self._row.get(k, 0.0)
+            if k == key and weight > 0 and line > 0:
+                fade = _DECAY ** (self._learnt - self._fed_at[(k, n)])
+                over = seconds / weight / line - 1.0
+                measured[n] = 1.0 + (over * fade if over > _MISFIT else 0.0)
+        if not measured:
+            return ()
+        sizes = sorted(measured)
+        factors = []
+        for n in range(1, sizes[-1] + 1):
+            below = max((m for m in sizes if m <= n), default=sizes[0])
+            above = min(m for m in sizes if m >= n)
+            factors.append(max(measured[below], measured[above]))
+        return tuple(factors)
 
     def snapshot(self) -> dict[str, float]:
         """Per-row costs by key, and each key's fixed part as ``fixed:KEY``."""
@@ -133,6 +178,14 @@ class StepCosts:
         for k, n in counts.items():
             self._sizes.setdefault(k, set()).add(n)
         self._steps.append(_Step(tuple(sorted(counts.items())), seconds))
+        self._learnt += 1
+        if len(counts) == 1:  # a step of one key: that size's own measure
+            ((k, n),) = counts.items()
+            total = self._by_size.setdefault((k, n), [0.0, 0.0])
+            fade = _DECAY ** (self._learnt - self._fed_at.get((k, n), self._learnt))
+            total[0] = fade * total[0] + seconds
+            total[1] = fade * total[1] + 1.0
+            self._fed_at[(k, n)] = self._learnt
         self._fit()
 
     def row_shares(self, ests: Sequence[StepEstimate], seconds: float, steady_key: str) -> list[float]:

@@ -79,7 +79,47 @@ def test_auto_keeps_openblas_only_when_it_is_faster(library: None) -> None:
     with mock.patch.object(small_gemm, "_best", side_effect=[1.0, 0.95]):  # torch, then OpenBLAS: 5 % faster
         assert small_gemm.calibrate("auto") is False
     small_gemm.reset_for_tests()
-    with mock.patch.object(small_gemm, "_best", side_effect=[1.0, 0.5]), mock.patch.object(small_gemm, "one_blas_thread") as one:
+    with (mock.patch.object(small_gemm, "_best", side_effect=[1.0, 0.5]), mock.patch.object(small_gemm, "one_blas_thread") as one,
+          mock.patch.object(small_gemm, "_fastest_ways", return_value={3: "padded"})):
         assert small_gemm.calibrate("auto") is True
     one.assert_called_once()
+    assert small_gemm._ways == {3: "padded"}
     assert small_gemm.calibrate("torch") is True  # decided once per process
+
+
+@pytest.mark.parametrize("rows", range(1, 10))
+@pytest.mark.parametrize("way", ["as_is", "rows", "padded"])
+def test_every_way_of_a_few_row_product_gives_the_same_rows(rows: int, way: str) -> None:
+    rng = np.random.default_rng(rows)
+    x_MxI = rng.standard_normal((rows, 48), dtype=np.float32)
+    w_IxO = rng.standard_normal((48, 80), dtype=np.float32)
+    y_MxO = small_gemm._product_as(way, x_MxI, w_IxO)
+    assert y_MxO.shape == (rows, 80) and y_MxO.dtype == np.float32
+    np.testing.assert_allclose(y_MxO, x_MxI.astype(np.float64) @ w_IxO, rtol=1e-5, atol=1e-4)
+
+
+def test_calibration_keeps_the_fastest_way_per_row_count(library: None) -> None:
+    def timed(fn, repeats: int = 7) -> float:  # "rows" fastest for 2 rows, "padded" for 3, the plain product else
+        fn()
+        return {(2, "rows"): 0.5, (3, "padded"): 0.6}.get((timed.m, timed.way), 1.0)
+
+    def product_as(way, x, w):
+        timed.m, timed.way = x.shape[0], way
+        return x @ w
+
+    with mock.patch.object(small_gemm, "_best", side_effect=timed), mock.patch.object(small_gemm, "_product_as", side_effect=product_as):
+        assert small_gemm._fastest_ways((64, 32), matrices=1) == {2: "rows", 3: "padded"}
+
+
+def test_a_stage_s_product_takes_the_calibrated_way(library: None) -> None:
+    small_gemm.calibrate("openblas")
+    small_gemm._ways.clear()
+    small_gemm._ways.update({2: "rows"})
+    ref, ours = _pair(bias=True)
+    stage = StageThread("test-gemm", 1)
+    with mock.patch.object(small_gemm, "_product_as", wraps=small_gemm._product_as) as product:
+        y = stage.run(torch.no_grad()(ours), torch.randn(2, 48))
+        stage.run(torch.no_grad()(ours), torch.randn(3, 48))
+    stage.close()
+    assert [c.args[0] for c in product.call_args_list] == ["rows", "as_is"]
+    assert y.shape == (2, 80)

@@ -221,3 +221,31 @@ def test_a_saved_voice_by_name_speaks_as_its_voice_state(tmp_path):
     assert default.shape != by_name.shape or not np.array_equal(default, by_name)
     with pytest.raises(TextError, match="no saved voice 'carol'; it has: alba, bob"):
         named.prepare([RowInput(1, TEXTS[0], SpeechParams(voice=ModelVoice("carol")))])
+
+
+@pytest.mark.parametrize("endless", [False, True])
+def test_remaining_audio_counts_what_is_still_to_come(model, endless: bool):
+    """Admission counts on a stream's end: the audio still to come is the official guess of the chunks while they
+    run short of it, up to each chunk's cap once one runs past it (an endless chunk: never less than what came),
+    and 0 at the end."""
+    text = "Hello there, how are you today? Short one."
+    backend = _endless(model) if endless else PocketBackend(model, max_batch=1)
+    (state,) = backend.prepare([RowInput(1, text, SpeechParams(seed=3))])
+    chunks = backend.check_text(text)
+    rate = model.config.mimi.frame_rate
+    assert backend.remaining_audio_s(state) == pytest.approx(backend.audio_estimate_s(chunks), abs=1.5 / rate)
+    outs, left = [], []
+    while not outs or not outs[-1].done:
+        outs.append(backend.step([state])[0])
+        left.append(backend.remaining_audio_s(state))
+    assert left[-1] == 0.0
+    heard = np.cumsum([o.audio.size for o in outs]) / backend.sample_rate
+    total = heard[-1]
+    if endless:  # the truth is every cap: once the last chunk runs past its guess, the estimate is never below it
+        caps = [max_frames(len(c.ids), rate) / rate for c in chunks]
+        assert total == pytest.approx(sum(caps))
+        past_guess = sum(caps[:-1]) + caps[-1] - 2.0
+        late = [(est, h) for est, h in zip(left, heard) if h >= past_guess]
+        assert late and all(est >= total - h - 1e-9 for est, h in late)
+        assert any(est < total - h for est, h in zip(left, heard))  # before, the guess (end of speech usually comes)
+    backend.release(state)
