@@ -70,6 +70,12 @@ class StreamLoad:
         n = math.floor(places)
         if not self.step_factor or n < 1 or self.factor(n) <= 1.0:
             return places
+        last = len(self.step_factor)
+        if n > last:  # beyond the measured sizes the factor is the last one's: solved, not counted down
+            far = math.floor((margin / self.step_factor[-1] - self.per_step) / self.per_stream)
+            if far > last:
+                return float(min(n, far))
+            n = last
         while n > 1 and self.seconds_for(1.0, n) > margin:
             n -= 1
         return float(n)  # whole streams: the measured sizes say nothing between them

@@ -93,3 +93,13 @@ def test_places_fall_to_the_whole_streams_a_measured_size_feeds() -> None:
     assert curved.places(0.85) == pytest.approx(2.6)  # two streams cost the line's
     assert StreamLoad(0.25, 0.2, step_factor=(1.0, 1.3)).places(0.85) == 1  # two rows: 0.91 s a second
     assert curved.seconds_for(2.0, 5) == pytest.approx(2.0 * (0.2 + 5 * 0.25) * 1.3)  # beyond: the last factor
+
+
+def test_places_of_nearly_free_rows_are_solved_not_counted() -> None:
+    """A GPU-like machine (rows nearly free) with one size priced up: billions of places, answered at once."""
+    load = StreamLoad(per_stream=1e-12, per_step=0.2, step_factor=(1.0, 1.2))
+    assert load.places(0.85) == pytest.approx((0.85 / 1.2 - 0.2) / 1e-12, rel=1e-6)
+    assert StreamLoad(0.01, 0.5, step_factor=(1.0, 1.5, 1.5)).places(0.85) == 6  # (0.5 + 6 x 0.01) x 1.5 = 0.84
+    tight = StreamLoad(per_stream=0.01, per_step=0.5, step_factor=(1.0, 1.7, 1.7))
+    assert tight.places(0.85) == 1  # 2 rows: 0.52 s a second at the line, 0.88 as measured
+    assert StreamLoad(0.01, 0.5, step_factor=(1.0, 1.0, 1.7)).places(0.85) == 2  # beyond 2, every size is too dear
