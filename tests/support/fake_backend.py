@@ -41,7 +41,8 @@ class FakeBackend(Backend):
     ``on_step`` (a test's arrivals), all on the engine's worker thread. ``calibrate``: the engine may
     step calibration rows at start (``calibration_text``). ``sentence_s``: a row pays that much more
     for the step that starts each sentence of ``sentence_words`` words (Piper's text stage of a chunk),
-    a cost the steady estimate does not show.
+    a cost the steady estimate does not show. ``first_s``: a step holding any row's first word pays that
+    much once more (Pocket TTS's first latents before its pipeline), keyed apart ("first+...").
     """
 
     name = "fake"
@@ -58,7 +59,9 @@ class FakeBackend(Backend):
         calibrate: bool = False,
         sentence_s: float = 0.0,
         sentence_words: int = 10,
+        first_s: float = 0.0,
     ) -> None:
+        self.first_s = first_s
         self.step_sleep_s = step_sleep_s
         self.sentence_s, self.sentence_words = sentence_s, sentence_words
         self.calibrate = calibrate
@@ -82,7 +85,8 @@ class FakeBackend(Backend):
         if self.step_sleep_s or any("SLOW" in s.text for s in states):
             time.sleep(self.step_sleep_s or 0.01)
         if self.clock is not None:
-            self.clock.t += self.fixed_s + sum(self._row_cost(s) for s in states)
+            starting = self.first_s if any(s.words_done == 0 for s in states) else 0.0
+            self.clock.t += self.fixed_s + starting + sum(self._row_cost(s) for s in states)
         out = []
         for s in states:
             if "CRASH" in s.text:
@@ -109,6 +113,7 @@ class FakeBackend(Backend):
     def estimate_step(self, state):
         n = min(state.words_per_step, max(1, state.steps_left))
         text = "text+" if self.sentence_s and self._sentences_started(state) else ""
+        text = "first+" + text if self.first_s and state.words_done == 0 else text
         return StepEstimate(f"{text}words{state.words_per_step}", WORD_S * n, self.word_s * n + self.fixed_s)
 
     def steady_estimate(self):

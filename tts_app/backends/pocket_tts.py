@@ -8,9 +8,11 @@ buffer: every latent reads all the flow LM's weights, so a step's cost grows wit
 and a larger window saves nothing while it hides the per-step price admission plans with) and decodes
 with Mimi the latents made before it, batched across rows per window size: the two run side by side, the flow
 LM in one stage thread and Mimi in another (one intra-op thread each on two cores), so that a step costs the
-longer of the two instead of their sum. A row's first latent (the prefill left its hidden state ready: the flow
-head alone) is made first and decoded in its first step, so that its first audio waits for nothing; the
-latents made beside that decode are the next step's audio. The audio is the same as made one stage after the
+longer of the two instead of their sum. A chunk's first latents (the first: the flow head alone, the prefill left
+its hidden state ready) and the window after them are made before the stages start: a new request's first latents
+are decoded and handed out at once (its first audio waits for nothing), the window after them is decoded in the
+step and handed out at its end (else the first audio ran dry before the pipeline handed out more), and the
+latents the flow LM makes beside that decode are the next step's audio. The audio is the same as made one stage after the
 other: each row's noise is its own and the windows are the same. The voice state of a clip is computed once and cached by the clip's
 content hash; a checkpoint's saved voices (``voices/`` or ``embeddings/*.safetensors``) are its
 built-in ones. A request's latents over all its chunks are capped by ``max_seconds`` (the server's
@@ -50,6 +52,11 @@ logger = logging.getLogger(__name__)
 __all__ = ["PocketBackend", "WeightsMissing"]
 
 MAX_CHUNK_TOKENS = 200  # with a 30 s clip's prompt (378 positions) a chunk still has 446 latents (36 s) of room
+# A chunk's first audio, in latents (80 ms each): what a player started at it holds until the step's end hands out
+# the next window. A larger first audio comes later and a smaller one runs dry, by about as much: the start with
+# no stall is the machine's (2 cores, 2026-11-28, one stream / 6 at 0.75 of capacity: 1 latent 68 / 157-175 ms
+# and stalls of 0.3 / 1.3 %, 2 latents 93 / 220-230 ms and 0 / 0.5 %, 3 latents 118-141 / 293-298 ms and none).
+FIRST_LATENTS = 3
 
 
 @dataclass
@@ -79,9 +86,10 @@ class PocketBackend(Backend):
     capabilities = POCKET_TTS
 
     def __init__(self, model: LoadedPocket, max_batch: int = 8, max_len: int = 1024, latents_per_step: int = 2,
-                 max_seconds: float = 0.0, stage_threads: int = 0) -> None:
+                 max_seconds: float = 0.0, stage_threads: int = 0, first_latents: int = FIRST_LATENTS) -> None:
         """``max_seconds`` > 0 caps each request's audio (all its chunks together); 0 leaves the per-chunk caps only.
-        ``stage_threads``: intra-op threads of each of the two stages (flow LM, Mimi); 0: half the process's."""
+        ``stage_threads``: intra-op threads of each of the two stages (flow LM, Mimi); 0: half the process's.
+        ``first_latents``: latents in a chunk's first audio (see FIRST_LATENTS)."""
         self.model = model
         if model.device.type == "cpu":  # a decode step's few-row products: the faster library on this CPU
             small_gemm.calibrate(settings.value("TTS_APP_SMALL_GEMM") or "auto")
@@ -90,6 +98,7 @@ class PocketBackend(Backend):
         self.sample_rate = model.config.mimi.sample_rate
         self.samples_per_latent = model.config.mimi.samples_per_latent
         self.latents_per_step = latents_per_step
+        self.first_latents = max(1, first_latents)
         # At least one latent, so that a request always gets a first chunk started; rounded first so that a
         # whole number of latents given in seconds (17.44 s x 12.5 = 218.00000000000003) is not one more.
         latents = math.ceil(round(max_seconds * model.config.mimi.frame_rate, 6))
@@ -153,11 +162,14 @@ class PocketBackend(Backend):
         fresh = [s.row for s in rows if s.row is not None and s.row.step == 0 and not s.row.done]
         early: dict[int, StepOutput] = {}
         if fresh:
-            # First latents (the flow head alone), decoded in this step. Both stages are idle here, so it runs in
-            # the engine's thread with the process's intra-op threads: a stage's one thread made first audio 2x slower.
-            self.generator.step(fresh)
-            if emit is not None:
-                early = self._first_audio(rows, emit)
+            # A chunk's first latents (the first: the flow head alone), decoded at once for a new request's first
+            # audio, then its next window, which the pipeline below decodes: without it the pipeline would hand out
+            # nothing more of the row until the next step's end, and the first audio ran dry before that. Both
+            # stages are idle here, so this runs in the engine's thread with the process's intra-op threads (a
+            # stage's one thread made first audio 2x slower).
+            self._make(fresh, self.first_latents)
+            early = self._first_audio(rows, emit)
+            self._make(fresh, self.latents_per_step)
         # What Mimi decodes now: an ended chunk's last latents, then the current chunk's latents made so far; the
         # latents the flow LM makes meanwhile are the next step's.
         parts = [(s, r) for s in rows for r in (s.draining, s.row) if r is not None]
@@ -175,22 +187,27 @@ class PocketBackend(Backend):
             self._start_chunks(restart)
         outputs = []
         for s in rows:
-            if id(s) in early:  # handed out already; nothing was made for it since (its next latents are next step's)
-                outputs.append(early[id(s)])
-                continue
             s.done = s.row is None and s.draining is None
             a = torch.cat(audio[id(s)]).float().cpu().numpy() if id(s) in audio else np.zeros(0, dtype=np.float32)
             s.audio_s += a.size / self.sample_rate
             words = s.aligner.feed(a, s.done) if s.aligner is not None else ()
-            outputs.append(StepOutput(a, s.done, words))
+            out = StepOutput(a, s.done, words)
+            first = early.get(id(s))
+            if first is not None and emit is None:  # not handed out yet: the step's audio begins with it
+                out = StepOutput(np.concatenate([first.audio, a]), s.done, (*first.words, *words))
+            outputs.append(out)
         return outputs
 
-    def _first_audio(self, rows: list[PocketState], emit: RowEmitter) -> dict[int, StepOutput]:
-        """A new request's first latent decoded and handed out before the pipeline runs (the engine's thread,
-        all its intra-op threads: its listener waits for nothing else). Not for a request with an ended chunk
-        still to decode: that audio comes first. The pipeline then decodes nothing more of these rows this step."""
-        first = [(i, s) for i, s in enumerate(rows) if s.row is not None and s.row.step == 1 and s.draining is None
-                 and not s.row.done and s.row.decoded == 0]
+    def _make(self, rows: list[Row], latents: int) -> None:
+        for _ in range(latents):
+            self.generator.step([r for r in rows if not r.done])
+
+    def _first_audio(self, rows: list[PocketState], emit: RowEmitter | None) -> dict[int, StepOutput]:
+        """A new request's first latents decoded before the pipeline runs (the engine's thread, all its intra-op
+        threads), and handed out at once through ``emit``: its listener waits for nothing else. Not for a request
+        with an ended chunk still to decode: that audio comes first (the pipeline decodes both)."""
+        first = [(i, s) for i, s in enumerate(rows) if s.row is not None and s.row.step == self.first_latents
+                 and s.draining is None and not s.row.done and s.row.decoded == 0]
         if not first:
             return {}
         out: dict[int, StepOutput] = {}
@@ -199,7 +216,8 @@ class PocketBackend(Backend):
             s.audio_s += audio.size / self.sample_rate
             words = s.aligner.feed(audio, False) if s.aligner is not None else ()
             out[id(s)] = StepOutput(audio, False, words)
-            emit(i, out[id(s)])
+            if emit is not None:
+                emit(i, out[id(s)])
         return out
 
     def estimate_step(self, state: Any) -> StepEstimate:
@@ -255,7 +273,9 @@ class PocketBackend(Backend):
         if row is None:
             return 0, heard
         if row.step == 0 and not row.done:
-            return 1 + self._ahead(state), 1 + heard  # the first latent at once, for the first audio
+            # The first latents and the next window at once (the first audio, then the pipeline's decode of the window).
+            first = min(self.first_latents + self.latents_per_step, row.max_frames)
+            return first + self._ahead(state), first + heard
         return self._ahead(state), heard + len(row.latents) - row.decoded
 
     def _estimate(self, made: int, heard: int) -> StepEstimate:

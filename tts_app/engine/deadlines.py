@@ -89,7 +89,8 @@ def pick(
     before them, and every early listener stalled), until it is ``low_s`` overdue: then it is planned
     as a heard row (no starvation when the machine is overloaded). Rows are taken in that order for
     about ``step_horizon_s`` of work while streams wait on the step (files alone: no limit), and after
-    it every planned-as-heard row that cannot wait for the next step; the rest waits, so a step stays
+    it every planned-as-heard row that cannot wait for the next step, and every row whose kind of step
+    is in it already and adds less than that kind's fixed part; the rest waits, so a step stays
     short enough for newcomers to start soon. Then every row left
     out that adds at most ``ride_share`` of the step's fixed cost joins it (a GPU's rows are nearly
     free once the step is paid: leaving them out would leave capacity idle). A row left out only
@@ -109,10 +110,15 @@ def pick(
     keys: set[str] = set()
     total = 0.0
     for r in _plan(first, firm, slack, ests, costs, q, handed_out_after):
-        cost = costs.added_cost(ests[r.id], keys)
+        est = ests[r.id]
+        cost = costs.added_cost(est, keys)
         # A firm row that would be late if it waited for a step after this one steps now.
         cannot_wait = r.id in firm and slack[r.id] - q.margin_s < total + 2 * cost
-        if picked and total + cost > horizon and not cannot_wait:
+        # A row of a kind this step already pays for, adding less than that kind's fixed part, joins too: held
+        # back, it would pay the fixed part again in a later step (Pocket TTS's newcomers share their first
+        # latents' fixed part: a burst staggered by the horizon waited up to 1.5 s for first audio, not 0.23 s).
+        shares = est.key in keys and costs.row_cost(est) < costs.fixed_cost(est.key)
+        if picked and total + cost > horizon and not cannot_wait and not shares:
             continue  # a cheaper or more urgent row further on may still go
         picked.append(r)
         keys.add(ests[r.id].key)

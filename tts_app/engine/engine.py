@@ -22,7 +22,7 @@ from tts_app.engine.step_costs import StepCosts, StreamLoad
 
 _LOGGER = logging.getLogger(__name__)
 _LOG_EVERY_S = 10.0
-_CALIBRATION_STEPS = 3  # per batch size: the first is not learnt from (see Engine._calibrate)
+_CALIBRATION_STEPS = 3  # learnt per batch size, after an unmeasured first step (see Engine._calibrate)
 
 
 class EngineClosed(RuntimeError):
@@ -341,30 +341,40 @@ class Engine:
         row = RowInput(0, text, params, self.backend.check_text(text, params))
         sizes = sorted({min(2**i, self._scheduler.max_batch_size) for i in range(self._scheduler.max_batch_size.bit_length() + 1)})
         for n in sizes:
-            if self._closed:
-                return
-            states: list = []
-            try:
-                states = self.backend.prepare([row] * n)
-                live = list(states)
-                for i in range(_CALIBRATION_STEPS):
-                    estimates = [self.backend.estimate_step(s) for s in live]
-                    t0 = self._clock()
-                    outs = self.backend.step(live)
-                    if i:  # the first step of a batch size may build its shapes (graphs): not a cost to plan with
-                        with self._lock:
-                            self._costs.learn(estimates, self._clock() - t0)
-                    live = [s for s, out in zip(live, outs) if not out.done]
-                    if not live:
-                        break
-            except Exception:  # noqa: BLE001 - a failed calibration leaves the costs to be learnt in service
-                _LOGGER.exception("step-cost calibration failed at batch size %d", n)
-                return
-            finally:
-                for s in states:
-                    self.backend.release(s)
+            # Twice per size: an unmeasured first step builds the size's shapes (graphs), then every step of a
+            # fresh batch counts, its first too: a newcomer's first window (a fixed part of its own on Pocket
+            # TTS, its first latents made before the pipeline) is otherwise learnt from one-row steps alone,
+            # all on its row, and admission then staggers newcomers that would have cost one step together.
+            for steps in (1, _CALIBRATION_STEPS):
+                if self._closed or not self._calibration_pass(row, n, steps, learn=steps > 1):
+                    return
         with self._lock:
             self._costs.anchor()  # the sweep keeps the fixed/per-row split that service's steps rarely show
+
+    def _calibration_pass(self, row: RowInput, n: int, steps: int, learn: bool) -> bool:
+        """Step ``n`` rows of ``row`` from their start ``steps`` times, learning each step's cost when ``learn``;
+        False when it failed (the costs are then learnt in service)."""
+        states: list = []
+        try:
+            states = self.backend.prepare([row] * n)
+            live = list(states)
+            for _ in range(steps):
+                estimates = [self.backend.estimate_step(s) for s in live]
+                t0 = self._clock()
+                outs = self.backend.step(live)
+                if learn:
+                    with self._lock:
+                        self._costs.learn(estimates, self._clock() - t0)
+                live = [s for s, out in zip(live, outs) if not out.done]
+                if not live:
+                    break
+            return True
+        except Exception:  # noqa: BLE001 - a failed calibration leaves the costs to be learnt in service
+            _LOGGER.exception("step-cost calibration failed at batch size %d", n)
+            return False
+        finally:
+            for s in states:
+                self.backend.release(s)
 
     def _prepare(self, admitted: list[Request]) -> list[Request]:
         """Run the text stage (or prefill) of newly admitted requests; return those that started."""
@@ -387,7 +397,8 @@ class Engine:
 
     def _advance(self, running: list[Request]) -> None:
         """One step for ``running``: each row's audio goes to its handle as soon as the backend emits
-        it (the first line of a page's run need not wait for the others), the rest when the step ends.
+        it (the first line of a page's run need not wait for the others), the rest when the step ends
+        (a row's returned output, unless it is the one emitted, follows what it emitted).
         A failed step is retried row by row for the rows not yet emitted, so one bad row fails alone."""
         if self.policy == "deadline":
             now = self._clock()
@@ -426,7 +437,7 @@ class Engine:
             req.batch_sizes.append(len(running))
             req.last_step_at = now
             req.remaining_est_s = 0.0 if out.done else self.backend.remaining_audio_s(req.state)
-            if req.id not in emitted:
+            if emitted.get(req.id) is not out:  # what the backend made after a row's emitted audio comes now
                 self._deliver(req, out, now)
             if out.done:
                 self._retire(req, RequestStatus.FINISHED)

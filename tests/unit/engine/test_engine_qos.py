@@ -98,6 +98,23 @@ def test_a_newcomer_goes_before_listeners_only_where_they_can_spare_it():
     assert [r.id for r in deadlines.pick([soon, later, _newcomer(3, 9.9)], 10.0, lambda r: est, StepCosts(), q)] == [1, 2]
 
 
+def test_newcomers_sharing_a_first_window_s_fixed_part_start_together_past_the_horizon():
+    """Pocket TTS's first windows: a large fixed part (the first latents before the pipeline) and little per row.
+    A burst's newcomers past the horizon join the step that pays it instead of paying it again one step later;
+    rows that cost more than that fixed part (a CPU's per-row first windows) still wait, as before."""
+    q = QosSettings(margin_s=0.1, step_horizon_s=0.25)
+    first = StepEstimate("first", 0.3, 0.03)
+    shared = StepCosts()
+    for n, seconds in ((1, 0.23), (2, 0.26), (4, 0.32), (8, 0.44)):  # 0.2 s once, 0.03 s a row
+        shared.learn([first] * n, seconds)
+    burst = [_newcomer(i, 9.95) for i in range(1, 7)]
+    assert sorted(r.id for r in deadlines.pick(burst, 10.0, lambda r: first, shared, q)) == [1, 2, 3, 4, 5, 6]
+    per_row = StepCosts()
+    for n, seconds in ((1, 0.2), (2, 0.4), (4, 0.8)):  # all of it per row
+        per_row.learn([first] * n, seconds)
+    assert len(deadlines.pick(burst, 10.0, lambda r: first, per_row, q)) == 1
+
+
 def test_a_newcomer_long_overdue_is_planned_as_a_listener():
     """No starvation: past ``low_s`` overdue a newcomer's wait counts like a listener's, by its deadline."""
     q = QosSettings(margin_s=0.1, step_horizon_s=10.0)

@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.fake_backend import WORD_S, FakeBackend, SimClock, expected
 from tests.support.piper_like import PiperLikeBackend
+from tts_app.backends.base import StepEstimate
 from tts_app.backends.params import SpeechParams
 from tts_app.engine import Engine
 from tts_app.engine.qos_settings import QosSettings
@@ -82,6 +83,20 @@ def test_a_calibrated_gpu_like_engine_admits_the_whole_burst_at_once() -> None:
     ttfa = [h.metrics.time_to_first_audio_s for h in handles]
     assert max(ttfa) == pytest.approx(GPU["fixed_s"] + STREAMS * GPU["word_s"])  # one step for all
     assert sum(h.stall_s for h in handles) < 1e-9
+
+
+def test_the_calibration_learns_a_first_window_s_own_fixed_part() -> None:
+    """A first window with a fixed part of its own (Pocket TTS's first latents, made before its pipeline) is
+    measured at every batch size by the start-up sweep, not learnt in service from one-row steps alone
+    (which put it all on the row, and admission staggered a burst's first audio)."""
+    clock = SimClock()
+    backend = FakeBackend(clock=clock, calibrate=True, first_s=0.2, **CPU)
+    with Engine(backend, max_batch_size=8, max_wait_ms=0, clock=clock) as engine:
+        assert engine.wait_calibrated(timeout=60)
+        costs = engine._costs
+        assert costs.separated("first+words1")
+        assert costs.fixed_cost("first+words1") == pytest.approx(0.2, rel=0.05)
+        assert costs.row_cost(StepEstimate("first+words1", 0.1, 0.1)) == pytest.approx(CPU["word_s"], rel=0.05)
 
 
 def test_a_calibrated_cpu_like_engine_admits_its_capacity_and_no_more() -> None:

@@ -194,7 +194,8 @@ def test_max_seconds_caps_a_request_across_its_chunks(model):
     assert capped_backend.audio_estimate_s(chunks) == cap / rate < free.audio_estimate_s(chunks)  # queue ETAs know the cap
     capped = _drive(capped_backend, [row])[0]
     assert capped.size == cap * spl
-    np.testing.assert_array_equal(capped, whole[:capped.size])
+    # The cut chunk's last window is narrower than the same latents' window uncut: equal to float rounding.
+    np.testing.assert_allclose(capped, whole[:capped.size], rtol=0, atol=1e-6)
     assert capped_backend.free_slots == 1 and capped_backend.generator.mimi_pool.num_live == 0
 
 

@@ -41,14 +41,15 @@ def _stream(backend: PocketBackend, row: RowInput) -> list[np.ndarray]:
 
 
 def _one_after_another(backend: PocketBackend, row: RowInput) -> np.ndarray:
-    """The stages one after the other in this thread, in the backend's windows: each chunk's first latent alone,
-    then ``latents_per_step`` at a time."""
+    """The stages one after the other in this thread, in the backend's windows: each chunk's first latents
+    (``first_latents``) alone, then ``latents_per_step`` at a time."""
     gen = backend.generator
     state = backend.prepare([row])[0]
     pieces = []
     while True:
         r = state.row
-        gen.step([r])
+        for _ in range(backend.first_latents):
+            gen.step([r])
         pieces.append(gen.decode([r])[0])
         while not r.done:
             for _ in range(backend.latents_per_step):
@@ -67,7 +68,8 @@ def test_pipelined_audio_equals_the_stages_one_after_another(model, text):
     steps = _stream(PocketBackend(model, max_batch=1), row)
     serial = _one_after_another(PocketBackend(model, max_batch=1), row)
     spl = model.config.mimi.samples_per_latent
-    assert steps[0].size == spl, "the first step gives the first latent's audio"
+    b = PocketBackend(model, max_batch=1)
+    assert steps[0].size == (b.first_latents + b.latents_per_step) * spl, "the first step: the first latents and the next window"
     assert serial.size > 4 * spl
     if text == LONG:
         # At a chunk's end its last latents and the next chunk's first may share one Mimi call (two rows of one
@@ -78,8 +80,9 @@ def test_pipelined_audio_equals_the_stages_one_after_another(model, text):
 
 
 def test_a_new_request_s_first_audio_is_handed_out_before_the_pipeline_runs(model):
-    """With the engine's ``emit``, a request's first latent is decoded and handed out before the two stages start
-    (its listener waits for nothing else), and the audio is the same as without emit, step by step."""
+    """With the engine's ``emit``, a request's first latents are decoded and handed out before the two stages start
+    (its listener waits for nothing else), the step returns the window made next, and the audio is the same as
+    without emit, step by step."""
     rows = [RowInput(i, text, SpeechParams(seed=5 + i)) for i, text in enumerate(["Hello there, how are you today?", LONG])]
     plain = PocketBackend(model, max_batch=2)
     plain_states = plain.prepare(rows)
@@ -96,9 +99,11 @@ def test_a_new_request_s_first_audio_is_handed_out_before_the_pipeline_runs(mode
     eager.mimi.submit = spy
     outs = eager.step(states, emit=lambda i, out: handed.append((i, out.audio, out.done)))
     assert [i for i, _, _ in handed] == [0, 1, -1], "both first audios before the pipeline"
+    first = eager.first_latents * eager.samples_per_latent
     for i, audio, done in handed[:2]:
-        np.testing.assert_array_equal(audio, first_plain[i])
-        np.testing.assert_array_equal(outs[i].audio, audio)
+        np.testing.assert_array_equal(audio, first_plain[i][:first])
+        np.testing.assert_array_equal(outs[i].audio, first_plain[i][first:])
+        assert outs[i].audio.size == eager.latents_per_step * eager.samples_per_latent, "the next window by the step's end"
         assert not done
     # The steps after it are the same too (the latents made beside the pipeline's decode are the next step's).
     for _ in range(2):
@@ -120,12 +125,12 @@ def test_cancelling_mid_pipeline_frees_every_slot(model):
         backend.release(s)
     assert backend.free_slots == 2 and backend.generator.mimi_pool.num_live == 0 and backend.generator.rows == []
     again = backend.prepare([RowInput(3, "Short one.", SpeechParams(seed=3))])  # the freed slots serve anew
-    assert backend.step(again)[0].audio.size == model.config.mimi.samples_per_latent
+    assert backend.step(again)[0].audio.size == (backend.first_latents + backend.latents_per_step) * model.config.mimi.samples_per_latent
 
 
 def test_estimates_say_what_each_step_gives(model):
-    """Every step's audio is what ``estimate_step`` said before it: the first latent, the latents made ahead, an
-    ended chunk's last latents beside the next chunk's first."""
+    """Every step's audio is what ``estimate_step`` said before it: the first latents and the window after them, the
+    latents made ahead, an ended chunk's last latents beside the next chunk's first."""
     backend = PocketBackend(model, max_batch=2)
     states = backend.prepare([RowInput(1, LONG, SpeechParams(seed=1)), RowInput(2, "Short one.", SpeechParams(seed=2))])
     keys, live = set(), list(states)
@@ -140,7 +145,8 @@ def test_estimates_say_what_each_step_gives(model):
             if o.done:
                 backend.release(s)
         live = [s for s, o in zip(live, outs) if not o.done]
-    assert backend.steady_estimate().key in keys and "latents3" in keys
+    first = f"latents{backend.first_latents + 2 * backend.latents_per_step}"  # + the window the flow LM makes ahead
+    assert backend.steady_estimate().key in keys and first in keys
 
 
 def test_a_stage_thread_keeps_its_own_thread_count_and_not_the_process_s():
