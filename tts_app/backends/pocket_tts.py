@@ -159,17 +159,20 @@ class PocketBackend(Backend):
 
     def step(self, states: Sequence[Any], emit: RowEmitter | None = None) -> list[StepOutput]:
         rows: list[PocketState] = [s for s in states]
-        fresh = [s.row for s in rows if s.row is not None and s.row.step == 0 and not s.row.done]
+        fresh = [s for s in rows if s.row is not None and s.row.step == 0 and not s.row.done]
         early: dict[int, StepOutput] = {}
         if fresh:
-            # A chunk's first latents (the first: the flow head alone), decoded at once for a new request's first
-            # audio, then its next window, which the pipeline below decodes: without it the pipeline would hand out
-            # nothing more of the row until the next step's end, and the first audio ran dry before that. Both
-            # stages are idle here, so this runs in the engine's thread with the process's intra-op threads (a
-            # stage's one thread made first audio 2x slower).
-            self._make(fresh, self.first_latents)
-            early = self._first_audio(rows, emit)
-            self._make(fresh, self.latents_per_step)
+            # Every chunk's first latent: the flow head alone (the prefill left its hidden state ready). A request
+            # starting to speak makes its first audio's latents, decoded at once, then the window after them, which
+            # the pipeline below decodes: without it the pipeline would hand out nothing more of the row until the
+            # next step's end, and the first audio ran dry before that (a later chunk's listener holds plenty).
+            # Both stages are idle here, so this runs in the engine's thread with the process's intra-op threads
+            # (a stage's one thread made first audio 2x slower).
+            starting = [s for s in fresh if self._starts(s)]
+            self._make([s.row for s in fresh], 1)
+            self._make([s.row for s in starting], self.first_latents - 1)
+            early = self._first_audio(rows, starting, emit)
+            self._make([s.row for s in starting], self.latents_per_step)
         # What Mimi decodes now: an ended chunk's last latents, then the current chunk's latents made so far; the
         # latents the flow LM makes meanwhile are the next step's.
         parts = [(s, r) for s in rows for r in (s.draining, s.row) if r is not None]
@@ -202,12 +205,16 @@ class PocketBackend(Backend):
         for _ in range(latents):
             self.generator.step([r for r in rows if not r.done])
 
-    def _first_audio(self, rows: list[PocketState], emit: RowEmitter | None) -> dict[int, StepOutput]:
-        """A new request's first latents decoded before the pipeline runs (the engine's thread, all its intra-op
-        threads), and handed out at once through ``emit``: its listener waits for nothing else. Not for a request
-        with an ended chunk still to decode: that audio comes first (the pipeline decodes both)."""
-        first = [(i, s) for i, s in enumerate(rows) if s.row is not None and s.row.step == self.first_latents
-                 and s.draining is None and not s.row.done and s.row.decoded == 0]
+    @staticmethod
+    def _starts(state: PocketState) -> bool:
+        """True for a request whose first chunk has not spoken yet (its first audio is still to come)."""
+        return state.audio_s == 0 and state.draining is None and state.row is not None and state.row.decoded == 0
+
+    def _first_audio(self, rows: list[PocketState], starting: list[PocketState], emit: RowEmitter | None) -> dict[int, StepOutput]:
+        """The first latents of requests ``starting`` to speak, decoded before the pipeline runs (the engine's thread,
+        all its intra-op threads) and handed out at once through ``emit``: their listeners wait for nothing else."""
+        index = {id(s): i for i, s in enumerate(rows)}
+        first = [(index[id(s)], s) for s in starting if not s.row.done]
         if not first:
             return {}
         out: dict[int, StepOutput] = {}
@@ -273,8 +280,8 @@ class PocketBackend(Backend):
         if row is None:
             return 0, heard
         if row.step == 0 and not row.done:
-            # The first latents and the next window at once (the first audio, then the pipeline's decode of the window).
-            first = min(self.first_latents + self.latents_per_step, row.max_frames)
+            # A chunk's first latent at once; a request's first audio and the window after it, when it starts to speak.
+            first = min(self.first_latents + self.latents_per_step, row.max_frames) if self._starts(state) else 1
             return first + self._ahead(state), first + heard
         return self._ahead(state), heard + len(row.latents) - row.decoded
 

@@ -41,14 +41,14 @@ def _stream(backend: PocketBackend, row: RowInput) -> list[np.ndarray]:
 
 
 def _one_after_another(backend: PocketBackend, row: RowInput) -> np.ndarray:
-    """The stages one after the other in this thread, in the backend's windows: each chunk's first latents
-    (``first_latents``) alone, then ``latents_per_step`` at a time."""
+    """The stages one after the other in this thread, in the backend's windows: the first chunk's first latents
+    (``first_latents``) alone, a later chunk's first latent alone, then ``latents_per_step`` at a time."""
     gen = backend.generator
     state = backend.prepare([row])[0]
     pieces = []
     while True:
         r = state.row
-        for _ in range(backend.first_latents):
+        for _ in range(backend.first_latents if not pieces else 1):
             gen.step([r])
         pieces.append(gen.decode([r])[0])
         while not r.done:
@@ -147,6 +147,7 @@ def test_estimates_say_what_each_step_gives(model):
         live = [s for s, o in zip(live, outs) if not o.done]
     first = f"latents{backend.first_latents + 2 * backend.latents_per_step}"  # + the window the flow LM makes ahead
     assert backend.steady_estimate().key in keys and first in keys
+    assert f"latents{1 + backend.latents_per_step}" in keys, "a later chunk starts with its first latent alone"
 
 
 def test_a_stage_thread_keeps_its_own_thread_count_and_not_the_process_s():
