@@ -90,6 +90,22 @@ class StreamLoad:
         return audio_s * (self.per_step + max(1, sharing) * self.per_stream) * self.factor(sharing)
 
 
+@dataclass
+class _SizeAverage:
+    """One batch size's steps of one key: decayed sums of their seconds and of their count, and the step count
+    when it was last fed (its average fades by the steps learnt since)."""
+
+    seconds: float = 0.0
+    weight: float = 0.0
+    fed_at: int = 0
+
+    def add(self, seconds: float, now: int) -> None:
+        fade = _DECAY ** (now - self.fed_at)
+        self.seconds = fade * self.seconds + seconds
+        self.weight = fade * self.weight + 1.0
+        self.fed_at = now
+
+
 @dataclass(frozen=True)
 class _Step:
     counts: tuple[tuple[str, int], ...]  # (key, rows of that key)
@@ -115,9 +131,8 @@ class StepCosts:
         self._work_s = 0.0  # decayed sums over finished streams: their rows' work in seconds ...
         self._steady_s = 0.0  # ... what steady windows would have cost for their audio ...
         self._audio_s = 0.0  # ... and that audio
-        self._by_size: dict[tuple[str, int], list[float]] = {}  # (key, rows) -> [decayed seconds, decayed weight]
+        self._by_size: dict[str, dict[int, _SizeAverage]] = {}  # key -> rows -> that size's steps
         self._learnt = 0  # steps learnt so far: a size's average fades by the steps since it was fed
-        self._fed_at: dict[tuple[str, int], int] = {}
 
     # -- what the scheduler plans with ------------------------------------------
     def row_cost(self, est: StepEstimate) -> float:
@@ -153,11 +168,11 @@ class StepCosts:
         """[n - 1]: a step of ``n`` rows of ``key`` as measured over the line's price for it (at least 1), for n
         up to the largest size measured; sizes between two measured ones take the larger factor of the two."""
         measured = {}
-        for (k, n), (seconds, weight) in self._by_size.items():
-            line = self.fixed_cost(k) + n * self._row.get(k, 0.0)
-            if k == key and weight > 0 and line > 0:
-                fade = _DECAY ** (self._learnt - self._fed_at[(k, n)])
-                over = seconds / weight / line - 1.0
+        for n, size in self._by_size.get(key, {}).items():
+            line = self.fixed_cost(key) + n * self._row.get(key, 0.0)
+            if size.weight > 0 and line > 0:
+                fade = _DECAY ** (self._learnt - size.fed_at)
+                over = size.seconds / size.weight / line - 1.0
                 measured[n] = 1.0 + (over * fade if over > _MISFIT else 0.0)
         if not measured:
             return ()
@@ -187,11 +202,7 @@ class StepCosts:
         self._learnt += 1
         if len(counts) == 1:  # a step of one key: that size's own measure
             ((k, n),) = counts.items()
-            total = self._by_size.setdefault((k, n), [0.0, 0.0])
-            fade = _DECAY ** (self._learnt - self._fed_at.get((k, n), self._learnt))
-            total[0] = fade * total[0] + seconds
-            total[1] = fade * total[1] + 1.0
-            self._fed_at[(k, n)] = self._learnt
+            self._by_size.setdefault(k, {}).setdefault(n, _SizeAverage()).add(seconds, self._learnt)
         self._fit()
 
     def row_shares(self, ests: Sequence[StepEstimate], seconds: float, steady_key: str) -> list[float]:

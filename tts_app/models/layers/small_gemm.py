@@ -31,6 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tts_app.models.layers.blas_threads import one_blas_thread
+
 logger = logging.getLogger(__name__)
 
 _choice: dict[str, bool] = {}  # "openblas": whether small products use numpy's OpenBLAS (unset: torch)
@@ -75,14 +77,6 @@ def _product_as(way: str, x_MxI: np.ndarray, w_IxO: np.ndarray) -> np.ndarray:
         x_PxI[:m] = x_MxI
         return np.matmul(x_PxI, w_IxO)[:m]
     return np.matmul(x_MxI, w_IxO)
-
-
-def one_blas_thread() -> None:
-    """numpy's OpenBLAS to one thread, for the process: its products here are small, run from stage threads that
-    each own a core, and its idle threads busy-wait after each product (see piper.runtime)."""
-    from threadpoolctl import threadpool_limits  # only when small products go to OpenBLAS
-
-    threadpool_limits(1, user_api="blas")
 
 
 def calibrate(setting: str = "auto", out_in: tuple[int, int] = (4096, 1024), rows: int = 8) -> bool:

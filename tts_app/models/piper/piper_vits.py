@@ -11,12 +11,13 @@ import numpy as np
 
 from tts_app.models.piper.config import VoiceModelConfig
 from tts_app.models.piper.calibrate import cached_choice, choice_key, measure_choice, save_choice
+from tts_app.models.layers.blas_threads import one_blas_thread
 from tts_app.models.piper.durations import phoneme_frames
 from tts_app.models.piper.graph_split import DP_NOISE, FLOW_INPUTS, DecoderStageGraph, StageGraphs, split_piper_graph
 from tts_app.models.piper.model_cache import ShapeLog, model_cache_dir
 from tts_app.models.piper.precision import check_precision, decoder_kind
 from tts_app.models.piper.quantize import calibration_ids, int8_path, load_int8, quantize_stage
-from tts_app.models.piper.runtime import SessionOptions, StageSession, open_session, pick_device, quiet_blas_threads, uses_openvino
+from tts_app.models.piper.runtime import SessionOptions, StageSession, open_session, pick_device, uses_openvino
 from tts_app.models.piper.stream_decoder import (
     SHAPE_STEP_FRAMES,
     DecoderStage,
@@ -106,7 +107,7 @@ class PiperVits:
         self.threads = max(1, threads)
         self.device = pick_device()
         if self.device == "cpu":
-            quiet_blas_threads()
+            one_blas_thread()
         self.precision = check_precision(precision)
         self.cache_dir = cache_dir
         self.shape_log = ShapeLog(cache_dir / SHAPE_LOG_NAME if cache_dir is not None else None, accept=normal_shape)

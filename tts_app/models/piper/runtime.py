@@ -95,17 +95,6 @@ class _OrtSession:
         return self._session.run(None, feed)
 
 
-def quiet_blas_threads() -> None:
-    """numpy's OpenBLAS to one thread, for the process (the voice filter's small products).
-
-    Its idle threads busy-wait after each product; the OpenVINO call that followed a
-    200x513 @ 513x40 product ran at half speed (32 -> 66 ms, measured on 2 cores).
-    """
-    from threadpoolctl import threadpool_limits  # only when BLAS threads are capped
-
-    threadpool_limits(1, user_api="blas")
-
-
 def pick_device() -> str:
     """"cuda" where onnxruntime has CUDA, else "cpu"."""
     import onnxruntime as ort  # heavy runtime: imported only on the path that uses it
