@@ -8,11 +8,11 @@ buffer: every latent reads all the flow LM's weights, so a step's cost grows wit
 and a larger window saves nothing while it hides the per-step price admission plans with) and decodes
 with Mimi the latents made before it, batched across rows per window size: the two run side by side, the flow
 LM in one stage thread and Mimi in another (one intra-op thread each on two cores), so that a step costs the
-longer of the two instead of their sum. A chunk's first latents (the first: the flow head alone, the prefill left
-its hidden state ready) and the window after them are made before the stages start: a new request's first latents
-are decoded and handed out at once (its first audio waits for nothing), the window after them is decoded in the
-step and handed out at its end (else the first audio ran dry before the pipeline handed out more), and the
-latents the flow LM makes beside that decode are the next step's audio. The audio is the same as made one stage after the
+longer of the two instead of their sum. A chunk's first latent (the flow head alone: the prefill left its hidden
+state ready) is made before the stages start; a request starting to speak also makes the rest of its first audio
+and the window after it there: its first audio is decoded and handed out at once (it waits for nothing), the
+window after it is decoded in the step and handed out at its end (else the first audio ran dry before the pipeline
+handed out more), and the latents the flow LM makes beside that decode are the next step's audio. The audio is the same as made one stage after the
 other: each row's noise is its own and the windows are the same. The voice state of a clip is computed once and cached by the clip's
 content hash; a checkpoint's saved voices (``voices/`` or ``embeddings/*.safetensors``) are its
 built-in ones. A request's latents over all its chunks are capped by ``max_seconds`` (the server's
@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["PocketBackend", "WeightsMissing"]
 
 MAX_CHUNK_TOKENS = 200  # with a 30 s clip's prompt (378 positions) a chunk still has 446 latents (36 s) of room
-# A chunk's first audio, in latents (80 ms each): what a player started at it holds until the step's end hands out
+# A request's first audio, in latents (80 ms each): what a player started at it holds until the step's end hands out
 # the next window. A larger first audio comes later and a smaller one runs dry, by about as much: the start with
 # no stall is the machine's (2 cores, 2026-11-28, one stream / 6 at 0.75 of capacity: 1 latent 68 / 157-175 ms
 # and stalls of 0.3 / 1.3 %, 2 latents 93 / 220-230 ms and 0 / 0.5 %, 3 latents 118-141 / 293-298 ms and none).
@@ -89,7 +89,7 @@ class PocketBackend(Backend):
                  max_seconds: float = 0.0, stage_threads: int = 0, first_latents: int = FIRST_LATENTS) -> None:
         """``max_seconds`` > 0 caps each request's audio (all its chunks together); 0 leaves the per-chunk caps only.
         ``stage_threads``: intra-op threads of each of the two stages (flow LM, Mimi); 0: half the process's.
-        ``first_latents``: latents in a chunk's first audio (see FIRST_LATENTS)."""
+        ``first_latents``: latents in a request's first audio (see FIRST_LATENTS)."""
         self.model = model
         if model.device.type == "cpu":  # a decode step's few-row products: the faster library on this CPU
             small_gemm.calibrate(settings.value("TTS_APP_SMALL_GEMM") or "auto")
@@ -202,6 +202,7 @@ class PocketBackend(Backend):
         return outputs
 
     def _make(self, rows: list[Row], latents: int) -> None:
+        """``latents`` more for each of ``rows``, one generator step each (a row that ends leaves the rest)."""
         for _ in range(latents):
             self.generator.step([r for r in rows if not r.done])
 
@@ -292,10 +293,8 @@ class PocketBackend(Backend):
         return StepEstimate(key, heard * self.samples_per_latent / self.sample_rate, max(0.03 * made, 0.01 * heard))
 
     def _make_latents(self, rows: list[PocketState]) -> None:
-        """Each live row's latents of this step, in the flow-LM stage (rows with fewer leave the batch early)."""
-        budget = {id(s): self._ahead(s) for s in rows}
-        for j in range(max(budget.values(), default=0)):
-            self.generator.step([s.row for s in rows if s.row is not None and not s.row.done and j < budget[id(s)]])
+        """Each live row's latents of this step, in the flow-LM stage (a row that ends leaves the batch early)."""
+        self._make([s.row for s in rows if self._ahead(s)], self.latents_per_step)
 
     def _end_chunk(self, s: PocketState) -> bool:
         """After a step: free a decoded ended chunk; a chunk the flow LM ended waits for its last decode. True when

@@ -121,7 +121,7 @@ def pick(
         if picked and total + cost > horizon and not cannot_wait and not shares:
             continue  # a cheaper or more urgent row further on may still go
         picked.append(r)
-        keys.add(ests[r.id].key)
+        keys.add(est.key)
         total += cost
     taken = {r.id for r in picked}
     fixed = sum(costs.fixed_cost(k) for k in keys)

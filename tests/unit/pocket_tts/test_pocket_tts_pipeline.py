@@ -65,11 +65,11 @@ def _one_after_another(backend: PocketBackend, row: RowInput) -> np.ndarray:
 @pytest.mark.parametrize("text", ["Hello there, how are you today?", LONG])
 def test_pipelined_audio_equals_the_stages_one_after_another(model, text):
     row = RowInput(1, text, SpeechParams(seed=11))
-    steps = _stream(PocketBackend(model, max_batch=1), row)
+    backend = PocketBackend(model, max_batch=1)
+    steps = _stream(backend, row)
     serial = _one_after_another(PocketBackend(model, max_batch=1), row)
     spl = model.config.mimi.samples_per_latent
-    b = PocketBackend(model, max_batch=1)
-    assert steps[0].size == (b.first_latents + b.latents_per_step) * spl, "the first step: the first latents and the next window"
+    assert steps[0].size == (backend.first_latents + backend.latents_per_step) * spl, "the first step: the first latents and the next window"
     assert serial.size > 4 * spl
     if text == LONG:
         # At a chunk's end its last latents and the next chunk's first may share one Mimi call (two rows of one
