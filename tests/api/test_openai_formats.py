@@ -232,7 +232,9 @@ def test_speed_scales_clause_pauses_too(http: httpx.Client) -> None:
 
 def test_streams_hung_up_early_give_their_ffmpeg_back(http: httpx.Client) -> None:
     """More hang-ups than ffmpeg slots: a leaked slot or process would turn the last request into a 503."""
-    body = {"model": "tts-1", "input": SPEED_TEXT + " " + TEXT, "response_format": "aac"}
+    # About 50 s of speech: the encoder still has input to wait for while the first bytes are looked at, even on a
+    # CPU that makes the audio at 40x real time.
+    body = {"model": "tts-1", "input": " ".join([SPEED_TEXT, TEXT] * 6), "response_format": "aac"}
 
     def post_until_served(read_all: bool, seen_running: list[bool] | None = None) -> bytes:
         deadline = time.monotonic() + 30
@@ -241,7 +243,8 @@ def test_streams_hung_up_early_give_their_ffmpeg_back(http: httpx.Client) -> Non
                 if response.status_code == 200:
                     if read_all:
                         return response.read()
-                    first = next(response.iter_bytes())
+                    chunks = response.iter_bytes()  # held: a dropped iterator closes the stream at once
+                    first = next(chunks)
                     if seen_running is not None:  # the check below can see an encoder at all
                         seen_running.append(bool(_app_ffmpeg_encoders()))
                     return first
