@@ -329,7 +329,9 @@ def _check_linear_and_healthy(app_server: str, client: httpx.Client, half: str, 
     assert all(status == 200 for *_, status in health)
     assert during, "no health check overlapped the document request"
     # The server kept answering: health checks were not held for the whole parse (a frozen server makes them as long).
-    assert min(during) < took / 2, (during, took)
+    # A document refused in a few milliseconds (a fast CPU) leaves nothing to tell apart: a check answered within
+    # 50 ms was not held by anything a listener would notice.
+    assert min(during) < max(took / 2, 0.05), (during, took)
 
 
 def _deep_ssml(levels: int = 575) -> str:
