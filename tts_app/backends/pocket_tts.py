@@ -10,10 +10,11 @@ with Mimi the latents made before it, batched across rows per window size: the t
 LM in one stage thread and Mimi in another (one intra-op thread each on two cores), so that a step costs the
 longer of the two instead of their sum. A chunk's first latent (the flow head alone: the prefill left its hidden
 state ready) is made before the stages start; a request starting to speak also makes the rest of its first audio
-and the window after it there: its first audio is decoded and handed out at once (it waits for nothing), the
+and the window after it there: its first audio is decoded and handed out at once, a latent at a time as each is
+made or in one piece, as measured costs say keeps its listener from running dry (backends/first_audio.py), the
 window after it is decoded in the step and handed out at its end (else the first audio ran dry before the pipeline
-handed out more), and the latents the flow LM makes beside that decode are the next step's audio. The audio is the same as made one stage after the
-other: each row's noise is its own and the windows are the same. The voice state of a clip is computed once and cached by the clip's
+handed out more), and the latents the flow LM makes beside that decode are the next step's audio. The audio is the
+same as made one stage after the other: each row's noise is its own and the windows are the same. The voice state of a clip is computed once and cached by the clip's
 content hash; a checkpoint's saved voices (``voices/`` or ``embeddings/*.safetensors``) are its
 built-in ones. A request's latents over all its chunks are capped by ``max_seconds`` (the server's
 $TTS_APP_MAX_SECONDS): a model whose end of speech never comes stops there, as Qwen3-TTS's max_new_tokens does.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -36,6 +38,7 @@ from tts_app import captions as align
 from tts_app import settings
 from tts_app.backends.model_voice import ModelVoice
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
+from tts_app.backends.first_audio import FirstAudioCosts, FirstAudioPlan, plan_first_audio
 from tts_app.models.capabilities import POCKET_TTS, pocket_capabilities
 from tts_app.models.layers import small_gemm
 from tts_app.models.layers.stage_thread import StageThread
@@ -53,9 +56,10 @@ __all__ = ["PocketBackend", "WeightsMissing"]
 
 MAX_CHUNK_TOKENS = 200  # with a 30 s clip's prompt (378 positions) a chunk still has 446 latents (36 s) of room
 # A request's first audio, in latents (80 ms each): what a player started at it holds until the step's end hands out
-# the next window. A larger first audio comes later and a smaller one runs dry, by about as much: the start with
-# no stall is the machine's (2 cores, 2026-11-28, one stream / 6 at 0.75 of capacity: 1 latent 68 / 157-175 ms
-# and stalls of 0.3 / 1.3 %, 2 latents 93 / 220-230 ms and 0 / 0.5 %, 3 latents 118-141 / 293-298 ms and none).
+# the next window. Handed out in one piece, a larger first audio came later and a smaller one ran dry, by about as
+# much (2 cores, 2026-11-28, one stream / 6 at 0.75 of capacity: 1 latent 68 / 157-175 ms and stalls of 0.3 / 1.3 %,
+# 2 latents 93 / 220-230 ms and 0 / 0.5 %, 3 latents 118-141 / 293-298 ms and none). A lone stream's is now handed
+# out a latent at a time where that keeps up (first_audio.py): 3 latents still, from 69-82 ms, no stall.
 FIRST_LATENTS = 3
 
 
@@ -109,6 +113,7 @@ class PocketBackend(Backend):
         self.builtin = self._builtin_voices(model.path)
         threads = stage_threads or max(1, torch.get_num_threads() // 2)
         self.lm, self.mimi = StageThread("pocket-flow-lm", threads), StageThread("pocket-mimi", threads)
+        self.first_audio_costs: dict[int, FirstAudioCosts] = {}  # by the count of requests starting in a step
 
     @classmethod
     def from_pretrained(cls, model_path: Optional[str] = None, **kwargs: Any) -> "PocketBackend":
@@ -161,17 +166,19 @@ class PocketBackend(Backend):
         rows: list[PocketState] = [s for s in states]
         fresh = [s for s in rows if s.row is not None and s.row.step == 0 and not s.row.done]
         early: dict[int, StepOutput] = {}
+        plan: Optional[FirstAudioPlan] = None
         if fresh:
             # Every chunk's first latent: the flow head alone (the prefill left its hidden state ready). A request
-            # starting to speak makes its first audio's latents, decoded at once, then the window after them, which
+            # starting to speak makes its first audio's latents, handed out as they are decoded (a latent at a time
+            # or whole: ``plan_first_audio``), then the window after them, which
             # the pipeline below decodes: without it the pipeline would hand out nothing more of the row until the
             # next step's end, and the first audio ran dry before that (a later chunk's listener holds plenty).
             # Both stages are idle here, so this runs in the engine's thread with the process's intra-op threads
             # (a stage's one thread made first audio 2x slower).
             starting = [s for s in fresh if self._starts(s)]
             self._make([s.row for s in fresh], 1)
-            self._make([s.row for s in starting], self.first_latents - 1)
-            early = self._first_audio(rows, starting, emit)
+            plan = plan_first_audio(self.first_audio_costs, len(starting), self.first_latents, self.samples_per_latent / self.sample_rate)
+            early = self._first_audio(rows, starting, emit, plan)
             self._make([s.row for s in starting], self.latents_per_step)
         # What Mimi decodes now: an ended chunk's last latents, then the current chunk's latents made so far; the
         # latents the flow LM makes meanwhile are the next step's.
@@ -199,6 +206,8 @@ class PocketBackend(Backend):
             if first is not None and emit is None:  # not handed out yet: the step's audio begins with it
                 out = StepOutput(np.concatenate([first.audio, a]), s.done, (*first.words, *words))
             outputs.append(out)
+        if plan is not None and plan.ended_at is not None:
+            self.first_audio_costs.setdefault(plan.rows, FirstAudioCosts()).feed(plan, time.perf_counter() - plan.ended_at)
         return outputs
 
     def _make(self, rows: list[Row], latents: int) -> None:
@@ -211,22 +220,46 @@ class PocketBackend(Backend):
         """True for a request whose first chunk has not spoken yet (its first audio is still to come)."""
         return state.audio_s == 0 and state.draining is None and state.row is not None and state.row.decoded == 0
 
-    def _first_audio(self, rows: list[PocketState], starting: list[PocketState], emit: RowEmitter | None) -> dict[int, StepOutput]:
-        """The first latents of requests ``starting`` to speak, decoded before the pipeline runs (the engine's thread,
-        all its intra-op threads) and handed out at once through ``emit``: their listeners wait for nothing else."""
+    def _first_audio(self, rows: list[PocketState], starting: list[PocketState], emit: RowEmitter | None,
+                     plan: FirstAudioPlan) -> dict[int, StepOutput]:
+        """The first ``first_latents`` latents of requests ``starting`` to speak, made and decoded before the pipeline
+        runs (the engine's thread, all its intra-op threads) and handed out through ``emit`` as ``plan`` says: decoded
+        a latent at a time or at once, handed out from latent ``plan.hold`` on. Returns each request's first audio
+        whole (the step's audio begins with it when there is no ``emit``); ``plan`` gets what it took."""
         index = {id(s): i for i, s in enumerate(rows)}
-        first = [(index[id(s)], s) for s in starting if not s.row.done]
-        if not first:
-            return {}
-        out: dict[int, StepOutput] = {}
-        for (i, s), a in zip(first, self.generator.decode([s.row for _, s in first])):
-            audio = a.float().cpu().numpy()
-            s.audio_s += audio.size / self.sample_rate
-            words = s.aligner.feed(audio, False) if s.aligner is not None else ()
-            out[id(s)] = StepOutput(audio, False, words)
-            if emit is not None:
-                emit(i, out[id(s)])
-        return out
+        made: dict[int, list[StepOutput]] = {}
+        held: dict[int, list[StepOutput]] = {}
+        last = self.first_latents - 1
+        for n in range(self.first_latents):
+            if n:
+                t = time.perf_counter()
+                self._make([s.row for s in starting], 1)
+                plan.flow_s = time.perf_counter() - t
+            if not plan.each and n < last:
+                continue
+            live = [s for s in starting if not s.row.done]  # a row that ended leaves its last latents to the pipeline
+            if live:
+                t = time.perf_counter()
+                for s, a in zip(live, self.generator.decode([s.row for s in live])):
+                    audio = a.float().cpu().numpy()
+                    s.audio_s += audio.size / self.sample_rate
+                    out = StepOutput(audio, False, s.aligner.feed(audio, False) if s.aligner is not None else ())
+                    made.setdefault(id(s), []).append(out)
+                    held.setdefault(id(s), []).append(out)
+                took = time.perf_counter() - t
+                if plan.each:
+                    plan.decode_one_s = took
+                else:
+                    plan.decode_all_s = took
+            if held and (not live or plan.hands_out(n, last)):
+                for s in starting:
+                    if id(s) in held and emit is not None:
+                        emit(index[id(s)], _joined(held[id(s)]))
+                held.clear()
+                plan.ended_at = time.perf_counter()
+            if not live:
+                break
+        return {key: _joined(outs) for key, outs in made.items()}
 
     def estimate_step(self, state: Any) -> StepEstimate:
         made, heard = self._plan(state)
@@ -372,3 +405,10 @@ class PocketBackend(Backend):
         guess = sum(len(c.ids) for c in parsed) / 3.0 if isinstance(parsed, list) else super().audio_estimate_s(parsed)
         # The official estimate is 3 tokens a second; no request outlasts its cap (queue ETAs and prices use this).
         return min(guess, self.max_latents / self.model.config.mimi.frame_rate) if self.max_latents else guess
+
+
+def _joined(outs: list[StepOutput]) -> StepOutput:
+    """Consecutive pieces of one row's audio as one output."""
+    if len(outs) == 1:
+        return outs[0]
+    return StepOutput(np.concatenate([o.audio for o in outs]), outs[-1].done, tuple(w for o in outs for w in o.words))

@@ -5,6 +5,7 @@ the step estimates say what each step gives, and the stage threads leave the pro
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -13,6 +14,7 @@ import torch
 
 from tests.support.pocket_tts_tiny import write_tiny_checkpoint
 from tts_app.backends.base import RowInput
+from tts_app.backends.first_audio import FirstAudioCosts
 from tts_app.backends.params import SpeechParams
 from tts_app.backends.pocket_tts import PocketBackend
 from tts_app.models.layers.stage_thread import StageThread
@@ -42,7 +44,7 @@ def _stream(backend: PocketBackend, row: RowInput) -> list[np.ndarray]:
 
 def _one_after_another(backend: PocketBackend, row: RowInput) -> np.ndarray:
     """The stages one after the other in this thread, in the backend's windows: the first chunk's first latents
-    (``first_latents``) alone, a later chunk's first latent alone, then ``latents_per_step`` at a time."""
+    (``first_latents``) one by one, a later chunk's first latent alone, then ``latents_per_step`` at a time."""
     gen = backend.generator
     state = backend.prepare([row])[0]
     pieces = []
@@ -50,7 +52,7 @@ def _one_after_another(backend: PocketBackend, row: RowInput) -> np.ndarray:
         r = state.row
         for _ in range(backend.first_latents if not pieces else 1):
             gen.step([r])
-        pieces.append(gen.decode([r])[0])
+            pieces.append(gen.decode([r])[0])
         while not r.done:
             for _ in range(backend.latents_per_step):
                 if not r.done:
@@ -79,15 +81,26 @@ def test_pipelined_audio_equals_the_stages_one_after_another(model, text):
         np.testing.assert_array_equal(np.concatenate(steps), serial)
 
 
-def test_a_new_request_s_first_audio_is_handed_out_before_the_pipeline_runs(model):
+# Costs measured with 2 requests starting together: a latent made and decoded in a fifth of the 80 ms it lasts (each
+# latent goes out as it is made), in all of it (the first audio goes out whole), or none yet (decoded a latent at a
+# time to measure that, and handed out whole).
+FAST = FirstAudioCosts(flow_s=0.010, decode_one_s=0.006, decode_all_s=0.010, after_s=0.050)
+SLOW = FirstAudioCosts(flow_s=0.050, decode_one_s=0.030, decode_all_s=0.040, after_s=0.150)
+
+
+@pytest.mark.parametrize(("costs", "pieces"), [(FAST, "each"), (SLOW, "whole"), (None, "whole")], ids=["fast", "slow", "unmeasured"])
+def test_a_new_request_s_first_audio_is_handed_out_before_the_pipeline_runs(model, costs, pieces):
     """With the engine's ``emit``, a request's first latents are decoded and handed out before the two stages start
-    (its listener waits for nothing else), the step returns the window made next, and the audio is the same as
-    without emit, step by step."""
+    (its listener waits for nothing else): a latent at a time when the costs say the window after them still comes
+    in time, else whole; the step returns the window made next, and the audio is the same as without emit, step by
+    step (a first audio decoded at once: the same arithmetic in a wider product, equal to float rounding)."""
     rows = [RowInput(i, text, SpeechParams(seed=5 + i)) for i, text in enumerate(["Hello there, how are you today?", LONG])]
     plain = PocketBackend(model, max_batch=2)
     plain_states = plain.prepare(rows)
     first_plain = [o.audio for o in plain.step(plain_states)]
     eager = PocketBackend(model, max_batch=2)
+    if costs is not None:
+        eager.first_audio_costs[2] = dataclasses.replace(costs)  # a copy: the step feeds what it measures into it
     states = eager.prepare(rows)
     handed: list[tuple[int, np.ndarray, bool]] = []
     started = eager.mimi.submit  # the pipeline's start: Mimi's stage gets its first job
@@ -98,17 +111,25 @@ def test_a_new_request_s_first_audio_is_handed_out_before_the_pipeline_runs(mode
 
     eager.mimi.submit = spy
     outs = eager.step(states, emit=lambda i, out: handed.append((i, out.audio, out.done)))
-    assert [i for i, _, _ in handed] == [0, 1, -1], "both first audios before the pipeline"
-    first = eager.first_latents * eager.samples_per_latent
-    for i, audio, done in handed[:2]:
-        np.testing.assert_array_equal(audio, first_plain[i][:first])
-        np.testing.assert_array_equal(outs[i].audio, first_plain[i][first:])
-        assert outs[i].audio.size == eager.latents_per_step * eager.samples_per_latent, "the next window by the step's end"
-        assert not done
+    assert eager.first_latents > 1, "the test needs a first audio of several latents"
+    k, spl = eager.first_latents, eager.samples_per_latent
+    pieces_per_row = k if pieces == "each" else 1
+    assert [i for i, _, _ in handed] == [0, 1] * pieces_per_row + [-1], "both first audios before the pipeline"
+    for i in (0, 1):
+        mine = [(audio, done) for j, audio, done in handed[:-1] if j == i]
+        assert [a.size for a, _ in mine] == [k * spl // pieces_per_row] * pieces_per_row
+        assert not any(done for _, done in mine)
+        np.testing.assert_allclose(np.concatenate([a for a, _ in mine]), first_plain[i][:k * spl], rtol=0, atol=1e-6)
+        np.testing.assert_allclose(outs[i].audio, first_plain[i][k * spl:], rtol=0, atol=1e-6)
+        assert outs[i].audio.size == eager.latents_per_step * spl, "the next window by the step's end"
     # The steps after it are the same too (the latents made beside the pipeline's decode are the next step's).
     for _ in range(2):
         for a, b in zip(plain.step(plain_states), eager.step(states, emit=lambda i, out: None)):
-            np.testing.assert_array_equal(a.audio, b.audio)
+            np.testing.assert_allclose(a.audio, b.audio, rtol=0, atol=1e-6)
+    # The step measured what the next plan is made from, for 2 requests starting together.
+    seen = eager.first_audio_costs[2]
+    assert seen.flow_s is not None and seen.after_s is not None and seen.decode_one_s is not None
+    assert (seen.decode_all_s is not None) == (costs is not None), "a first audio decoded at once: given or measured"
 
 
 def test_cancelling_mid_pipeline_frees_every_slot(model):

@@ -1,0 +1,85 @@
+"""How a step hands out the first audio of requests starting to speak together: a latent at a time as each is made,
+or in one piece once all its latents are made, and from which latent on (no tensors: timings and counts).
+
+A listener starts at the first audio it gets and runs dry if the window after the first audio comes later than the
+first audio lasts. Handing out each latent alone starts the listener sooner, but each latent then costs a Mimi call
+of its own for every starting row: a lone request on a fast CPU makes and decodes a latent in about a third of the
+80 ms it lasts, while 4 requests starting together need the whole 80 ms, and a listener started at their first
+latent would run dry. So the plan is made from what the backend measured in earlier steps with as many rows
+starting: the earliest start, of either way, after which the window after the first audio still comes with
+``RAMP_SHARE`` of the first audio to spare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+# The window after the first audio must come within this share of the first audio's length: a step's time varies
+# by about 10 % on a quiet 2-core CPU (2026-11-28, steps of one to eight rows).
+RAMP_SHARE = 0.9
+_NEW_WEIGHT = 0.3  # a running average's weight of each new measurement
+
+
+def _average(old: Optional[float], new: Optional[float]) -> Optional[float]:
+    if new is None:
+        return old
+    return new if old is None else old + _NEW_WEIGHT * (new - old)
+
+
+@dataclass
+class FirstAudioCosts:
+    """Seconds measured in steps where a given count of requests started together (running averages)."""
+
+    flow_s: Optional[float] = None  # one flow-LM pass of their latents
+    decode_one_s: Optional[float] = None  # one Mimi call of one latent each
+    decode_all_s: Optional[float] = None  # one Mimi call of their whole first audio
+    after_s: Optional[float] = None  # the first audio handed out -> the step's end (the window after it)
+
+    def feed(self, step: "FirstAudioPlan", after_s: float) -> None:
+        self.flow_s = _average(self.flow_s, step.flow_s)
+        self.decode_one_s = _average(self.decode_one_s, step.decode_one_s)
+        self.decode_all_s = _average(self.decode_all_s, step.decode_all_s)
+        self.after_s = _average(self.after_s, after_s)
+
+
+@dataclass
+class FirstAudioPlan:
+    """One step's first audio: decoded a latent at a time (``each``) or at once, and handed out from latent ``hold``
+    on (the latents before it wait for it); with what the step measured, fed back to its ``FirstAudioCosts``."""
+
+    rows: int
+    each: bool
+    hold: int
+    flow_s: Optional[float] = None
+    decode_one_s: Optional[float] = None
+    decode_all_s: Optional[float] = None
+    ended_at: Optional[float] = None  # perf_counter when the last of the first audio was handed out
+
+    def hands_out(self, latent: int, last: int) -> bool:
+        """Whether the audio made so far goes out after latent ``latent`` (0-based) of ``last`` + 1."""
+        return latent >= self.hold or latent == last
+
+
+def plan_first_audio(costs: dict[int, FirstAudioCosts], rows: int, latents: int, latent_s: float) -> FirstAudioPlan:
+    """The plan for ``rows`` requests starting together with a first audio of ``latents`` latents of ``latent_s``
+    seconds each, from ``costs`` measured by the count of rows (a count not measured yet borrows the next larger
+    one's: a step of more rows costs more). With nothing measured, the latents are decoded one at a time (measured)
+    and handed out together at the end (as late as in one piece, so that nobody runs dry on a guess)."""
+    last = latents - 1
+    measured = sorted(n for n, c in costs.items() if n >= rows and c.after_s is not None and c.flow_s is not None)
+    c = costs[measured[0]] if measured else None
+    # A lone latent's Mimi call not measured yet: it costs no more than the whole first audio's.
+    decode_one_s = None if c is None else c.decode_one_s if c.decode_one_s is not None else c.decode_all_s
+    if c is None or c.flow_s is None or c.after_s is None or decode_one_s is None:
+        return FirstAudioPlan(rows, each=True, hold=last)
+    budget = RAMP_SHARE * latents * latent_s
+    per_latent = c.flow_s + decode_one_s
+    # Started at latent n, the listener holds all the first audio (each later latent comes in less than it plays
+    # when per_latent < latent_s); the window after it comes (last - n) latents and after_s later.
+    hold = next((n for n in range(latents) if (last - n) * per_latent + c.after_s <= budget and per_latent <= latent_s), last)
+    start_each = decode_one_s + hold * per_latent
+    start_once = last * c.flow_s + (c.decode_all_s if c.decode_all_s is not None else latents * decode_one_s)
+    if start_each < start_once:
+        return FirstAudioPlan(rows, each=True, hold=hold)
+    return FirstAudioPlan(rows, each=False, hold=last)
