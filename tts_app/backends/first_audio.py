@@ -7,7 +7,10 @@ of its own for every starting row: a lone request on a fast CPU makes and decode
 80 ms it lasts, while 4 requests starting together need the whole 80 ms, and a listener started at their first
 latent would run dry. So the plan is made from what the backend measured in earlier steps with as many rows
 starting: the earliest start, of either way, after which the window after the first audio still comes with
-``RAMP_SHARE`` of the first audio to spare.
+``RAMP_SHARE`` of the first audio to spare. Costs are kept by (requests starting, rows live in the generator): the
+other live rows lengthen the flow-LM passes (its slots are dense) and the step after the first audio (a newcomer
+beside a running stream measured 0.18-0.21 s there, a lone one 0.12 s, and ran dry for 0.05-0.07 s when priced
+as a lone one).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ def _average(old: Optional[float], new: Optional[float]) -> Optional[float]:
 
 @dataclass
 class FirstAudioCosts:
-    """Seconds measured in steps where a given count of requests started together (running averages)."""
+    """Seconds measured in steps with a given count of requests starting among a given count of live rows (running
+    averages)."""
 
     flow_s: Optional[float] = None  # one flow-LM pass of their latents
     decode_one_s: Optional[float] = None  # one Mimi call of one latent each
@@ -48,7 +52,7 @@ class FirstAudioPlan:
     """One step's first audio: decoded a latent at a time (``each``) or at once, and handed out from latent ``hold``
     on (the latents before it wait for it); with what the step measured, fed back to its ``FirstAudioCosts``."""
 
-    rows: int
+    key: tuple[int, int]  # (requests starting, rows live in the generator)
     each: bool
     hold: int
     flow_s: Optional[float] = None
@@ -61,18 +65,21 @@ class FirstAudioPlan:
         return latent >= self.hold or latent == last
 
 
-def plan_first_audio(costs: dict[int, FirstAudioCosts], rows: int, latents: int, latent_s: float) -> FirstAudioPlan:
-    """The plan for ``rows`` requests starting together with a first audio of ``latents`` latents of ``latent_s``
-    seconds each, from ``costs`` measured by the count of rows (a count not measured yet borrows the next larger
-    one's: a step of more rows costs more). With nothing measured, the latents are decoded one at a time (measured)
+def plan_first_audio(costs: dict[tuple[int, int], FirstAudioCosts], key: tuple[int, int], latents: int,
+                     latent_s: float) -> FirstAudioPlan:
+    """The plan for ``key`` = (requests starting together, rows live in the generator) with a first audio of ``latents``
+    latents of ``latent_s`` seconds each, from ``costs`` measured by such keys (a key not measured yet borrows the
+    nearest one with at least as many of both: a step of more rows costs more). With nothing measured, the latents are decoded one at a time (measured)
     and handed out together at the end (as late as in one piece, so that nobody runs dry on a guess)."""
     last = latents - 1
-    measured = sorted(n for n, c in costs.items() if n >= rows and c.after_s is not None and c.flow_s is not None)
-    c = costs[measured[0]] if measured else None
+    starting, in_step = key
+    measured = sorted((n - in_step, b - starting, (b, n)) for (b, n), c in costs.items()
+                      if b >= starting and n >= in_step and c.after_s is not None and c.flow_s is not None)
+    c = costs[measured[0][2]] if measured else None
     # A lone latent's Mimi call not measured yet: it costs no more than the whole first audio's.
     decode_one_s = None if c is None else c.decode_one_s if c.decode_one_s is not None else c.decode_all_s
     if c is None or c.flow_s is None or c.after_s is None or decode_one_s is None:
-        return FirstAudioPlan(rows, each=True, hold=last)
+        return FirstAudioPlan(key, each=True, hold=last)
     budget = RAMP_SHARE * latents * latent_s
     per_latent = c.flow_s + decode_one_s
     # Started at latent n, the listener holds all the first audio (each later latent comes in less than it plays
@@ -81,5 +88,5 @@ def plan_first_audio(costs: dict[int, FirstAudioCosts], rows: int, latents: int,
     start_each = decode_one_s + hold * per_latent
     start_once = last * c.flow_s + (c.decode_all_s if c.decode_all_s is not None else latents * decode_one_s)
     if start_each < start_once:
-        return FirstAudioPlan(rows, each=True, hold=hold)
-    return FirstAudioPlan(rows, each=False, hold=last)
+        return FirstAudioPlan(key, each=True, hold=hold)
+    return FirstAudioPlan(key, each=False, hold=last)

@@ -113,7 +113,7 @@ class PocketBackend(Backend):
         self.builtin = self._builtin_voices(model.path)
         threads = stage_threads or max(1, torch.get_num_threads() // 2)
         self.lm, self.mimi = StageThread("pocket-flow-lm", threads), StageThread("pocket-mimi", threads)
-        self.first_audio_costs: dict[int, FirstAudioCosts] = {}  # by the count of requests starting in a step
+        self.first_audio_costs: dict[tuple[int, int], FirstAudioCosts] = {}  # by (requests starting, rows live in the generator)
 
     @classmethod
     def from_pretrained(cls, model_path: Optional[str] = None, **kwargs: Any) -> "PocketBackend":
@@ -177,7 +177,9 @@ class PocketBackend(Backend):
             # (a stage's one thread made first audio 2x slower).
             starting = [s for s in fresh if self._starts(s)]
             self._make([s.row for s in fresh], 1)
-            plan = plan_first_audio(self.first_audio_costs, len(starting), self.first_latents, self.samples_per_latent / self.sample_rate)
+            # Keyed by the generator's live rows, not this step's: the flow LM computes every live slot (dense).
+            plan = plan_first_audio(self.first_audio_costs, (len(starting), self.generator.pool.num_live), self.first_latents,
+                                    self.samples_per_latent / self.sample_rate)
             early = self._first_audio(rows, starting, emit, plan)
             self._make([s.row for s in starting], self.latents_per_step)
         # What Mimi decodes now: an ended chunk's last latents, then the current chunk's latents made so far; the
@@ -207,7 +209,7 @@ class PocketBackend(Backend):
                 out = StepOutput(np.concatenate([first.audio, a]), s.done, (*first.words, *words))
             outputs.append(out)
         if plan is not None and plan.ended_at is not None:
-            self.first_audio_costs.setdefault(plan.rows, FirstAudioCosts()).feed(plan, time.perf_counter() - plan.ended_at)
+            self.first_audio_costs.setdefault(plan.key, FirstAudioCosts()).feed(plan, time.perf_counter() - plan.ended_at)
         return outputs
 
     def _make(self, rows: list[Row], latents: int) -> None:

@@ -100,7 +100,7 @@ def test_a_new_request_s_first_audio_is_handed_out_before_the_pipeline_runs(mode
     first_plain = [o.audio for o in plain.step(plain_states)]
     eager = PocketBackend(model, max_batch=2)
     if costs is not None:
-        eager.first_audio_costs[2] = dataclasses.replace(costs)  # a copy: the step feeds what it measures into it
+        eager.first_audio_costs[(2, 2)] = dataclasses.replace(costs)  # a copy: the step feeds what it measures into it
     states = eager.prepare(rows)
     handed: list[tuple[int, np.ndarray, bool]] = []
     started = eager.mimi.submit  # the pipeline's start: Mimi's stage gets its first job
@@ -127,7 +127,7 @@ def test_a_new_request_s_first_audio_is_handed_out_before_the_pipeline_runs(mode
         for a, b in zip(plain.step(plain_states), eager.step(states, emit=lambda i, out: None)):
             np.testing.assert_allclose(a.audio, b.audio, rtol=0, atol=1e-6)
     # The step measured what the next plan is made from, for 2 requests starting together.
-    seen = eager.first_audio_costs[2]
+    seen = eager.first_audio_costs[(2, 2)]
     assert seen.flow_s is not None and seen.after_s is not None and seen.decode_one_s is not None
     assert (seen.decode_all_s is not None) == (costs is not None), "a first audio decoded at once: given or measured"
 
