@@ -67,10 +67,11 @@ class FirstAudioPlan:
 
 def plan_first_audio(costs: dict[tuple[int, int], FirstAudioCosts], key: tuple[int, int], latents: int,
                      latent_s: float) -> FirstAudioPlan:
-    """The plan for ``key`` = (requests starting together, rows live in the generator) with a first audio of ``latents``
-    latents of ``latent_s`` seconds each, from ``costs`` measured by such keys (a key not measured yet borrows the
-    nearest one with at least as many of both: a step of more rows costs more). With nothing measured, the latents are decoded one at a time (measured)
-    and handed out together at the end (as late as in one piece, so that nobody runs dry on a guess)."""
+    """The plan for ``key`` = (requests starting together, rows live in the generator) with a first audio of
+    ``latents`` latents of ``latent_s`` seconds each, from ``costs`` measured by such keys (a key not measured yet
+    borrows the nearest one with at least as many of both: a step of more rows costs more). With nothing measured,
+    the latents are decoded one at a time (measured) and handed out together at the end (as late as in one piece,
+    so that nobody runs dry on a guess)."""
     last = latents - 1
     starting, in_step = key
     measured = sorted((n - in_step, b - starting, (b, n)) for (b, n), c in costs.items()
@@ -83,8 +84,10 @@ def plan_first_audio(costs: dict[tuple[int, int], FirstAudioCosts], key: tuple[i
     budget = RAMP_SHARE * latents * latent_s
     per_latent = c.flow_s + decode_one_s
     # Started at latent n, the listener holds all the first audio (each later latent comes in less than it plays
-    # when per_latent < latent_s); the window after it comes (last - n) latents and after_s later.
-    hold = next((n for n in range(latents) if (last - n) * per_latent + c.after_s <= budget and per_latent <= latent_s), last)
+    # when per_latent <= latent_s); the window after it comes (last - n) latents and after_s later.
+    hold = last
+    if per_latent <= latent_s:
+        hold = next((n for n in range(latents) if (last - n) * per_latent + c.after_s <= budget), last)
     start_each = decode_one_s + hold * per_latent
     start_once = last * c.flow_s + (c.decode_all_s if c.decode_all_s is not None else latents * decode_one_s)
     if start_each < start_once:

@@ -206,7 +206,7 @@ class PocketBackend(Backend):
             out = StepOutput(a, s.done, words)
             first = early.get(id(s))
             if first is not None and emit is None:  # not handed out yet: the step's audio begins with it
-                out = StepOutput(np.concatenate([first.audio, a]), s.done, (*first.words, *words))
+                out = _joined([first, out])
             outputs.append(out)
         if plan is not None and plan.ended_at is not None:
             self.first_audio_costs.setdefault(plan.key, FirstAudioCosts()).feed(plan, time.perf_counter() - plan.ended_at)
@@ -254,9 +254,10 @@ class PocketBackend(Backend):
                 else:
                     plan.decode_all_s = took
             if held and (not live or plan.hands_out(n, last)):
-                for s in starting:
-                    if id(s) in held and emit is not None:
-                        emit(index[id(s)], _joined(held[id(s)]))
+                if emit is not None:
+                    for s in starting:
+                        if id(s) in held:
+                            emit(index[id(s)], _joined(held[id(s)]))
                 held.clear()
                 plan.ended_at = time.perf_counter()
             if not live:
@@ -410,7 +411,7 @@ class PocketBackend(Backend):
 
 
 def _joined(outs: list[StepOutput]) -> StepOutput:
-    """Consecutive pieces of one row's audio as one output."""
+    """Consecutive pieces of one row's audio as one output (done as the last piece says)."""
     if len(outs) == 1:
         return outs[0]
     return StepOutput(np.concatenate([o.audio for o in outs]), outs[-1].done, tuple(w for o in outs for w in o.words))
