@@ -39,7 +39,7 @@ def _capacity() -> tuple[float, float]:
     """Audio-s/s of 16 whole requests under fifo, and one stream's seconds of audio."""
     clock = SimClock()
     backend = PiperLikeBackend(clock)
-    with Engine(backend, max_batch_size=16, max_wait_ms=0, policy="fifo", clock=clock) as engine:
+    with Engine(backend, max_batch_size=16, policy="fifo", clock=clock) as engine:
         handles = engine.submit_many([_text(f"c{i}") for i in range(16)], SpeechParams(stream=False), in_order=False)
         audio = sum(h.result(timeout=120).size for h in handles) / backend.sample_rate
     return audio / clock(), audio / 16
@@ -49,7 +49,7 @@ def _run(policy: str, qos: QosSettings, arrivals: list[float]) -> dict[str, floa
     """Streams arriving at ``arrivals`` (simulated seconds from the start; zeros: one burst)."""
     clock = SimClock()
     backend = PiperLikeBackend(clock)
-    engine = Engine(backend, max_batch_size=16, max_wait_ms=0, max_queue=256, policy=policy, qos=qos, clock=clock)
+    engine = Engine(backend, max_batch_size=16, max_queue=256, policy=policy, qos=qos, clock=clock)
     heard: dict[int, list[tuple[float, float]]] = {}
     deliver = engine._deliver
 

@@ -97,7 +97,7 @@ def _first_line_wait_rows(lines: int, others: int, emits_rows: bool) -> int:
     the first line's first piece and its next one, in the engine's own step order. A backend that
     emits rows sends the first line's piece as soon as its row is decoded; otherwise at its step's end."""
     backend = FakeBackend(step_sleep_s=0.002)
-    with Engine(backend, max_batch_size=16, max_wait_ms=0, policy="fifo") as engine:
+    with Engine(backend, max_batch_size=16, policy="fifo") as engine:
         running = [engine.submit(f"other{k} " + "word " * 300, SpeechParams(seed=k)) for k in range(others)]
         deadline = time.monotonic() + 30
         while others and len(backend.stepped) < 2:  # the other visitor's rows are decoding

@@ -146,6 +146,10 @@ class Backend(ABC):
         not depend on the level (streamed = whole decode)."""
         return None
 
+    def slot_bytes(self) -> int:
+        """Memory one row in a slot holds at most, in bytes, from the model's shapes (logged at start). Default: 0, unknown."""
+        return 0
+
     def release(self, state: Any) -> None:
         """Free what a finished or cancelled row holds (a KV-cache slot, say). Default: nothing."""
         return None

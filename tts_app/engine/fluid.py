@@ -3,7 +3,8 @@ holds ``held`` seconds now and needs ``left`` more to be made; the most urgent i
 
 The fluid reading of the listener-first plan (no windows, no steps): by any time t, the listeners need
 sum(min(left, max(0, t - held))) seconds of audio made, and the machine makes rate x t. Both sides are
-piecewise linear, so checking each listener's dry moment and end is enough. Plain numbers, no clock.
+piecewise linear, so checking each listener's dry moment and end is enough; when nobody holds anything
+the need per second only falls from its start, so the first moment decides: as many listeners as the rate.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from typing import Sequence
 
 def listeners_fed(listeners: Sequence[tuple[float, float]], rate: float) -> bool:
     """``listeners``: (held, left) pairs in seconds of audio; True when none runs dry."""
+    waiting = [(held, left) for held, left in listeners if left > 0]
     if rate <= 0:
-        return not any(left > 0 for _, left in listeners)
-    for t in sorted({held for held, _ in listeners} | {held + left for held, left in listeners}):
-        if t <= 0:
-            continue
-        needed = sum(min(left, max(0.0, t - held)) for held, left in listeners)
-        if needed > rate * t * (1 + 1e-9):
+        return not waiting
+    if all(held <= 0 for held, _ in waiting):
+        return len(waiting) <= rate * (1 + 1e-9)
+    for t in sorted({held for held, _ in waiting} | {held + left for held, left in waiting}):
+        if t > 0 and sum(min(left, max(0.0, t - held)) for held, left in waiting) > rate * t * (1 + 1e-9):
             return False
     return True
