@@ -13,6 +13,7 @@ import numpy as np
 from tts_app import settings
 from tts_app.backends.base import Backend, RowInput, StepOutput
 from tts_app.engine import deadlines
+from tts_app.engine.first_audio import FirstAudio
 from tts_app.engine.handle import RequestHandle
 from tts_app.engine.metrics import EngineCounters
 from tts_app.backends.params import SpeechParams
@@ -105,6 +106,8 @@ class Engine:
         self._closed = False
         self._last_log = time.perf_counter()
         self._busy_until = 0.0  # the predicted end of the step in progress: nothing is admitted before it
+        shape = self.backend.first_audio_shape()
+        self._first_audio = FirstAudio(shape, self._clock) if shape is not None else None
         slot_mb = self.backend.slot_bytes() / 1e6
         _LOGGER.info("engine %s: %d slots, about %.1f MB of memory a slot (%s)", self.backend.name, slots, slot_mb, SLOTS_ENV)
         self._worker = threading.Thread(target=self._loop, name="tts-engine", daemon=True)
@@ -362,6 +365,9 @@ class Engine:
         t0 = self._clock()
         self._busy_until = t0 + self._costs.predict([self.backend.estimate_step(r.state) for r in running])
         emitted: dict[int, StepOutput] = {}  # request id -> its output, already delivered
+        plan = None  # the first audio of requests starting to speak, where the backend makes it before its step
+        if self._first_audio is not None:
+            plan = self._first_audio.plan(sum(1 for r in running if not r.samples), len(self._scheduler.running))
 
         def run(reqs: list[Request]) -> list[StepOutput]:
             if len(reqs) == 1 and reqs[0].id in emitted:  # a retry after a failed batch: this row is done
@@ -371,10 +377,14 @@ class Engine:
                 emitted[reqs[i].id] = out
                 self._deliver(reqs[i], out, self._clock())
 
-            return self.backend.step([r.state for r in reqs], emit=emit)
+            if plan is None or len(reqs) < len(running):  # a retried row hands its first audio out whole
+                return self.backend.step([r.state for r in reqs], emit=emit)
+            return self.backend.step([r.state for r in reqs], emit=emit, plan=plan)
 
         outputs: Sequence[StepOutput | Exception] = _isolated(run, running)
         now = self._clock()
+        if plan is not None:
+            self._first_audio.feed(plan, now)
         audio_s = sum(o.audio.size for o in outputs if not isinstance(o, Exception)) / self.sample_rate
         with self._lock:
             self._counters.record_step(len(running), now - t0)
