@@ -120,6 +120,9 @@ class PocketBackend(Backend):
         path = find_pocket_checkpoint(model_path)
         return cls(load_pocket(path, torch.device("cpu")), **kwargs)
 
+    def slot_bytes(self) -> int:
+        return self.generator.pool.slot_bytes + 2 * self.generator.mimi_pool.slot_bytes  # a request may hold two rows (a chunk draining)
+
     @property
     def max_batch_size(self) -> int:
         return self.generator.pool.capacity
