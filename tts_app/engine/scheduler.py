@@ -120,7 +120,11 @@ class Scheduler:
         c = req.client
         if c is not None and (slots.client_rows[c] >= caps[0] or (not joins and slots.client_groups[c] >= caps[1])):
             return False
-        if self.policy == "fifo" or joins or not req.stream or slots.streams < 1 + costs.explores:
+        return self.policy == "fifo" or joins or not req.stream or self._fed(req, slots, costs)
+
+    def _fed(self, req: Request, slots: Slots, costs: StepCosts) -> bool:
+        """``admits``'s load check for a new stream beside ``slots``'s."""
+        if slots.streams < 1 + costs.explores:
             return True  # one stream even below real time; a second to measure a larger step (StepCosts.explores)
         n = slots.streams + 1
         rate = self.qos.load_margin * costs.rate(n)
@@ -169,12 +173,14 @@ class Scheduler:
         result: dict[int, float] = {}
         t, made = now, 0.0  # made: audio each held row has made since ``now``
         while pending and len(result) < len(wanted):
-            left = []
+            left, full = [], False  # full: past ``now`` (buffers forgotten) a stream the load check refused refuses all
             for i, r in enumerate(pending):
                 if len(slots) >= self.max_batch_size:
                     left.extend(pending[i:])
                     break
-                if self.admits(r, slots, costs, caps):
+                if full and r.stream and not slots.group_rows[r.group]:
+                    left.append(r)
+                elif self.admits(r, slots, costs, caps):
                     seat = self._seat(r, t)
                     slots.add(seat)
                     heapq.heappush(ends, (made + seat.left_s, id(seat), seat))
@@ -182,6 +188,7 @@ class Scheduler:
                         result[r.id] = t - now
                 else:
                     left.append(r)
+                    full = full or (t > now and r.stream and not slots.group_rows[r.group] and not self._fed(r, slots, costs))
             pending = left
             if not ends or len(result) == len(wanted) or t - now > self.qos.max_queue_wait_s:
                 break
