@@ -172,24 +172,38 @@ class Scheduler:
         wanted = {r.id for r in targets}
         result: dict[int, float] = {}
         t, made = now, 0.0  # made: audio each held row has made since ``now``
+        others = [r for r in pending if not r.stream or r.after is not None]  # files and later lines: may pass a full load
+
+        def take(r: Request) -> None:
+            seat = self._seat(r, t)
+            seat.held_s = seat.held_s if t == now or not r.stream else 0.0
+            slots.add(seat)
+            heapq.heappush(ends, (made + seat.left_s, id(seat), seat))
+            if r.id in wanted:
+                result[r.id] = t - now
+
         while pending and len(result) < len(wanted):
-            left, full = [], False  # full: past ``now`` (buffers forgotten) a stream the load check refused refuses all
-            for i, r in enumerate(pending):
-                if len(slots) >= self.max_batch_size:
-                    left.extend(pending[i:])
+            i = 0
+            while i < len(pending) and len(slots) < self.max_batch_size:
+                r = pending[i]
+                if self.admits(r, slots, costs, caps):
+                    take(r)
+                    del pending[i]
+                    if not r.stream or r.after is not None:
+                        others.remove(r)
+                elif t > now and r.stream and not slots.group_rows[r.group] and not self._fed(r, slots, costs):
+                    # Past ``now`` (buffers forgotten) the load check refuses every new stream alike: only files and
+                    # later lines may still come in (admission is monotone: a refused request stays refused).
+                    for o in list(others):
+                        if len(slots) >= self.max_batch_size:
+                            break
+                        if self.admits(o, slots, costs, caps):
+                            take(o)
+                            pending.remove(o)
+                            others.remove(o)
                     break
-                if full and r.stream and not slots.group_rows[r.group]:
-                    left.append(r)
-                elif self.admits(r, slots, costs, caps):
-                    seat = self._seat(r, t)
-                    slots.add(seat)
-                    heapq.heappush(ends, (made + seat.left_s, id(seat), seat))
-                    if r.id in wanted:
-                        result[r.id] = t - now
                 else:
-                    left.append(r)
-                    full = full or (t > now and r.stream and not slots.group_rows[r.group] and not self._fed(r, slots, costs))
-            pending = left
+                    i += 1
             if not ends or len(result) == len(wanted) or t - now > self.qos.max_queue_wait_s:
                 break
             end, _, seat = heapq.heappop(ends)
@@ -198,7 +212,8 @@ class Scheduler:
             t += max(1e-9, (end - made) * n / rate if math.isfinite(rate) else 0.0)  # a row ends at a step's end, after now
             made = max(made, end)
             slots.remove(seat)
-            slots.forget_buffers()
+            if slots.holding:
+                slots.forget_buffers()
         for r in targets:
             result.setdefault(r.id, t - now)
         return result

@@ -28,11 +28,13 @@ class StepCosts:
         self._prior = prior  # the backend's price of a steady window, until a step is measured
         self._sizes: list[int] = []  # measured batch sizes, sorted
         self._sums: dict[int, tuple[float, float]] = {}  # rows -> (decayed step seconds, decayed audio seconds)
+        self._rates: dict[int, float] = {}  # rate(n) since the last step learnt (the ETA asks it thousands of times)
 
     def learn(self, rows: int, seconds: float, audio_s: float) -> None:
         """One measured step of ``rows`` rows that took ``seconds`` and made ``audio_s`` of audio (all rows)."""
         if rows < 1 or seconds <= 0 or audio_s <= 0:
             return
+        self._rates.clear()
         if rows not in self._sums:
             bisect.insort(self._sizes, rows)
         s, a = self._sums.get(rows, (0.0, 0.0))
@@ -64,8 +66,10 @@ class StepCosts:
 
     def rate(self, rows: int) -> float:
         """Seconds of audio a second the machine makes while ``rows`` rows step together (inf: nothing measured)."""
-        p = self.price(rows)
-        return float("inf") if p is None or p <= 0 else 1.0 / p
+        if rows not in self._rates:
+            p = self.price(rows)
+            self._rates[rows] = float("inf") if p is None or p <= 0 else 1.0 / p
+        return self._rates[rows]
 
     def predict(self, ests: Sequence[StepEstimate], rows: int | None = None) -> float:
         """Seconds a step of ``ests`` takes, in a step of ``rows`` rows (default: as many as ``ests``)."""
