@@ -7,6 +7,7 @@ It never touches tensors or the model. ``admits`` reads a view of the slots (``S
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections import Counter, deque
 from dataclasses import dataclass
@@ -162,7 +163,7 @@ class Scheduler:
         Admission replayed on simulated slots: at ``now`` exactly as ``admit`` would run; then every held row
         makes audio at the same pace (n rows make ``costs.rate(n)`` together), the row with the least audio left
         ends first and frees its slot, and ``admits`` runs over the queue again. After ``now`` the listeners'
-        buffers are not counted (the cautious reading). Past ``max_queue_wait_s`` the simulation stops: a target
+        buffers are not counted (the cautious reading, and it keeps the work under the lock small). Past ``max_queue_wait_s`` the simulation stops: a target
         not admitted by then gets that lower bound (a visitor is refused anyway).
         """
         slots, caps = self._slots(now), self.client_caps(costs)
@@ -173,42 +174,44 @@ class Scheduler:
         result: dict[int, float] = {}
         t, made = now, 0.0  # made: audio each held row has made since ``now``
         others = [r for r in pending if not r.stream or r.after is not None]  # files and later lines: may pass a full load
+        taken: set[int] = set()
+        head = ohead = 0  # pending[:head] and others[:ohead] are all taken
 
         def take(r: Request) -> None:
             seat = self._seat(r, t)
             seat.held_s = seat.held_s if t == now or not r.stream else 0.0
             slots.add(seat)
             heapq.heappush(ends, (made + seat.left_s, id(seat), seat))
+            taken.add(id(r))
             if r.id in wanted:
                 result[r.id] = t - now
 
-        while pending and len(result) < len(wanted):
-            i = 0
-            while i < len(pending) and len(slots) < self.max_batch_size:
-                r = pending[i]
+        cap = self.max_batch_size
+        while head < len(pending) and len(result) < len(wanted):
+            for r in itertools.islice(pending, head, None):
+                if len(slots) >= cap:
+                    break
+                if id(r) in taken:
+                    continue
                 if self.admits(r, slots, costs, caps):
                     take(r)
-                    del pending[i]
-                    if not r.stream or r.after is not None:
-                        others.remove(r)
                 elif t > now and r.stream and not slots.group_rows[r.group] and not self._fed(r, slots, costs):
                     # Past ``now`` (buffers forgotten) the load check refuses every new stream alike: only files and
-                    # later lines may still come in (admission is monotone: a refused request stays refused).
-                    for o in list(others):
-                        if len(slots) >= self.max_batch_size:
+                    # later lines may still come in (admission is monotone then: a refused request stays refused).
+                    for o in itertools.islice(others, ohead, None):
+                        if len(slots) >= cap:
                             break
-                        if self.admits(o, slots, costs, caps):
+                        if id(o) not in taken and self.admits(o, slots, costs, caps):
                             take(o)
-                            pending.remove(o)
-                            others.remove(o)
                     break
-                else:
-                    i += 1
+            while head < len(pending) and id(pending[head]) in taken:
+                head += 1
+            while ohead < len(others) and id(others[ohead]) in taken:
+                ohead += 1
             if not ends or len(result) == len(wanted) or t - now > self.qos.max_queue_wait_s:
                 break
             end, _, seat = heapq.heappop(ends)
-            n = len(slots)
-            rate = costs.rate(n)
+            n, rate = len(slots), costs.rate(len(slots))
             t += max(1e-9, (end - made) * n / rate if math.isfinite(rate) else 0.0)  # a row ends at a step's end, after now
             made = max(made, end)
             slots.remove(seat)
