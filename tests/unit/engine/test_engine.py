@@ -268,3 +268,23 @@ def test_rows_emitted_before_a_failing_row_are_not_run_twice(engine):
         np.testing.assert_array_equal(h.result(timeout=10), expected(text, 3))
     with pytest.raises(RuntimeError, match="decoder exploded"):
         handles[2].result(timeout=10)
+
+
+class _PooledBackend(FakeBackend):
+    max_batch_size = 6  # a model that allocated six KV slots
+
+    def slot_bytes(self) -> int:
+        return 3_000_000
+
+
+def test_the_slots_come_from_the_setting_at_most_the_model_s_pool_and_the_memory_a_slot_is_logged(monkeypatch, caplog):
+    monkeypatch.setenv("TTS_APP_ENGINE_SLOTS", "12")
+    with Engine(FakeBackend()) as e:
+        assert e.stats()["max_batch_size"] == 12
+    with caplog.at_level("INFO", logger="tts_app.engine.engine"):
+        with Engine(_PooledBackend()) as e:
+            assert e.stats()["max_batch_size"] == 6
+    assert "6 slots, about 3.0 MB of memory a slot" in caplog.text
+    monkeypatch.delenv("TTS_APP_ENGINE_SLOTS")
+    with Engine(FakeBackend()) as e:
+        assert e.stats()["max_batch_size"] == 32  # the default: 0.75 C of the fastest CPU measured (28 streams)
