@@ -13,8 +13,9 @@ needs only the slot and the share. The queue's ETA replays the same predicate on
 rows end at the measured pace, so it says "now" exactly when admission would admit; a visitor predicted to
 wait past ``TTS_APP_MAX_QUEUE_WAIT_S`` is refused at once (503 with Retry-After). Each step then runs rows
 earliest deadline first (a heard listener's playback end; a new stream's first audio, ``step_s`` after its
-admission; a file, ``plenty_s`` after its last step): about ``step_s`` of work, and past it every row that
-would be late if it waited for the next step. While any listener holds under ``low_s``, rows whose listeners
+admission; a file, ``plenty_s`` after its last step), new streams' first windows first where every heard
+listener can spare them, a page's later lines once its first line has stepped: about ``step_s`` of work, and
+past it every row that would be late if it waited for the next step. While any listener holds under ``low_s``, rows whose listeners
 hold ``plenty_s`` skip (and files not overdue). A listener holding under ``low_s`` gets small windows; each
 doubling past it doubles them. A request's first audio is planned by the engine from what the backend's
 earlier first audios measured (``first_audio``): handed out a piece at a time where the listener then stays

@@ -64,20 +64,36 @@ def window_level(req: Request, now: float, q: QosSettings) -> int:
     return min(_MAX_LEVEL, 1 + int(math.log2(held / q.low_s)))
 
 
+def _group_stepped(req: Request) -> bool:
+    """True once the first line of ``req``'s group has stepped (or ended)."""
+    while req.after is not None:
+        req = req.after
+    return bool(req.batch_sizes) or req.finished_at is not None
+
+
 def plan(rows: Sequence[Request], now: float, cost: Callable[[Request, int], float], q: QosSettings) -> list[Request]:
-    """The rows to step now, earliest deadline first (a CPU backend hands rows out in step order).
+    """The rows to step now, earliest deadline first (a CPU backend hands rows out in step order), except that new
+    streams' first windows go first where every heard listener can spare them (a late first audio is a wait, a
+    late next window a stall); a page's later lines once its first line has stepped (else their first windows
+    went before the next window of the line its listener hears: the live player's first gap).
 
     While some listener holds under ``low_s``, streams whose listeners hold ``plenty_s`` or more skip and
     files step only once overdue. With a stream in the step, rows are taken for about ``step_s`` of work
     (``cost(row, rows in the plan)``), and past it every row that would be late if it waited for the next
     step; the rest waits (it only grows more urgent: no row starves), so newcomers start soon.
     """
+    rows = [r for r in rows if r.after is None or _group_stepped(r)]
     slack = {r.id: deadline(r, q) - now for r in rows}
     order = sorted(rows, key=lambda r: (slack[r.id], r.id))
     if any(r.stream and slack[r.id] < q.low_s for r in order):
         order = [r for r in order if slack[r.id] < (q.plenty_s if r.stream else 0.0)] or order[:1]
     if not any(r.stream for r in order):
         return order  # files alone: nobody waits on the step
+    new = [r for r in order if r.stream and r.play_deadline is None and heard_from(r) is None]
+    ahead = sum(cost(r, len(order)) for r in new)
+    heard = [r for r in order if r not in new]
+    if all(slack[r.id] > ahead + sum(cost(h, len(order)) for h in heard[: i + 1]) for i, r in enumerate(heard)):
+        order = new + heard
     picked: list[Request] = []
     total = 0.0
     for r in order:
