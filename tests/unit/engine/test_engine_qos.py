@@ -86,6 +86,24 @@ def test_a_newcomer_s_first_audio_is_due_one_step_after_admission_and_goes_by_it
     assert _plan([_req(1, 10.6), _req(2, 10.1), new], 10.0, 0.05, q) == [2, 3, 1]
 
 
+def test_a_new_stream_s_first_window_goes_first_where_every_listener_can_spare_it():
+    """A late first audio is a wait, a late next window a stall: a newcomer goes before listeners due sooner only
+    where none of them would then be late."""
+    q = QosSettings()  # the newcomer's first audio is due 0.25 s after its admission
+    assert _plan([_req(1, 10.2), _req(2, 10.9), _req(3, None, submitted=10.0)], 10.0, 0.01, q) == [3, 1, 2]
+    assert _plan([_req(1, 10.015), _req(2, 10.9), _req(3, None, submitted=10.0)], 10.0, 0.01, q) == [1, 3, 2]
+
+
+def test_a_page_s_later_lines_wait_until_its_first_line_has_stepped():
+    q = QosSettings()
+    first, second = _req(1, None, submitted=10.0), _req(2, None, submitted=10.0)
+    second.after, second.group = first, first.id
+    assert _plan([first, second], 10.0, 0.01, q) == [1]
+    first.batch_sizes.append(2)
+    first.play_deadline = 10.7
+    assert _plan([first, second], 10.0, 0.01, q) == [1, 2]
+
+
 def test_windows_are_small_while_the_listener_holds_little_and_grow_with_what_it_holds():
     q = QosSettings(low_s=1.0)
     listener = _req(1, None)
