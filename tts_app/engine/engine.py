@@ -163,8 +163,9 @@ class Engine:
             for req in requests:
                 req.submitted_at = now
             try:
-                self._scheduler.check_room(requests)
-                etas = self._waits(self._scheduler.eta(requests, now, self._costs, extra=requests), now)
+                queue_etas = self._scheduler.eta(requests, now, self._costs, extra=requests)
+                self._scheduler.check_room(requests, {rid for rid, eta in queue_etas.items() if eta == 0.0})
+                etas = self._waits(queue_etas, now)
                 for req in requests:
                     req.eta_at_submit_s = etas.get(req.id, 0.0)
                 if params.client is not None:  # a visitor is told at once; the app's own work (client None) waits
@@ -174,7 +175,7 @@ class Engine:
                 raise
             handles = []
             for req in requests:
-                self._scheduler.add(req)
+                self._scheduler.waiting.append(req)
                 handle = RequestHandle(self, req)
                 self._handles[req.id] = handle
                 handles.append(handle)

@@ -221,13 +221,14 @@ class Scheduler:
             result.setdefault(r.id, t - now)
         return result
 
-    def check_room(self, reqs: list[Request]) -> None:
+    def check_room(self, reqs: list[Request], starting: set[int] = frozenset()) -> None:
         """Raise EngineBusy unless the queue, and each client's share of it, can take all of ``reqs``.
 
         A queue place is a run: a group's later lines (``after`` set) wait inside their run and take none,
-        so one page's 50 lines hold one place, not 50 of everyone's.
+        so one page's 50 lines hold one place, not 50 of everyone's; and a request ``admits`` takes at the next
+        admission (``starting``: the ETA's "now") waits for no place at all, however full the queue.
         """
-        reqs = [r for r in reqs if r.after is None]
+        reqs = [r for r in reqs if r.after is None and r.id not in starting]
         heads = [r for r in self.waiting if r.after is None]
         if len(heads) + len(reqs) > self.max_queue:
             raise EngineBusy(f"the engine is busy ({len(heads)} requests queued); try again shortly")

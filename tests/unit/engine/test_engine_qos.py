@@ -383,3 +383,28 @@ def test_a_cancelled_row_does_not_make_the_next_request_wait():
     assert sched.eta([nxt], 0.0, load, extra=[nxt])[3001] > 100.0  # a live row ahead: an honest long wait
     left.cancel_requested = True
     assert sched.eta([nxt], 0.0, load, extra=[nxt]) == {3001: 0.0}
+
+
+def test_a_request_admission_would_take_now_needs_no_queue_place():
+    """The queue-place check reads the predicate through the ETA: two visitors at their share of the slots filled
+    the queue with requests that wait for their own rows, and a third visitor, whom a free slot would take at once,
+    was told the engine is busy."""
+    sched = Scheduler(12, 2, "fifo", QosSettings(client_share=0.4, max_queue_wait_s=1e9))  # 4 rows, 1 queue place a client
+    costs = priced(0.01)
+    for client in ("a", "b"):
+        rows = []
+        for i in range(5):
+            r = Request(RowInput(i, "w", SpeechParams()), stream=True, client=client, sample_rate=1000)
+            r.group, r.audio_est_s = r.id, 5.0
+            rows.append(r)
+        sched.start(rows[:4])
+        sched.waiting.extend(rows[4:])
+    visitor = Request(RowInput(0, "w", SpeechParams()), stream=True, client="c", sample_rate=1000)
+    visitor.group, visitor.audio_est_s = visitor.id, 5.0
+    with pytest.raises(EngineBusy, match="busy"):
+        sched.check_room([visitor])  # 2 of 2 places taken, 4 of 12 slots free
+    etas = sched.eta([visitor], 0.0, costs, extra=[visitor])
+    assert etas == {visitor.id: 0.0}
+    sched.check_room([visitor], {rid for rid, eta in etas.items() if eta == 0.0})  # no place needed
+    sched.waiting.append(visitor)
+    assert sched.admit(costs, 0.0) == [visitor]
