@@ -8,7 +8,7 @@ the policy does, and stream_qos.py as what a real machine gives. Rows: bursts of
 admitting up to M of the machine): time to first audio p95, glitch-free start p50/p95, stall fraction,
 throughput, ETA error p95 of queued requests (as stream_qos.py computes them).
 
-    python benchmarks/stream_qos_sim.py [--margin 1.0]
+    python benchmarks/stream_qos_sim.py [--margin 1.0] [--speed 2.75] [--slots 16]
 """
 
 from __future__ import annotations
@@ -35,21 +35,22 @@ def _text(tag: str) -> str:
     return ". ".join([tag] * SENTENCES)
 
 
-def _capacity() -> tuple[float, float]:
+def _capacity(speed: float) -> tuple[float, float]:
     """Audio-s/s of 16 whole requests under fifo, and one stream's seconds of audio."""
     clock = SimClock()
-    backend = PiperLikeBackend(clock)
-    with Engine(backend, max_batch_size=16, max_wait_ms=0, policy="fifo", clock=clock) as engine:
+    backend = PiperLikeBackend(clock, speed=speed)
+    with Engine(backend, max_batch_size=16, policy="fifo", clock=clock) as engine:
         handles = engine.submit_many([_text(f"c{i}") for i in range(16)], SpeechParams(stream=False), in_order=False)
         audio = sum(h.result(timeout=120).size for h in handles) / backend.sample_rate
     return audio / clock(), audio / 16
 
 
-def _run(policy: str, qos: QosSettings, arrivals: list[float]) -> dict[str, float]:
-    """Streams arriving at ``arrivals`` (simulated seconds from the start; zeros: one burst)."""
+def _run(policy: str, qos: QosSettings, arrivals: list[float], speed: float = 1.0, slots: int | None = None) -> dict[str, float]:
+    """Streams arriving at ``arrivals`` (simulated seconds from the start; zeros: one burst); ``slots`` None: the
+    engine's default ($TTS_APP_ENGINE_SLOTS)."""
     clock = SimClock()
-    backend = PiperLikeBackend(clock)
-    engine = Engine(backend, max_batch_size=16, max_wait_ms=0, max_queue=256, policy=policy, qos=qos, clock=clock)
+    backend = PiperLikeBackend(clock, speed=speed)
+    engine = Engine(backend, max_batch_size=slots, max_queue=256, policy=policy, qos=qos, clock=clock)
     heard: dict[int, list[tuple[float, float]]] = {}
     deliver = engine._deliver
 
@@ -108,11 +109,13 @@ def _extra_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--margin", type=float, action="append", default=[],
                         help="also run the deadline policy admitting up to this much of the machine (deadline@M; repeatable)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--speed", type=float, default=1.0, help="the machine this much faster (2.75: C about 37 audio-s/s)")
+    parser.add_argument("--slots", type=int, default=None, help="the engines' slots (default: $TTS_APP_ENGINE_SLOTS)")
 
 
 def main() -> None:
     args = common.parse_args(__doc__.splitlines()[0], _extra_args)
-    capacity, stream_s = _capacity()
+    capacity, stream_s = _capacity(args.speed)
     print(f"simulated capacity C = {capacity:.2f} audio-s/s; a stream is {stream_s:.1f} s", flush=True)
     policies: dict[str, tuple[str, QosSettings]] = {
         "fifo": ("fifo", QosSettings(max_queue_wait_s=1e9)),
@@ -132,12 +135,12 @@ def main() -> None:
     results: dict[str, Any] = {"capacity_audio_s_per_s": capacity, "stream_audio_s": stream_s, "runs": []}
     for label, arrivals in runs:
         for name, (policy, qos) in policies.items():
-            s = _run(policy, qos, arrivals)
+            s = _run(policy, qos, arrivals, args.speed, args.slots)
             results["runs"].append({"run": label, "policy": name, **s})
             rows.append([name, label, s["streams"], s["ttfa_p95_s"], s["glitch_free_start_p50_s"], s["glitch_free_start_p95_s"],
                          s["stall_fraction"], s["throughput_audio_s_per_s"], s["eta_error_p95"]])
             print(f"{name:13s} {label}: {s}", flush=True)
-    path = common.write_results(NAME, results)
+    path = common.write_results(f"{NAME}_x{args.speed:g}" if args.speed != 1.0 else NAME, results)
     headers = ["policy", "run", "streams", "TTFA p95", "glitch-free p50", "glitch-free p95", "stall fraction", "audio-s/s", "ETA err p95"]
     common.report(f"Streams on the simulated Piper-like CPU (C = {capacity:.2f} audio-s/s)", common.markdown_table(headers, rows))
     print(f"wrote {path}")

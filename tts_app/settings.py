@@ -139,6 +139,9 @@ SETTINGS: tuple[Setting, ...] = (
     _float("TTS_APP_CLIENT_SHARE", 0.25, "share of the engine's slots and queue places one client may hold",
            low_open=True, high=1.0),
     _float("TTS_APP_MAX_QUEUE_WAIT_S", 60.0, "longest predicted queue wait admitted (503 with `Retry-After` over it)"),
+    _int("TTS_APP_ENGINE_SLOTS", 32, "rows an engine holds at once (each model's own pool may hold fewer; the memory a slot "
+         "takes is logged at start): a memory cap, not the admission control, which follows the measured capacity. 32 holds "
+         "0.75 of the fastest CPU measured (Piper, 37 audio-s/s: 28 streams)", INTERNALS),
     Setting("TTS_APP_ENGINE_POLICY", "choice", "deadline", "the engines' scheduling policy: the listener-first "
             "`deadline` (streams admitted by the machine's measured capacity, fed before their players run dry) or "
             "`fifo` (every free slot taken, every row stepped every step)", INTERNALS,

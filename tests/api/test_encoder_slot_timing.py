@@ -46,7 +46,7 @@ def test_a_request_waiting_for_its_first_audio_holds_no_encoder_slot(monkeypatch
     from tts_app.engine import Engine
 
     backend = _HeldFirstStep()
-    engine = Engine(backend, max_batch_size=4, max_wait_ms=0)
+    engine = Engine(backend, max_batch_size=4)
     held_before = SLOTS.held()
     replies: list[httpx.Response] = []
     try:

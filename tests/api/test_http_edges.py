@@ -179,7 +179,7 @@ def test_a_stream_that_fails_midway_ends_and_says_so(monkeypatch: pytest.MonkeyP
     chunk, so a client cannot take the cut audio for the whole (httpx raises), and the server serves on."""
     from tts_app.engine import Engine
 
-    engine = Engine(_FailsMidway(), max_batch_size=4, max_wait_ms=0)
+    engine = Engine(_FailsMidway(), max_batch_size=4)
     try:
         with serve_routes(engine, monkeypatch) as base:
             body = {"model": "tts-1", "input": "one two three four five six", "response_format": fmt}

@@ -92,12 +92,12 @@ def test_a_channel_stops_at_its_byte_cap(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def _first_line_wait_rows(lines: int, others: int, emits_rows: bool) -> int:
-    """Run a page's ``lines`` through the real engine (fifo, as the app serves) on the fake backend,
+    """Run a page's ``lines`` through the real engine (the listener-first policy, as the app serves) on the fake backend,
     with ``others`` rows of another visitor already running, and count the row windows decoded between
     the first line's first piece and its next one, in the engine's own step order. A backend that
     emits rows sends the first line's piece as soon as its row is decoded; otherwise at its step's end."""
     backend = FakeBackend(step_sleep_s=0.002)
-    with Engine(backend, max_batch_size=16, max_wait_ms=0, policy="fifo") as engine:
+    with Engine(backend, max_batch_size=16, policy="deadline") as engine:
         running = [engine.submit(f"other{k} " + "word " * 300, SpeechParams(seed=k)) for k in range(others)]
         deadline = time.monotonic() + 30
         while others and len(backend.stepped) < 2:  # the other visitor's rows are decoding
@@ -111,7 +111,7 @@ def _first_line_wait_rows(lines: int, others: int, emits_rows: bool) -> int:
     steps = [step for step in backend.stepped if any(t.startswith("line0 ") for t in step)]
     assert len(steps) >= 2, backend.stepped
     first, second = backend.stepped.index(steps[0]), backend.stepped.index(steps[1])
-    assert all(not t.startswith("other") for t in steps[0]) or not others  # others do not precede the first window
+    assert steps[0][0].startswith("line0 "), steps[0]  # others do not precede the first window
     at = [row.startswith("line0 ") for row in steps[0]].index(True)
     between = sum(len(step) for step in backend.stepped[first + 1 : second])
     if emits_rows:
@@ -126,8 +126,11 @@ def test_the_player_waits_long_enough_for_the_first_lines_next_piece(lines: int,
     wait_s = row_window_s * _first_line_wait_rows(lines, others, emits_rows)
     gap = expected_gap_s(row_window_s, lines, emits_rows=emits_rows, rows_ahead=others) - START_ALLOWANCE_S
     # Beside the allowance for the hand-over, the engine's part covers the wait with room for a step that
-    # runs slower than predicted, yet does not make the listener wait twice as long as it needs to.
-    assert 1.2 * wait_s <= gap <= 2 * wait_s, (gap, wait_s)
+    # runs slower than predicted, yet does not make the listener wait twice as long as it needs to. With another
+    # visitor's rows running, the listener-first plan (issue 49) steps them only as their listeners need, fewer than
+    # the prediction counts (``rows_ahead``): the player then waits longer than it must, never too little.
+    assert 1.2 * wait_s <= gap, (gap, wait_s)
+    assert gap <= (2 if not others else 3) * wait_s, (gap, wait_s)
 
 
 def test_the_player_start_follows_the_engine_step_time() -> None:

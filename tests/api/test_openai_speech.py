@@ -199,7 +199,7 @@ def held_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, _HeldBac
     from tts_app.engine import Engine
 
     backend = _HeldBackend()
-    engine = Engine(backend, max_batch_size=4, max_wait_ms=0)
+    engine = Engine(backend, max_batch_size=4)
     try:
         with serve_routes(engine, monkeypatch) as base:
             yield base, backend

@@ -25,7 +25,7 @@ def rss_mb() -> float:
 
 
 def main() -> None:
-    with Engine(max_batch_size=16, max_wait_ms=10) as engine:
+    with Engine(max_batch_size=16) as engine:
         # Warm-up at the same load as below (bursts of 50 fill the batch).
         for h in [engine.submit(f"Warm up number {i}.", SpeechParams(seed=i)) for i in range(50)]:
             h.result(timeout=60)

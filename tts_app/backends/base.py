@@ -62,6 +62,26 @@ class StepEstimate:
     cost_s: float
 
 
+@dataclass
+class FirstAudioPlan:
+    """How a step hands out the first audio of the requests starting in it (tts_app/engine/first_audio.py plans it):
+    decoded a latent at a time (``each``) or at once, handed out from latent ``hold`` on (the latents before it wait
+    for it). The backend writes in what its parts took, timed with ``clock`` (the engine's)."""
+
+    key: tuple[int, int]  # (requests starting, rows live)
+    clock: Callable[[], float]
+    each: bool
+    hold: int
+    flow_s: float | None = None  # one flow pass of their next latents
+    decode_one_s: float | None = None  # one decode of one latent each
+    decode_all_s: float | None = None  # one decode of their whole first audio
+    ended_at: float | None = None  # when the last of the first audio was handed out
+
+    def hands_out(self, latent: int, last: int) -> bool:
+        """Whether the audio made so far goes out after latent ``latent`` (0-based) of ``last`` + 1."""
+        return latent >= self.hold or latent == last
+
+
 class Backend(ABC):
     """A model the engine can batch and stream.
 
@@ -107,7 +127,13 @@ class Backend(ABC):
         ``emit(i, output)``, when given, may be called with row ``i``'s output as soon as it is
         final, before the step ends (a backend that decodes row by row lets a stream's next audio
         out without waiting for the other rows); the returned list still holds every output.
+        A backend with a ``first_audio_shape`` also takes ``plan`` (a FirstAudioPlan; None: handed out at the end).
         """
+
+    def first_audio_shape(self) -> tuple[int, float] | None:
+        """(latents in a request's first audio, seconds a latent lasts) for a backend that makes a starting request's
+        first audio before its step and hands it out as the engine plans (``step``'s ``plan``); None: no such part."""
+        return None
 
     @property
     def emits_rows(self) -> bool:
@@ -145,6 +171,10 @@ class Backend(ABC):
         each level above doubles it). A backend that cannot grow its steps ignores it; the audio must
         not depend on the level (streamed = whole decode)."""
         return None
+
+    def slot_bytes(self) -> int:
+        """Memory one row in a slot holds at most, in bytes, from the model's shapes (logged at start). Default: 0, unknown."""
+        return 0
 
     def release(self, state: Any) -> None:
         """Free what a finished or cancelled row holds (a KV-cache slot, say). Default: nothing."""

@@ -79,6 +79,9 @@ class ChatterboxBackend(Backend):
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         return cls(load_chatterbox(path, dev), **kwargs)
 
+    def slot_bytes(self) -> int:
+        return self.generator.pool.slot_bytes
+
     @property
     def max_batch_size(self) -> int:
         return self.generator.max_batch

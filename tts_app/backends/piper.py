@@ -32,6 +32,7 @@ _PRIOR_FLOW_S_PER_FRAME = 0.00012  # the flow, per latent frame (a chunk's rest 
 _FRAMES_PER_ID = 2.3  # latent frames per phoneme id (ids include the blanks between phonemes), measured on the eval text
 _COST_KEY_FRAMES = 32  # windows are costed in buckets of this many frames
 _MAX_WINDOW_DOUBLINGS = 2  # a safe listener's windows grow to 4x the usual one at most (memory, step length)
+_MAX_WINDOW_FRAMES = WINDOW_FRAMES * 2**_MAX_WINDOW_DOUBLINGS
 # A pause longer than this goes out as silence in pieces of this length, one a step (never one long array:
 # 214 ten-second breaks at speed 0.25 once made one 8,561 s array); a usual pause is within one piece.
 SILENCE_PIECE_S = 2.0
@@ -190,6 +191,11 @@ class PiperBackend(Backend):
         state.z_CxT = z_CxN if state.z_CxT is None else np.concatenate([state.z_CxT, z_CxN], axis=1)
         if upto >= state.n_frames:
             state.z_p_CxT = None
+
+    def slot_bytes(self) -> int:
+        # A row holds its open chunk's prior and latents (192 x frames, float32) and its window's audio: for a
+        # sentence of 1,000 frames (11.6 s) about 1.5 MB and 0.3 MB; the decoder stream's context is small beside them.
+        return 2 * 192 * 1000 * 4 + 4 * _MAX_WINDOW_FRAMES * self.model.hop
 
     @property
     def emits_rows(self) -> bool:

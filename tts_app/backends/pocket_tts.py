@@ -11,7 +11,7 @@ LM in one stage thread and Mimi in another (one intra-op thread each on two core
 longer of the two instead of their sum. A chunk's first latent (the flow head alone: the prefill left its hidden
 state ready) is made before the stages start; a request starting to speak also makes the rest of its first audio
 and the window after it there: its first audio is decoded and handed out at once, a latent at a time as each is
-made or in one piece, as measured costs say keeps its listener from running dry (backends/first_audio.py), the
+made or in one piece, as the engine's plan says (tts_app/engine/first_audio.py), the
 window after it is decoded in the step and handed out at its end (else the first audio ran dry before the pipeline
 handed out more), and the latents the flow LM makes beside that decode are the next step's audio. The audio is the
 same as made one stage after the other: each row's noise is its own and the windows are the same. The voice state of a clip is computed once and cached by the clip's
@@ -37,8 +37,7 @@ import torch
 from tts_app import captions as align
 from tts_app import settings
 from tts_app.backends.model_voice import ModelVoice
-from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
-from tts_app.backends.first_audio import FirstAudioCosts, FirstAudioPlan, plan_first_audio
+from tts_app.backends.base import Backend, FirstAudioPlan, RowEmitter, RowInput, StepEstimate, StepOutput
 from tts_app.models.capabilities import POCKET_TTS, pocket_capabilities
 from tts_app.models.layers import small_gemm
 from tts_app.models.layers.stage_thread import StageThread
@@ -113,7 +112,6 @@ class PocketBackend(Backend):
         self.builtin = self._builtin_voices(model.path)
         threads = stage_threads or max(1, torch.get_num_threads() // 2)
         self.lm, self.mimi = StageThread("pocket-flow-lm", threads), StageThread("pocket-mimi", threads)
-        self.first_audio_costs: dict[tuple[int, int], FirstAudioCosts] = {}  # by (requests starting, rows live in the generator)
 
     @classmethod
     def from_pretrained(cls, model_path: Optional[str] = None, **kwargs: Any) -> "PocketBackend":
@@ -121,6 +119,9 @@ class PocketBackend(Backend):
 
         path = find_pocket_checkpoint(model_path)
         return cls(load_pocket(path, torch.device("cpu")), **kwargs)
+
+    def slot_bytes(self) -> int:
+        return self.generator.pool.slot_bytes + 2 * self.generator.mimi_pool.slot_bytes  # a request may hold two rows (a chunk draining)
 
     @property
     def max_batch_size(self) -> int:
@@ -162,11 +163,14 @@ class PocketBackend(Backend):
         self._start_chunks(states)
         return states
 
-    def step(self, states: Sequence[Any], emit: RowEmitter | None = None) -> list[StepOutput]:
+    def first_audio_shape(self) -> tuple[int, float]:
+        return self.first_latents, self.samples_per_latent / self.sample_rate
+
+    def step(self, states: Sequence[Any], emit: RowEmitter | None = None, plan: Optional[FirstAudioPlan] = None) -> list[StepOutput]:
+        """``plan``: how the first audio of requests starting to speak goes out (the engine's; None: all at the end)."""
         rows: list[PocketState] = [s for s in states]
         fresh = [s for s in rows if s.row is not None and s.row.step == 0 and not s.row.done]
         early: dict[int, StepOutput] = {}
-        plan: Optional[FirstAudioPlan] = None
         if fresh:
             # Every chunk's first latent: the flow head alone (the prefill left its hidden state ready). A request
             # starting to speak makes its first audio's latents, handed out as they are decoded (a latent at a time
@@ -177,9 +181,8 @@ class PocketBackend(Backend):
             # (a stage's one thread made first audio 2x slower).
             starting = [s for s in fresh if self._starts(s)]
             self._make([s.row for s in fresh], 1)
-            # Keyed by the generator's live rows, not this step's: the flow LM computes every live slot (dense).
-            plan = plan_first_audio(self.first_audio_costs, (len(starting), self.generator.pool.num_live), self.first_latents,
-                                    self.samples_per_latent / self.sample_rate)
+            if plan is None:  # no engine's plan: a latent at a time (each alone, as the official code), handed out at the end
+                plan = FirstAudioPlan((len(starting), len(rows)), time.perf_counter, each=True, hold=self.first_latents - 1)
             early = self._first_audio(rows, starting, emit, plan)
             self._make([s.row for s in starting], self.latents_per_step)
         # What Mimi decodes now: an ended chunk's last latents, then the current chunk's latents made so far; the
@@ -208,8 +211,6 @@ class PocketBackend(Backend):
             if first is not None and emit is None:  # not handed out yet: the step's audio begins with it
                 out = _joined([first, out])
             outputs.append(out)
-        if plan is not None and plan.ended_at is not None:
-            self.first_audio_costs.setdefault(plan.key, FirstAudioCosts()).feed(plan, time.perf_counter() - plan.ended_at)
         return outputs
 
     def _make(self, rows: list[Row], latents: int) -> None:
@@ -234,21 +235,21 @@ class PocketBackend(Backend):
         last = self.first_latents - 1
         for n in range(self.first_latents):
             if n:
-                t = time.perf_counter()
+                t = plan.clock()
                 self._make([s.row for s in starting], 1)
-                plan.flow_s = time.perf_counter() - t
+                plan.flow_s = plan.clock() - t
             if not plan.each and n < last:
                 continue
             live = [s for s in starting if not s.row.done]  # a row that ended leaves its last latents to the pipeline
             if live:
-                t = time.perf_counter()
+                t = plan.clock()
                 for s, a in zip(live, self.generator.decode([s.row for s in live])):
                     audio = a.float().cpu().numpy()
                     s.audio_s += audio.size / self.sample_rate
                     out = StepOutput(audio, False, s.aligner.feed(audio, False) if s.aligner is not None else ())
                     made.setdefault(id(s), []).append(out)
                     held.setdefault(id(s), []).append(out)
-                took = time.perf_counter() - t
+                took = plan.clock() - t
                 if plan.each:
                     plan.decode_one_s = took
                 else:
@@ -259,7 +260,7 @@ class PocketBackend(Backend):
                         if id(s) in held:
                             emit(index[id(s)], _joined(held[id(s)]))
                 held.clear()
-                plan.ended_at = time.perf_counter()
+                plan.ended_at = plan.clock()
             if not live:
                 break
         return {key: _joined(outs) for key, outs in made.items()}

@@ -88,6 +88,9 @@ class Qwen3Backend(Backend):
         self.capture_s = self.generator.capture_all()
         return self.capture_s
 
+    def slot_bytes(self) -> int:
+        return self.generator.pool.slot_bytes
+
     @property
     def max_batch_size(self) -> int:
         return self.generator.max_batch

@@ -99,7 +99,7 @@ def _create_chatterbox(path: Path) -> "Engine":
 
     def make() -> "Engine":
         backend = ChatterboxBackend.from_pretrained(str(path), sampling=sampling)
-        return Engine(backend=backend, max_batch_size=backend.max_batch_size, policy=app_policy())
+        return Engine(backend=backend, policy=app_policy())  # its slots: $TTS_APP_ENGINE_SLOTS, at most its pool's
 
     return create_lowered(make, "chatterbox-engine-create")
 
@@ -110,7 +110,7 @@ def _create_pocket(path: Path) -> "Engine":
 
     def make() -> "Engine":
         backend = PocketBackend.from_pretrained(str(path), max_seconds=_max_seconds())
-        return Engine(backend=backend, max_batch_size=backend.max_batch_size, policy=app_policy())
+        return Engine(backend=backend, policy=app_policy())  # its slots: $TTS_APP_ENGINE_SLOTS, at most its pool's
 
     return create_lowered(make, "pocket-tts-engine-create")
 

@@ -10,19 +10,22 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from tts_app.backends.base import Backend, RowInput, StepEstimate, StepOutput
+from tts_app import settings
+from tts_app.backends.base import Backend, RowInput, StepOutput
 from tts_app.engine import deadlines
+from tts_app.engine.first_audio import FirstAudio
 from tts_app.engine.handle import RequestHandle
 from tts_app.engine.metrics import EngineCounters
 from tts_app.backends.params import SpeechParams
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request, RequestStatus
 from tts_app.engine.scheduler import EngineBusy, Scheduler
-from tts_app.engine.step_costs import StepCosts, StreamLoad
+from tts_app.engine.step_costs import StepCosts
 
 _LOGGER = logging.getLogger(__name__)
 _LOG_EVERY_S = 10.0
-_CALIBRATION_STEPS = 3  # learnt per batch size, after an unmeasured first step (see Engine._calibrate)
+SLOTS_ENV = "TTS_APP_ENGINE_SLOTS"
+_CALIBRATION_STEPS = 3  # measured per batch size, after an unmeasured first one (see Engine._calibrate)
 
 
 class EngineClosed(RuntimeError):
@@ -65,26 +68,21 @@ def _isolated(fn: Callable[[list], list], items: list) -> list:
 class Engine:
     """Queues requests from any thread and serves them in continuous batches.
 
-    Each step: schedule (drop cancelled, admit what fits, pick the rows to
-    step) -> run (prepare the admitted rows, advance the picked rows by one
-    decoder window) -> postprocess (stream each row's audio to its handle,
-    retire finished rows at once).
+    Each step: schedule (drop cancelled, admit what ``Scheduler.admits`` allows, plan the rows to step)
+    -> run (prepare the admitted rows, advance the planned rows by one window) -> postprocess (stream
+    each row's audio to its handle, retire finished rows at once, learn what the step cost).
 
-    ``policy`` "deadline" (default) steps the rows whose listeners run out of
-    audio first, grows the windows of rows well ahead, and admits streams by
-    the machine's measured capacity (deadlines.py, scheduler.py); "fifo" steps
-    every running row every step and admits into any free slot.
-    ``max_batch_size`` caps the rows held at once (memory). ``clock`` (seconds,
-    monotonic) is time.perf_counter unless a test simulates time.
+    ``policy`` "deadline" (default) is the listener-first plan of the package's paragraph; "fifo" steps
+    every running row every step and admits into any free slot. ``max_batch_size`` (the slots: rows held
+    at once) is $TTS_APP_ENGINE_SLOTS unless given, and never more than a backend's own ``max_batch_size``
+    (a KV pool it allocated). ``clock`` (seconds, monotonic) is time.perf_counter unless a test simulates time.
     """
 
     def __init__(
         self,
         backend: Backend | None = None,
-        max_batch_size: int = 16,
-        max_wait_ms: float = 0.0,  # benchmarks/engine_load.py sweep: 0 and 5 ms give the same throughput, 0 the lower p95 TTFA
+        max_batch_size: int | None = None,
         max_queue: int = 256,
-        first_audio_first: bool = True,
         precision: str = "exact",  # the embedded voice's: "exact" (float32) or "fast" (tts_app/models/piper/precision.py)
         policy: str = "deadline",
         qos: QosSettings | None = None,
@@ -94,20 +92,24 @@ class Engine:
             raise ValueError("precision applies to the embedded voice; pass it to that backend's model instead")
         self.backend = backend if backend is not None else _default_backend(precision)
         self.sample_rate = self.backend.sample_rate
-        self.max_wait_s = max_wait_ms / 1000.0
-        self.first_audio_first = first_audio_first
         self.policy = policy
         self.qos = qos if qos is not None else QosSettings.from_env()
         self._clock = clock if clock is not None else time.perf_counter
-        self._scheduler = Scheduler(max_batch_size, max_queue, policy, self.qos)
-        self._costs = StepCosts()
+        slots = max_batch_size if max_batch_size is not None else settings.value(SLOTS_ENV)
+        slots = min(slots, getattr(self.backend, "max_batch_size", slots))
+        self._scheduler = Scheduler(slots, max_queue, policy, self.qos)
+        steady = self.backend.steady_estimate()
+        self._costs = StepCosts(steady.cost_s / steady.audio_s if steady.audio_s > 0 else None)
         self._counters = EngineCounters()
         self._lock = threading.Condition()
         self._handles: dict[int, RequestHandle] = {}
         self._closed = False
         self._last_log = time.perf_counter()
-        self._calibrated = threading.Event()  # set once the start-up calibration (if any) is over
         self._busy_until = 0.0  # the predicted end of the step in progress: nothing is admitted before it
+        shape = self.backend.first_audio_shape()
+        self._first_audio = FirstAudio(shape, self._clock) if shape is not None else None
+        slot_mb = self.backend.slot_bytes() / 1e6
+        _LOGGER.info("engine %s: %d slots, about %.1f MB of memory a slot (%s)", self.backend.name, slots, slot_mb, SLOTS_ENV)
         self._worker = threading.Thread(target=self._loop, name="tts-engine", daemon=True)
         self._worker.start()
 
@@ -161,12 +163,11 @@ class Engine:
             for req in requests:
                 req.submitted_at = now
             try:
-                self._scheduler.check_room(requests)
-                queue_etas = self._scheduler.eta(requests, now, self._stream_load(), extra=requests)
+                queue_etas = self._scheduler.eta(requests, now, self._costs, extra=requests)
+                self._scheduler.check_room(requests, {rid for rid, eta in queue_etas.items() if eta == 0.0})
                 etas = self._waits(queue_etas, now)
                 for req in requests:
                     req.eta_at_submit_s = etas.get(req.id, 0.0)
-                    req.promised = queue_etas.get(req.id, 0.0) <= 0.0
                 if params.client is not None:  # a visitor is told at once; the app's own work (client None) waits
                     self._check_wait(etas)
             except EngineBusy:
@@ -174,7 +175,7 @@ class Engine:
                 raise
             handles = []
             for req in requests:
-                self._scheduler.add(req)
+                self._scheduler.waiting.append(req)
                 handle = RequestHandle(self, req)
                 self._handles[req.id] = handle
                 handles.append(handle)
@@ -192,15 +193,10 @@ class Engine:
                 retry_after_s=wait - self.qos.max_queue_wait_s,
             )
 
-    def _stream_load(self) -> StreamLoad:
-        """What a stream costs per second of its audio, from the learnt step costs."""
-        return self._costs.stream_load(self.backend.steady_estimate())
-
-    def _capacity(self, load: StreamLoad) -> float:
+    def _capacity(self) -> float:
         """Seconds of audio a second the machine makes with as many streams as it admits, stepping together."""
-        places = self._scheduler.stream_places(load)
-        busy = load.seconds_for(1.0, places) / places
-        return 1.0 / busy if busy > 0 else 0.0
+        rate = self._costs.rate(self._scheduler.stream_places(self._costs))
+        return rate if rate != float("inf") else 0.0
 
     def _waits(self, etas: dict[int, float], now: float) -> dict[int, float]:
         """The queue's predicted waits, each at least until the step in progress ends (admission comes after it)."""
@@ -212,7 +208,7 @@ class Engine:
             if req.status is not RequestStatus.WAITING:
                 return 0.0
             now = self._clock()
-            return self._waits(self._scheduler.eta([req], now, self._stream_load()), now).get(req.id, 0.0)
+            return self._waits(self._scheduler.eta([req], now, self._costs), now).get(req.id, 0.0)
 
     def _buffered(self, req: Request) -> float:
         return deadlines.buffered_s(req, self._clock())
@@ -223,12 +219,10 @@ class Engine:
             snap["queued"] = len(self._scheduler.waiting)
             snap["active"] = len(self._scheduler.running)
             snap["max_batch_size"] = self._scheduler.max_batch_size
-            load = self._stream_load()
             snap["policy"] = self.policy
             snap["streams_active"] = sum(1 for r in self._scheduler.running if r.stream)
-            snap["stream_load"] = load.per_stream
-            snap["capacity_audio_s_per_s"] = self._capacity(load)
-            snap["stream_places"] = self._scheduler.stream_places(load)
+            snap["capacity_audio_s_per_s"] = self._capacity()
+            snap["stream_places"] = self._scheduler.stream_places(self._costs)
             snap["step_costs"] = self._costs.snapshot()
         snap["emits_rows"] = bool(self.backend.emits_rows)
         return snap
@@ -243,14 +237,9 @@ class Engine:
                 "stall": replace(c.stall, counts=list(c.stall.counts)),
                 "queued": len(self._scheduler.waiting),
                 "streams_admitted": sum(1 for r in self._scheduler.running if r.stream),
-                "capacity_audio_s_per_s": self._capacity(self._stream_load()),
+                "capacity_audio_s_per_s": self._capacity(),
                 "audio_produced_s": c.audio_produced_s,
             }
-
-    def wait_calibrated(self, timeout: float | None = None) -> bool:
-        """Block until the start-up calibration of the step costs is over (at once when the backend has
-        none); False on timeout. Requests submitted meanwhile simply queue."""
-        return self._calibrated.wait(timeout)
 
     def close(self, timeout: float = 30.0) -> None:
         """Stop the worker; requests still queued or running end with EngineClosed."""
@@ -276,10 +265,7 @@ class Engine:
     # -- worker side ------------------------------------------------------------
     def _loop(self) -> None:
         try:
-            try:
-                self._calibrate()
-            finally:
-                self._calibrated.set()
+            self._calibrate()
             while self._step():
                 pass
         finally:
@@ -295,76 +281,47 @@ class Engine:
                 self._lock.wait()
             if self._closed:
                 return False
-            if not self._scheduler.running and self.max_wait_s > 0:
-                # Idle engine: give a burst of submissions a moment to arrive together.
-                until = time.perf_counter() + self.max_wait_s
-                while len(self._scheduler.waiting) < self._scheduler.max_batch_size and not self._closed:
-                    left = until - time.perf_counter()
-                    if left <= 0:
-                        break
-                    self._lock.wait(left)
             cancelled = self._scheduler.drop_cancelled()
-            running = list(self._scheduler.running)  # rows already decoding
-            admitted = self._scheduler.admit(self._stream_load(), self._clock())
+            admitted = self._scheduler.admit(self._costs, self._clock())
         for req in cancelled:
             self._retire(req, RequestStatus.CANCELLED)
-        started = self._prepare(admitted)
-        # A group's later line is not hurried while the line before it is still being made: the
-        # listener hears that line first, and its next window would otherwise wait for the later
-        # lines' first ones (the live player's first gap). It steps with the running rows next.
-        hurried = [r for r in started if r.after is None or r.after.finished_at is not None]
-        if self.policy == "deadline":
-            # Newcomers and running rows in one plan: first windows go where no listener runs dry for them.
-            running = deadlines.pick(
-                running + hurried, self._clock(), self._estimate, self._costs, self.qos, self.backend.handed_out_after
-            )
-        elif self.first_audio_first:
-            # Newcomers get their first window before the long-running rows step:
-            # time to first audio is then text stage + one window, not a full batch step.
-            if hurried:
-                self._advance(hurried)
-        else:
-            running += started
-        if running:
-            self._advance(running)
+        self._prepare(admitted)
+        rows = list(self._scheduler.running)  # the worker alone changes the running rows
+        if self.policy == "deadline" and rows:
+            ests = {r.id: self.backend.estimate_step(r.state) for r in rows}
+            rows = deadlines.plan(rows, self._clock(), lambda r, n: self._costs.predict([ests[r.id]], n), self.qos)
+        if rows:
+            self._advance(rows)
         self._maybe_log()
         return True
 
     def _calibrate(self) -> None:
         """Before serving, when the backend offers a text for it: step rows of it in batches of 1, 2, 4 ...
-        up to ``max_batch_size`` and learn from those steps, so the step costs tell a fixed part from a
-        part per row from the start (and a GPU's first batches are not served at one-row prices)."""
+        up to the slots and learn each size's price, so that admission does not price a GPU's full batch
+        as one-row steps (nor a CPU's as free). Requests submitted meanwhile queue."""
         text = self.backend.calibration_text()
         if text is None:
             return
         params = SpeechParams()
         row = RowInput(0, text, params, self.backend.check_text(text, params))
-        sizes = sorted({min(2**i, self._scheduler.max_batch_size) for i in range(self._scheduler.max_batch_size.bit_length() + 1)})
-        for n in sizes:
-            # Twice per size: an unmeasured first step builds the size's shapes (graphs), then every step of a
-            # fresh batch counts, its first too: a newcomer's first window (a fixed part of its own on Pocket
-            # TTS, its first latents made before the pipeline) is otherwise learnt from one-row steps alone,
-            # all on its row, and admission then staggers newcomers that would have cost one step together.
-            for steps in (1, _CALIBRATION_STEPS):
-                if self._closed or not self._calibration_pass(row, n, steps, learn=steps > 1):
-                    return
-        with self._lock:
-            self._costs.anchor()  # the sweep keeps the fixed/per-row split that service's steps rarely show
+        slots = self._scheduler.max_batch_size
+        for n in sorted({min(2**i, slots) for i in range(slots.bit_length() + 1)}):
+            if self._closed or not self._calibration_pass(row, n):
+                return
 
-    def _calibration_pass(self, row: RowInput, n: int, steps: int, learn: bool) -> bool:
-        """Step ``n`` rows of ``row`` from their start ``steps`` times, learning each step's cost when ``learn``;
-        False when it failed (the costs are then learnt in service)."""
+    def _calibration_pass(self, row: RowInput, n: int) -> bool:
+        """Step ``n`` rows of ``row`` from their start: one step unmeasured (a size's first builds its shapes),
+        then ``_CALIBRATION_STEPS`` measured; False when it failed (the costs are then learnt in service)."""
         states: list = []
         try:
             states = self.backend.prepare([row] * n)
             live = list(states)
-            for _ in range(steps):
-                estimates = [self.backend.estimate_step(s) for s in live]
+            for i in range(1 + _CALIBRATION_STEPS):
                 t0 = self._clock()
                 outs = self.backend.step(live)
-                if learn:
+                if i:
                     with self._lock:
-                        self._costs.learn(estimates, self._clock() - t0)
+                        self._costs.learn(len(live), self._clock() - t0, sum(o.audio.size for o in outs) / self.sample_rate)
                 live = [s for s, out in zip(live, outs) if not out.done]
                 if not live:
                     break
@@ -376,10 +333,10 @@ class Engine:
             for s in states:
                 self.backend.release(s)
 
-    def _prepare(self, admitted: list[Request]) -> list[Request]:
-        """Run the text stage (or prefill) of newly admitted requests; return those that started."""
+    def _prepare(self, admitted: list[Request]) -> None:
+        """Run the text stage (or prefill) of newly admitted requests; those that started join the running rows."""
         if not admitted:
-            return []
+            return
         now = self._clock()
         for req in admitted:
             req.admitted_at = now
@@ -393,7 +350,6 @@ class Engine:
                 started.append(req)
         with self._lock:
             self._scheduler.start(started)
-        return started
 
     def _advance(self, running: list[Request]) -> None:
         """One step for ``running``: each row's audio goes to its handle as soon as the backend emits
@@ -407,10 +363,12 @@ class Engine:
                 if level != req.window_level:
                     req.window_level = level
                     self.backend.set_window_level(req.state, level)
-        estimates = [self._estimate(r) for r in running]
         t0 = self._clock()
-        self._busy_until = t0 + self._costs.predict(estimates)
+        self._busy_until = t0 + self._costs.predict([self.backend.estimate_step(r.state) for r in running])
         emitted: dict[int, StepOutput] = {}  # request id -> its output, already delivered
+        plan = None  # the first audio of requests starting to speak, where the backend makes it before its step
+        if self._first_audio is not None:
+            plan = self._first_audio.plan(sum(1 for r in running if not r.samples), len(self._scheduler.running))
 
         def run(reqs: list[Request]) -> list[StepOutput]:
             if len(reqs) == 1 and reqs[0].id in emitted:  # a retry after a failed batch: this row is done
@@ -420,16 +378,19 @@ class Engine:
                 emitted[reqs[i].id] = out
                 self._deliver(reqs[i], out, self._clock())
 
-            return self.backend.step([r.state for r in reqs], emit=emit)
+            if plan is None or len(reqs) < len(running):  # a retried row hands its first audio out whole
+                return self.backend.step([r.state for r in reqs], emit=emit)
+            return self.backend.step([r.state for r in reqs], emit=emit, plan=plan)
 
         outputs: Sequence[StepOutput | Exception] = _isolated(run, running)
         now = self._clock()
+        if plan is not None:
+            self._first_audio.feed(plan, now)
+        audio_s = sum(o.audio.size for o in outputs if not isinstance(o, Exception)) / self.sample_rate
         with self._lock:
             self._counters.record_step(len(running), now - t0)
             if not any(isinstance(out, Exception) for out in outputs):  # a retried step's time says nothing
-                self._costs.learn(estimates, now - t0)
-                for req, share in zip(running, self._costs.row_shares(estimates, now - t0, self.backend.steady_estimate().key)):
-                    req.work_s += share
+                self._costs.learn(len(running), now - t0, audio_s)
         for req, out in zip(running, outputs):
             if isinstance(out, Exception):
                 self._retire(req, RequestStatus.FAILED, out)
@@ -442,30 +403,28 @@ class Engine:
             if out.done:
                 self._retire(req, RequestStatus.FINISHED)
 
-    def _estimate(self, req: Request) -> StepEstimate:
-        return self.backend.estimate_step(req.state)
-
     def _deliver(self, req: Request, out: StepOutput, now: float) -> None:
         """Hand one step's audio and words to the request's handle; move its listener's deadline."""
-        if out.audio.size or out.words:
-            if req.first_audio_at is None and out.audio.size:
+        if not (out.audio.size or out.words):
+            return
+        if out.audio.size:
+            if req.first_audio_at is None:
                 req.first_audio_at = now
                 if req.stream:
                     with self._lock:
                         self._counters.ttfa.observe(now - req.submitted_at)
-            if out.audio.size:
-                # A 1x player started at the first chunk: it waits (a stall) when audio comes after it ran dry.
-                if req.play_deadline is None:  # a group's later line plays once the listener reaches it
-                    heard = deadlines.heard_from(req)
-                    req.stall_s += max(0.0, now - heard) if heard is not None else 0.0
-                    req.play_deadline = max(now, heard if heard is not None else now)
-                elif now > req.play_deadline:
-                    req.stall_s += now - req.play_deadline
-                    req.play_deadline = now
-                req.play_deadline += out.audio.size / self.sample_rate / self.qos.playback_rate
-            req.samples += out.audio.size
-            self._counters.audio_produced_s += out.audio.size / self.sample_rate  # worker thread only: no lock
-            self._handles[req.id]._push(np.asarray(out.audio, np.float32), out.words)
+            # A 1x player started at the first chunk: it waits (a stall) when audio comes after it ran dry.
+            if req.play_deadline is None:  # a group's later line plays once the listener reaches it
+                heard = deadlines.heard_from(req)
+                req.stall_s += max(0.0, now - heard) if heard is not None else 0.0
+                req.play_deadline = max(now, heard if heard is not None else now)
+            elif now > req.play_deadline:
+                req.stall_s += now - req.play_deadline
+                req.play_deadline = now
+            req.play_deadline += out.audio.size / self.sample_rate
+        req.samples += out.audio.size
+        self._counters.audio_produced_s += out.audio.size / self.sample_rate  # worker thread only: no lock
+        self._handles[req.id]._push(np.asarray(out.audio, np.float32), out.words)
 
     def _retire(self, req: Request, status: RequestStatus, error: BaseException | None = None) -> None:
         """A request leaves for good: free its backend state, settle its handle."""
@@ -488,7 +447,6 @@ class Engine:
                 c.audio_s += req.samples / self.sample_rate
                 if req.stream:
                     c.stall.observe(req.stall_s)
-                    self._costs.observe_stream(req.work_s, req.samples / self.sample_rate, self.backend.steady_estimate())
             elif status is RequestStatus.CANCELLED:
                 c.cancelled += 1
             else:

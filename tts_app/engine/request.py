@@ -44,15 +44,11 @@ class Request:
     client: str | None = None  # a page session, API key or address; None: the app itself (no share limit)
     audio_est_s: float = 0.0  # the audio it will give, estimated from its text (queue ETAs)
     eta_at_submit_s: float | None = None  # the wait the queue predicted when it was submitted
-    # Predicted at submission to start at the next admission: admission keeps that word, though a step in
-    # between prices streams a little higher (else a burst's last stream, told "now", waited a whole stream).
-    promised: bool = False
     remaining_est_s: float | None = None  # the audio still to give, once the backend knows it
     play_deadline: float | None = None  # when a 1x player started at the first chunk runs out of audio
     stall_s: float = 0.0  # how long that player has waited for audio so far
     last_step_at: float | None = None
     window_level: int | None = None  # the backend was told none yet: its rows start with the usual windows
-    work_s: float = 0.0  # its share of the measured steps' row work (step_costs.StepCosts.row_shares)
     sample_rate: int = 0  # the engine's, for seconds of audio sent
     # The line heard just before this one when both came in one submit_many (a page's run): a group is
     # heard line after line, so it holds one stream place and one client share, and a line's first

@@ -1,18 +1,23 @@
-"""The scheduler owns the queues; it never touches tensors or the model."""
+"""The scheduler owns the queue and the slots, and the one predicate (``admits``) that puts a request in a slot.
+
+It never touches tensors or the model. ``admits`` reads a view of the slots (``Slots``): the live ones when
+``admit`` runs, or the ones ``eta`` simulates later, so the ETA says "now" exactly when admission would admit.
+"""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 from collections import Counter, deque
+from dataclasses import dataclass
 from typing import Iterable
 
-from tts_app.engine.deadlines import buffered_s
+from tts_app.engine.deadlines import deadline
 from tts_app.engine.fluid import listeners_fed
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request, RequestStatus
-from tts_app.engine.step_costs import StreamLoad
-
-_FREE = StreamLoad(0.0, 0.0)  # nothing measured costs anything (a fake model)
+from tts_app.engine.step_costs import StepCosts
 
 
 class EngineBusy(RuntimeError):
@@ -23,64 +28,217 @@ class EngineBusy(RuntimeError):
         self.retry_after_s = retry_after_s
 
 
+@dataclass
+class Seat:
+    """A row in a slot, as admission sees it: its group and client, what its listener holds, what it still makes."""
+
+    group: int
+    client: str | None
+    stream: bool
+    held_s: float  # how long until its listener needs more: what it holds, a later line's lines ahead; a file: inf
+    left_s: float
+
+
+class Slots:
+    """The rows held, with the counts ``admits`` reads (kept as seats come and go, so each check is cheap)."""
+
+    def __init__(self, seats: Iterable[Seat] = ()) -> None:
+        self._all: dict[int, Seat] = {}
+        self.group_rows: Counter = Counter()
+        self.client_rows: Counter = Counter()
+        self.client_groups: Counter = Counter()
+        self.streams = 0  # stream rows
+        self.holding = 0  # stream rows whose listener holds some audio
+        for s in seats:
+            self.add(s)
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def add(self, s: Seat) -> None:
+        self._all[id(s)] = s
+        if not self.group_rows[s.group] and s.client is not None:
+            self.client_groups[s.client] += 1
+        self.group_rows[s.group] += 1
+        self.client_rows[s.client] += s.client is not None
+        self.streams += s.stream
+        self.holding += s.stream and s.held_s > 0
+
+    def remove(self, s: Seat) -> None:
+        del self._all[id(s)]
+        self.group_rows[s.group] -= 1
+        if not self.group_rows[s.group] and s.client is not None:
+            self.client_groups[s.client] -= 1
+        self.client_rows[s.client] -= s.client is not None
+        self.streams -= s.stream
+        self.holding -= s.stream and s.held_s > 0
+
+    def listeners(self, spare_from: float) -> list[tuple[float, float]]:
+        """(audio held past ``spare_from``, audio left) of each stream row."""
+        return [(max(0.0, s.held_s - spare_from), s.left_s) for s in self._all.values() if s.stream]
+
+    def forget_buffers(self) -> None:
+        for s in self._all.values():
+            s.held_s = 0.0 if s.stream else s.held_s
+        self.holding = 0
+
+
 class Scheduler:
-    """Admission into at most ``max_batch_size`` slots (a memory cap), fair between clients.
+    """A queue, at most ``max_batch_size`` slots, and the admission predicate (see the engine package's paragraph)."""
 
-    ``policy`` "fifo": the head of the queue takes any free slot. "deadline": a stream is admitted
-    while the real-time load of the admitted streams (each needs ``stream_load`` seconds of compute
-    per second of audio) still fits ``load_margin`` of the machine; files (non-streamed requests) take
-    the slots streams leave, up to ``batch_slot_share``. Either way a client (a visitor: its API calls and
-    its page runs alike; None for the app's own work) holds at most ``client_share`` of the slots, a
-    page's lines counted row by row, and of the queue places, where a page's later lines take none: they
-    wait inside their run, behind its first line.
-    """
-
-    def __init__(
-        self, max_batch_size: int, max_queue: int, policy: str = "deadline", qos: QosSettings | None = None
-    ) -> None:
+    def __init__(self, max_batch_size: int, max_queue: int, policy: str = "deadline", qos: QosSettings | None = None) -> None:
         if max_batch_size < 1 or max_queue < 1:
             raise ValueError("max_batch_size and max_queue must be at least 1")
         if policy not in ("fifo", "deadline"):
             raise ValueError(f"policy must be 'fifo' or 'deadline', got {policy!r}")
-        self.max_batch_size = max_batch_size
-        self.max_queue = max_queue
-        self.policy = policy
+        self.max_batch_size, self.max_queue, self.policy = max_batch_size, max_queue, policy
         self.qos = qos if qos is not None else QosSettings()
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
 
-    # -- shares ---------------------------------------------------------------
-    def client_slots(self, load: StreamLoad) -> int:
-        """Rows one client may hold: its share of the slots, or of the stream places when fewer."""
-        return max(1, math.floor(self.qos.client_share * min(self.max_batch_size, self.stream_places(load))))
+    # -- the predicate -----------------------------------------------------------
+    def stream_places(self, costs: StepCosts) -> int:
+        """Streams the machine feeds with its margin when nobody holds any audio (at least 1; fifo: the slots)."""
+        if self.policy == "fifo":
+            return self.max_batch_size
+        n = self.max_batch_size
+        while n > 1 + costs.explores and n > self.qos.load_margin * costs.rate(n):
+            n -= 1
+        return min(n, self.max_batch_size)
 
-    def client_rows(self) -> int:
-        """Rows one client may hold, a page's lines each counted: its share of the slots (memory)."""
-        return max(1, math.floor(self.qos.client_share * self.max_batch_size))
+    def client_caps(self, costs: StepCosts) -> tuple[int, int]:
+        """(rows, groups) one client may hold: its share of the slots, and of the stream places when fewer."""
+        share = self.qos.client_share
+        return max(1, math.floor(share * self.max_batch_size)), max(1, math.floor(share * min(self.max_batch_size, self.stream_places(costs))))
 
-    def client_queue_places(self) -> int:
-        return max(1, math.floor(self.qos.client_share * self.max_queue))
+    def admits(self, req: Request, slots: Slots, costs: StepCosts, caps: tuple[int, int]) -> bool:
+        """True when ``req`` may take a slot beside ``slots``: one is free; its client holds fewer than its share
+        (``caps``; a page's later line joins its group's place); and a stream beside others keeps every listener fed at
+        ``load_margin`` of what the machine makes for that many rows (listeners' audio past ``plenty_s`` counted)."""
+        if len(slots) >= self.max_batch_size:
+            return False
+        joins = slots.group_rows[req.group] > 0
+        c = req.client
+        if c is not None and (slots.client_rows[c] >= caps[0] or (not joins and slots.client_groups[c] >= caps[1])):
+            return False
+        return self.policy == "fifo" or joins or not req.stream or self._fed(req, slots, costs)
 
-    def check_room(self, reqs: list[Request]) -> None:
+    def _fed(self, req: Request, slots: Slots, costs: StepCosts) -> bool:
+        """``admits``'s load check for a new stream beside ``slots``'s."""
+        if slots.streams < 1 + costs.explores:
+            return True  # one stream even below real time; a second to measure a larger step (StepCosts.explores)
+        n = slots.streams + 1
+        rate = self.qos.load_margin * costs.rate(n)
+        if not slots.holding:  # nobody holds audio: fluid.listeners_fed's first moment decides, n listeners
+            return n <= rate * (1 + 1e-9)
+        return listeners_fed(slots.listeners(self.qos.plenty_s) + [(0.0, req.remaining_s())], rate)
+
+    def _seat(self, r: Request, now: float) -> Seat:
+        return Seat(r.group, r.client, r.stream, max(0.0, deadline(r, self.qos) - now) if r.stream else math.inf, r.remaining_s())
+
+    def _slots(self, now: float) -> Slots:
+        return Slots(self._seat(r, now) for r in self.running if not r.cancel_requested)  # a cancelled row leaves at the next step
+
+    # -- admission, ETA, queue places ---------------------------------------------
+    def admit(self, costs: StepCosts, now: float) -> list[Request]:
+        """Take what ``admits`` allows from the queue, oldest first (a client at its share waits for its own rows)."""
+        if not self.waiting:
+            return []
+        slots, caps = self._slots(now), self.client_caps(costs)
+        admitted = []
+        for req in self.waiting:
+            if len(slots) >= self.max_batch_size:
+                break
+            if self.admits(req, slots, costs, caps):
+                slots.add(self._seat(req, now))
+                admitted.append(req)
+        if admitted:
+            taken = {id(r) for r in admitted}
+            self.waiting = deque(r for r in self.waiting if id(r) not in taken)
+        return admitted
+
+    def eta(self, targets: Iterable[Request], now: float, costs: StepCosts, extra: Iterable[Request] = ()) -> dict[int, float]:
+        """Predicted seconds until each of ``targets`` (queued, or ``extra``: about to be) is admitted.
+
+        Admission replayed on simulated slots: at ``now`` exactly as ``admit`` would run; then every held row
+        makes audio at the same pace (n rows make ``costs.rate(n)`` together), the row with the least audio left
+        ends first and frees its slot, and ``admits`` runs over the queue again. After ``now`` the listeners'
+        buffers are not counted (the cautious reading, and it keeps the work under the lock small). Past ``max_queue_wait_s`` the simulation stops: a target
+        not admitted by then gets that lower bound (a visitor is refused anyway).
+        """
+        slots, caps = self._slots(now), self.client_caps(costs)
+        ends: list[tuple[float, int, Seat]] = [(s.left_s, id(s), s) for s in slots._all.values()]
+        heapq.heapify(ends)
+        pending = [r for r in (*self.waiting, *extra) if not r.cancel_requested]
+        wanted = {r.id for r in targets}
+        result: dict[int, float] = {}
+        t, made = now, 0.0  # made: audio each held row has made since ``now``
+        others = [r for r in pending if not r.stream or r.after is not None]  # files and later lines: may pass a full load
+        taken: set[int] = set()
+        head = ohead = 0  # pending[:head] and others[:ohead] are all taken
+
+        def take(r: Request) -> None:
+            seat = self._seat(r, t)
+            seat.held_s = seat.held_s if t == now or not r.stream else 0.0
+            slots.add(seat)
+            heapq.heappush(ends, (made + seat.left_s, id(seat), seat))
+            taken.add(id(r))
+            if r.id in wanted:
+                result[r.id] = t - now
+
+        cap = self.max_batch_size
+        while head < len(pending) and len(result) < len(wanted):
+            for r in itertools.islice(pending, head, None):
+                if len(slots) >= cap:
+                    break
+                if id(r) in taken:
+                    continue
+                if self.admits(r, slots, costs, caps):
+                    take(r)
+                elif t > now and r.stream and not slots.group_rows[r.group] and not self._fed(r, slots, costs):
+                    # Past ``now`` (buffers forgotten) the load check refuses every new stream alike: only files and
+                    # later lines may still come in (admission is monotone then: a refused request stays refused).
+                    for o in itertools.islice(others, ohead, None):
+                        if len(slots) >= cap:
+                            break
+                        if id(o) not in taken and self.admits(o, slots, costs, caps):
+                            take(o)
+                    break
+            while head < len(pending) and id(pending[head]) in taken:
+                head += 1
+            while ohead < len(others) and id(others[ohead]) in taken:
+                ohead += 1
+            if not ends or len(result) == len(wanted) or t - now > self.qos.max_queue_wait_s:
+                break
+            end, _, seat = heapq.heappop(ends)
+            n, rate = len(slots), costs.rate(len(slots))
+            t += max(1e-9, (end - made) * n / rate if math.isfinite(rate) else 0.0)  # a row ends at a step's end, after now
+            made = max(made, end)
+            slots.remove(seat)
+            if slots.holding:
+                slots.forget_buffers()
+        for r in targets:
+            result.setdefault(r.id, t - now)
+        return result
+
+    def check_room(self, reqs: list[Request], starting: set[int] = frozenset()) -> None:
         """Raise EngineBusy unless the queue, and each client's share of it, can take all of ``reqs``.
 
         A queue place is a run: a group's later lines (``after`` set) wait inside their run and take none,
-        so one page's 50 lines hold one place, not 50 of everyone's.
+        so one page's 50 lines hold one place, not 50 of everyone's; and a request ``admits`` takes at the next
+        admission (``starting``: the ETA's "now") waits for no place at all, however full the queue.
         """
-        reqs = [r for r in reqs if r.after is None]
+        reqs = [r for r in reqs if r.after is None and r.id not in starting]
         heads = [r for r in self.waiting if r.after is None]
         if len(heads) + len(reqs) > self.max_queue:
             raise EngineBusy(f"the engine is busy ({len(heads)} requests queued); try again shortly")
-        asking = Counter(r.client for r in reqs if r.client is not None)
-        if asking:
-            queued = Counter(r.client for r in heads)
-            for client, n in asking.items():
-                if queued[client] + n > self.client_queue_places():
-                    raise EngineBusy(
-                        f"too many requests queued from this client ({queued[client]} waiting, "
-                        f"at most {self.client_queue_places()}); try again shortly"
-                    )
+        cap = max(1, math.floor(self.qos.client_share * self.max_queue))
+        queued = Counter(r.client for r in heads)
+        for client, n in Counter(r.client for r in reqs if r.client is not None).items():
+            if queued[client] + n > cap:
+                raise EngineBusy(f"too many requests queued from this client ({queued[client]} waiting, at most {cap}); try again shortly")
 
+    # -- bookkeeping --------------------------------------------------------------
     def add(self, req: Request) -> None:
         self.check_room([req])
         self.waiting.append(req)
@@ -90,182 +248,19 @@ class Scheduler:
 
     def position(self, req: Request) -> int:
         """Requests ahead of ``req`` in the queue (0 once it runs or ends)."""
-        if req.status is not RequestStatus.WAITING:
-            return 0
-        for i, other in enumerate(self.waiting):
-            if other is req:
-                return i
+        if req.status is RequestStatus.WAITING:
+            for i, other in enumerate(self.waiting):
+                if other is req:
+                    return i
         return 0
 
     def drop_cancelled(self) -> list[Request]:
         """Remove requests whose caller cancelled, from the queue and from the running slots."""
-        gone = [r for r in self.waiting if r.cancel_requested] + [r for r in self.running if r.cancel_requested]
+        gone = [r for r in (*self.waiting, *self.running) if r.cancel_requested]
         if gone:
             self.waiting = deque(r for r in self.waiting if not r.cancel_requested)
             self.running = [r for r in self.running if not r.cancel_requested]
         return gone
-
-    # -- admission ------------------------------------------------------------
-    def stream_places(self, load: StreamLoad) -> int:
-        """How many streams the machine feeds in real time with its margin (at least one; the slots at most)."""
-        if self.policy == "fifo":
-            return self.max_batch_size
-        places = load.places(self.qos.load_margin)
-        if not math.isfinite(places):
-            return self.max_batch_size if places > 0 else 1
-        places = max(1, math.floor(places))
-        # Exploration: while every measured step had as many rows, a fixed step cost cannot be told from
-        # a per-row one (a GPU's 64 rows cost about one row's step). With two places or more, steps of
-        # different sizes come by themselves (newcomers step first, rows end apart); with one, a second
-        # stream makes the larger step to measure.
-        return min(self.max_batch_size, places + (load.probe and places == 1))
-
-    def admit(self, load: StreamLoad = _FREE, now: float | None = None) -> list[Request]:
-        """Take what fits from the queue, oldest first, skipping a request whose client is at its
-        share of slots (it waits for its own client's rows, not for everyone else's). A request the
-        queue's ETA promised this admission (``Request.promised``) takes a stream place even if the
-        places shrank meanwhile (slots and client shares still hold). With ``now``, a stream past the
-        places still comes in while what the heard listeners hold carries them all (``_carried``)."""
-        slots = self.max_batch_size - len(self.running)
-        admitted: list[Request] = []
-        if slots > 0 and self.waiting:
-            admitted = self._take(load, slots, now)
-        for req in self.waiting:  # a promise holds for the next admission only, a full one included
-            req.promised = False
-        return admitted
-
-    def _fluid_rate(self, load: StreamLoad, n: int) -> float:
-        """Audio-s/s the machine makes for ``n`` streams stepping together, at ``load_margin`` of it."""
-        return self.qos.load_margin * n / max(load.seconds_for(1.0, n), 1e-12)
-
-    def _carried(self, newcomers: list[Request], load: StreamLoad, now: float) -> bool:
-        """True when the machine, at ``load_margin`` of its rate for that many streams, feeds every admitted
-        stream and ``newcomers`` (holding nothing yet) without any running dry (fluid.listeners_fed):
-        listeners holding seconds of audio leave room that the place count, which assumes none, does not see."""
-        streams = [r for r in self.running if r.stream and not r.cancel_requested] + newcomers
-        n = len({r.group for r in streams})
-        if not (math.isfinite(load.per_stream) and math.isfinite(load.per_step)) or load.probe:
-            return False
-        return listeners_fed([(_spare(buffered_s(r, now), self.qos), r.remaining_s()) for r in streams], self._fluid_rate(load, n))
-
-    def _take(self, load: StreamLoad, slots: int, now: float | None = None) -> list[Request]:
-        """``admit``'s pass over the queue: the requests taken (removed from it), at most ``slots``."""
-        # Places and listener shares are counted in groups (a page's lines are heard one after another);
-        # rows too, joins included, so a page's lines never take more slots than its visitor's share.
-        groups = {r.group for r in self.running}
-        holding = Counter(r.client for r in {r.group: r for r in self.running if r.client is not None}.values())
-        rows = Counter(r.client for r in self.running if r.client is not None)
-        row_cap = self.client_rows()
-        streams = len({r.group for r in self.running if r.stream})
-        files = len({r.group for r in self.running if not r.stream})
-        stream_cap = self.stream_places(load)
-        client_cap = self.client_slots(load)
-        file_cap = self.max_batch_size if self.policy == "fifo" else max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))
-        admitted: list[Request] = []
-        admitted_streams: list[Request] = []
-        for req in self.waiting:
-            if len(admitted) >= slots:
-                break
-            joins = req.group in groups  # a later line of a group already in: no new stream place
-            if req.client is not None and (rows[req.client] >= row_cap or (not joins and holding[req.client] >= client_cap)):
-                continue
-            carried = req.stream and now is not None and self.policy != "fifo" and self._carried([*admitted_streams, req], load, now)
-            if self.policy == "fifo" or joins or req.promised or carried or (streams < stream_cap if req.stream else files < file_cap):
-                admitted.append(req)
-                rows[req.client] += 1
-                if not joins:
-                    groups.add(req.group)
-                    holding[req.client] += 1
-                    streams += req.stream
-                    files += not req.stream
-                    if req.stream:
-                        admitted_streams.append(req)
-        if admitted:
-            taken = {id(r) for r in admitted}
-            self.waiting = deque(r for r in self.waiting if id(r) not in taken)
-        return admitted
-
-    def eta(self, targets: Iterable[Request], now: float, load: StreamLoad, extra: Iterable[Request] = ()) -> dict[int, float]:
-        """Predicted seconds until each of ``targets`` (queued, or ``extra``: about to be) starts.
-
-        An event simulation of admission as ``admit`` does it: every held row steps in every step
-        (work-conserving), so while n rows are held each makes a second of its audio in
-        ``per_step + n * per_stream`` seconds (``load``: a GPU's rows nearly free, a CPU's each
-        paying its own); a group (a page's lines, or one request) holds one place (a stream place, a
-        file place, or under fifo none) while any of its rows is held, and its client one share; a
-        place frees when its last held row's remaining audio is made; queued requests then take what
-        fits, oldest first (a group's later line joins its group's place; a client at its share of
-        places or rows waits). So a flooder's queue delays the flooder, not the visitor behind it, a
-        page's fifty lines hold one place as in ``admit``, and a burst's later requests wait for the
-        rows the burst itself admitted.
-        """
-        if not (math.isfinite(load.per_stream) and math.isfinite(load.per_step)):
-            load = _FREE  # nothing to go on yet
-        shared = self.policy == "fifo"  # fifo: any free slot, whatever the class
-        places = {True: self.stream_places(load), False: max(1, math.floor(self.qos.batch_slot_share * self.max_batch_size))}
-        client_cap, row_cap = self.client_slots(load), self.client_rows()
-        held_places: Counter = Counter()  # pool (stream or not) -> groups holding a place
-        group_rows: Counter = Counter()  # group -> rows held
-        group_pool: dict[int, bool] = {}
-        client_groups: Counter = Counter()
-        client_rows: Counter = Counter()
-        rows: list[tuple[float, int, str | None, float]] = []  # (audio left in seconds, group, client, audio its listener holds)
-
-        def take(r: Request, held: float = 0.0) -> None:
-            if r.group not in group_pool:
-                group_pool[r.group] = r.stream
-                held_places[r.stream] += 1
-                client_groups[r.client] += r.client is not None
-            group_rows[r.group] += 1
-            client_rows[r.client] += r.client is not None
-            rows.append((r.remaining_s(), r.group, r.client, held if r.stream else math.inf))
-
-        def carried(r: Request) -> bool:
-            """admit's _carried on the simulated rows: what the listeners hold then."""
-            streams = [(_spare(held, self.qos), left) for left, _, _, held in rows if math.isfinite(held)] + [(0.0, r.remaining_s())]
-            n = len({g for _, g, _, held in rows if math.isfinite(held)}) + 1
-            return not load.probe and listeners_fed(streams, self._fluid_rate(load, n))
-
-        def fits(r: Request) -> bool:
-            joins = r.group in group_pool
-            if r.client is not None and (client_rows[r.client] >= row_cap or (not joins and client_groups[r.client] >= client_cap)):
-                return False
-            return shared or joins or held_places[r.stream] < places[r.stream] or (r.stream and carried(r))
-
-        for r in self.running:
-            if not r.cancel_requested:  # a cancelled row leaves at the next step: its place is as good as free
-                take(r, buffered_s(r, now))
-        pending = [r for r in (*self.waiting, *extra) if not r.cancel_requested]
-        wanted = {r.id for r in targets}
-        result: dict[int, float] = {}
-        t = now
-        while pending and len(result) < len(wanted):
-            left = []
-            for i, r in enumerate(pending):
-                if len(rows) >= self.max_batch_size:  # every slot held: the rest waits as it is
-                    left.extend(pending[i:])
-                    break
-                if fits(r):
-                    take(r)
-                    if r.id in wanted:
-                        result[r.id] = t - now
-                else:
-                    left.append(r)
-            pending = left
-            if not rows or len(result) == len(wanted):
-                break
-            # The row with the least audio left ends first; every other row made as much audio meanwhile.
-            rows.sort(key=lambda row: row[0])
-            made, group, client, _ = rows.pop(0)
-            dt = made * (load.per_step + (len(rows) + 1) * load.per_stream)
-            t += dt
-            rows = [(audio - made, g, c, max(0.0, held + made - dt)) for audio, g, c, held in rows]
-            group_rows[group] -= 1
-            client_rows[client] -= client is not None
-            if not group_rows[group]:  # its last held row ended: the group's place and share free
-                held_places[group_pool.pop(group)] -= 1
-                client_groups[client] -= client is not None
-        return result
 
     def start(self, reqs: list[Request]) -> None:
         for r in reqs:
@@ -279,14 +274,7 @@ class Scheduler:
 
     def drain(self) -> list[Request]:
         """Everything still queued or running (for close)."""
-        everything = list(self.waiting) + self.running
+        everything = [*self.waiting, *self.running]
         self.waiting.clear()
         self.running = []
         return everything
-
-
-def _spare(held: float, q: QosSettings) -> float:
-    """What a listener holds beyond ``plenty_s``: the part the fluid check may count on (steps come in
-    windows, not as a fluid, the plan serves a listener before it runs dry, not at the last moment, and
-    the price of a stream is an estimate: counting from ``low_s`` stalled the simulated CPU-like machines)."""
-    return max(0.0, held - q.plenty_s)

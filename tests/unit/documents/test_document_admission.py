@@ -22,7 +22,7 @@ SLOW_DOC = "SLOW words here. " * 400  # many pieces: still running when the test
 
 @pytest.fixture()
 def engine():
-    e = Engine(FakeBackend(step_sleep_s=0.002), max_batch_size=8, max_wait_ms=1)
+    e = Engine(FakeBackend(step_sleep_s=0.002), max_batch_size=8)
     yield e
     e.close()
 

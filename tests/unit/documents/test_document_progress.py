@@ -84,7 +84,7 @@ def test_a_finished_documents_player_knows_its_length_before_it_plays() -> None:
 
 def test_every_file_is_listed_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """While the M4B and MP3 are written, the job lists no file yet (then all five together)."""
-    engine = Engine(FakeBackend(step_sleep_s=0.002), max_batch_size=8, max_wait_ms=1)
+    engine = Engine(FakeBackend(step_sleep_s=0.002), max_batch_size=8)
     jobs = DocumentJobs(tmp_path, lambda: engine)
     seen_while_writing: list[list[str]] = []
     real_write_chaptered = runner_module.write_chaptered

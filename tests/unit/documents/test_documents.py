@@ -86,7 +86,7 @@ def test_chapter_metadata_escapes_titles() -> None:
 
 @pytest.fixture()
 def engine():
-    e = Engine(FakeBackend(step_sleep_s=0.002), max_batch_size=8, max_wait_ms=1)
+    e = Engine(FakeBackend(step_sleep_s=0.002), max_batch_size=8)
     yield e
     e.close()
 
@@ -177,7 +177,7 @@ def test_documents_do_not_starve_one_line_requests(tmp_path: Path) -> None:
     machine does not move it (the time to first audio on the real model: benchmarks/document_job.py).
     """
     backend = FakeBackend(step_sleep_s=0.02)
-    engine = Engine(backend, max_batch_size=8, max_wait_ms=1)
+    engine = Engine(backend, max_batch_size=8)
     jobs = DocumentJobs(tmp_path, lambda: engine)
     doc = parse_document("SLOW " + "many words in a sentence. " * 2000, piece_chars=300)
     running = [jobs.start(doc, DocumentSettings(), str(k)) for k in range(2)]

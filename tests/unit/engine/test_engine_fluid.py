@@ -8,7 +8,7 @@ from tts_app.engine.fluid import listeners_fed
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request, RequestStatus
 from tts_app.engine.scheduler import Scheduler
-from tts_app.engine.step_costs import StreamLoad
+from tts_app.engine.step_costs import StepCosts
 
 
 def test_listeners_fed_is_the_fluid_deadline_check():
@@ -33,7 +33,9 @@ def _stream(rid: int, held_until: float | None, left_s: float) -> Request:
 
 def test_a_stream_past_the_places_comes_in_while_the_listeners_hold_enough():
     # A machine that feeds two streams (0.45 s of compute a second of audio each, margin 1): the count says 2.
-    load = StreamLoad(per_stream=0.45, per_step=0.0)
+    load = StepCosts()
+    load.learn(1, 0.45, 1.0)
+    load.learn(2, 0.9, 2.0)  # two sizes measured, every second on the rows
     sched = Scheduler(max_batch_size=8, max_queue=8, qos=QosSettings(load_margin=1.0))
     assert sched.stream_places(load) == 2
     for held in (3.5, 11.0):  # held beyond plenty_s (3 s): 0.5 s and 8 s

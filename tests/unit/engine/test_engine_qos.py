@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from tests.support.fake_backend import FakeBackend, SimClock, expected
-from tts_app.backends.base import RowInput, StepEstimate
+from tts_app.backends.base import RowInput
 from tts_app.engine import Engine, EngineBusy
 from tts_app.engine import deadlines
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request
 from tts_app.engine.scheduler import Scheduler
-from tts_app.engine.step_costs import StepCosts, StreamLoad
+from tts_app.engine.step_costs import StepCosts
 from tts_app.backends.params import SpeechParams
 
 WORDS = 60  # 6 s of audio per stream
@@ -35,8 +35,16 @@ def sim_engine(policy: str = "deadline", qos: QosSettings | None = None, max_bat
     clock = SimClock()
     backend = FakeBackend(clock=clock, fixed_s=costs.get("fixed_s", 0.01), word_s=costs.get("word_s", 0.02))
     qos = qos if qos is not None else QosSettings(max_queue_wait_s=1e9)
-    engine = Engine(backend, max_batch_size=max_batch_size, max_wait_ms=0, max_queue=256, policy=policy, qos=qos, clock=clock)
+    engine = Engine(backend, max_batch_size=max_batch_size, max_queue=256, policy=policy, qos=qos, clock=clock)
     return engine, backend, clock
+
+
+def priced(price: float) -> StepCosts:
+    """Step costs measured at two batch sizes, ``price`` seconds of step per second of audio at both (rows pay all)."""
+    costs = StepCosts()
+    costs.learn(1, price, 1.0)
+    costs.learn(2, 2 * price, 2.0)
+    return costs
 
 
 def run_all(handles, texts, seed=0):
@@ -51,141 +59,80 @@ def _req(rid: int, play_deadline: float | None, stream: bool = True, submitted: 
     return r
 
 
-def test_pick_takes_the_nearest_deadlines_within_the_step_s_horizon():
-    q = QosSettings(margin_s=0.1, step_horizon_s=0.25)
-    costs = StepCosts()
-    est = StepEstimate("k", 0.1, 0.1)
+def _plan(rows, now, row_s, q):
+    return [r.id for r in deadlines.plan(rows, now, lambda r, n: row_s, q)]
+
+
+def test_plan_takes_the_nearest_deadlines_within_the_step_s_horizon():
+    q = QosSettings(step_s=0.25)
     rows = [_req(1, 10.5), _req(2, 10.35), _req(3, 10.9), _req(4, 12.0)]
-    picked = deadlines.pick(rows, 10.0, lambda r: est, costs, q)
     # 0.25 s of work: the two nearest rows (0.2 s); the third can wait for the next step and still end in time
-    assert [r.id for r in picked] == [2, 1]
+    assert _plan(rows, 10.0, 0.1, q) == [2, 1]
 
 
 def test_every_listener_who_cannot_wait_steps_past_the_horizon():
     """Overload on a loaded CPU: listeners whose audio a later step would bring too late all step now (a
     small step would save nobody and pay the fixed part again); a listener who can wait, waits."""
-    q = QosSettings(margin_s=0.1, step_horizon_s=0.25)
-    est = StepEstimate("k", 0.1, 0.3)  # a row's step: 0.3 s, more than the horizon
+    q = QosSettings(step_s=0.25)
     rows = [_req(1, 10.2), _req(2, 10.3), _req(3, 10.7), _req(4, 15.0)]
-    assert [r.id for r in deadlines.pick(rows, 10.0, lambda r: est, StepCosts(), q)] == [1, 2, 3]
-    relaxed = [_req(1, 10.45), _req(2, 12.0), _req(3, 15.0)]
-    assert [r.id for r in deadlines.pick(relaxed, 10.0, lambda r: est, StepCosts(), q)] == [1]
+    assert _plan(rows, 10.0, 0.3, q) == [1, 2, 3]  # a row's step 0.3 s, more than the horizon
+    assert _plan([_req(1, 10.45), _req(2, 12.0), _req(3, 15.0)], 10.0, 0.3, q) == [1]
 
 
-def _newcomer(rid: int, admitted: float) -> Request:
-    r = _req(rid, None, submitted=admitted)
-    assert not deadlines.is_heard(r)
-    return r
+def test_a_newcomer_s_first_audio_is_due_one_step_after_admission_and_goes_by_its_deadline():
+    q = QosSettings(step_s=0.25)
+    new = _req(3, None, submitted=9.9)  # admitted at 9.9: due at 10.15
+    assert deadlines.deadline(new, q) == pytest.approx(10.15)
+    assert _plan([_req(1, 10.6), _req(2, 10.1), new], 10.0, 0.05, q) == [2, 3, 1]
 
 
-def test_a_newcomer_goes_before_listeners_only_where_they_can_spare_it():
-    """A burst's first windows once went before the second windows due sooner, and every early listener
-    stalled: a newcomer's first audio is a wait, a listener's late audio a stall. Rows handed out one by
-    one (a CPU's decoder): the newcomer takes the earliest place no listener's deadline forbids."""
-    q = QosSettings(margin_s=0.1, step_horizon_s=10.0)
-    est = StepEstimate("k", 0.5, 0.1)
-    one_by_one = lambda position: position + 1  # noqa: E731 - each row handed out as it is made
-    soon, later = _req(1, 10.25), _req(2, 10.9)
-    new = _newcomer(3, 9.9)  # its first audio was due at 10.2: the most overdue, yet no listener
-    # The first listener cannot spare 0.1 s (it must end by 10.15); the second can: the newcomer goes between.
-    assert [r.id for r in deadlines.pick([soon, later, new], 10.0, lambda r: est, StepCosts(), q, one_by_one)] == [1, 3, 2]
-    # Listeners with room to spare: the newcomer first.
-    calm = [_req(1, 10.6), _req(2, 10.9), _newcomer(3, 9.9)]
-    assert [r.id for r in deadlines.pick(calm, 10.0, lambda r: est, StepCosts(), q, one_by_one)] == [3, 1, 2]
-    # Everything handed out at the step's end (the default): the newcomer delays every listener, so it goes
-    # only if all of them can spare it, else it waits for a later step.
-    assert [r.id for r in deadlines.pick(calm, 10.0, lambda r: est, StepCosts(), q)] == [3, 1, 2]
-    assert [r.id for r in deadlines.pick([soon, later, _newcomer(3, 9.9)], 10.0, lambda r: est, StepCosts(), q)] == [1, 2]
+def test_a_new_stream_s_first_window_goes_first_where_every_listener_can_spare_it():
+    """A late first audio is a wait, a late next window a stall: a newcomer goes before listeners due sooner only
+    where none of them would then be late."""
+    q = QosSettings()  # the newcomer's first audio is due 0.25 s after its admission
+    assert _plan([_req(1, 10.2), _req(2, 10.9), _req(3, None, submitted=10.0)], 10.0, 0.01, q) == [3, 1, 2]
+    assert _plan([_req(1, 10.015), _req(2, 10.9), _req(3, None, submitted=10.0)], 10.0, 0.01, q) == [1, 3, 2]
 
 
-def test_newcomers_sharing_a_first_window_s_fixed_part_start_together_past_the_horizon():
-    """Pocket TTS's first windows: a large fixed part (the first latents before the pipeline) and little per row.
-    A burst's newcomers past the horizon join the step that pays it instead of paying it again one step later;
-    rows that cost more than that fixed part (a CPU's per-row first windows) still wait, as before."""
-    q = QosSettings(margin_s=0.1, step_horizon_s=0.25)
-    first = StepEstimate("first", 0.3, 0.03)
-    shared = StepCosts()
-    for n, seconds in ((1, 0.23), (2, 0.26), (4, 0.32), (8, 0.44)):  # 0.2 s once, 0.03 s a row
-        shared.learn([first] * n, seconds)
-    burst = [_newcomer(i, 9.95) for i in range(1, 7)]
-    assert sorted(r.id for r in deadlines.pick(burst, 10.0, lambda r: first, shared, q)) == [1, 2, 3, 4, 5, 6]
-    per_row = StepCosts()
-    for n, seconds in ((1, 0.2), (2, 0.4), (4, 0.8)):  # all of it per row
-        per_row.learn([first] * n, seconds)
-    assert len(deadlines.pick(burst, 10.0, lambda r: first, per_row, q)) == 1
-
-
-def test_a_newcomer_long_overdue_is_planned_as_a_listener():
-    """No starvation: past ``low_s`` overdue a newcomer's wait counts like a listener's, by its deadline."""
-    q = QosSettings(margin_s=0.1, step_horizon_s=10.0)
-    est = StepEstimate("k", 0.5, 0.1)
-    listener, starved = _req(1, 10.15), _newcomer(2, 10.0 - q.first_audio_target_s - q.low_s - 0.1)
-    assert [r.id for r in deadlines.pick([listener, starved], 10.0, lambda r: est, StepCosts(), q)] == [2, 1]
+def test_a_page_s_later_lines_wait_until_its_first_line_has_stepped():
+    q = QosSettings()
+    first, second = _req(1, None, submitted=10.0), _req(2, None, submitted=10.0)
+    second.after, second.group = first, first.id
+    assert _plan([first, second], 10.0, 0.01, q) == [1]
+    first.batch_sizes.append(2)
+    first.play_deadline = 10.7
+    assert _plan([first, second], 10.0, 0.01, q) == [1, 2]
 
 
 def test_windows_are_small_while_the_listener_holds_little_and_grow_with_what_it_holds():
-    q = QosSettings(usual_from_s=1.5, grow_at_s=(2.0, 4.0))
+    q = QosSettings(low_s=1.0)
     listener = _req(1, None)
     assert deadlines.window_level(listener, 10.0, q) == 0  # before its first audio: the small first window
-    for held, level in ((1.0, 0), (1.6, 1), (2.5, 2), (5.0, 3)):
+    for held, level in ((0.5, 0), (1.2, 1), (2.5, 2), (5.0, 3), (30.0, 3)):
         listener.play_deadline = 10.0 + held
         assert deadlines.window_level(listener, 10.0, q) == level, held
+    assert deadlines.window_level(listener, 10.0, QosSettings(low_s=0.0)) == 1  # the rule off: the usual window
 
 
 def test_rows_holding_plenty_skip_while_a_listener_is_in_need():
     q = QosSettings()
-    est = StepEstimate("k", 0.1, 0.01)
     needy, rich, file_row = _req(1, 10.2), _req(2, 10.0 + q.plenty_s + 1), _req(3, None, stream=False, submitted=9.5)
-    picked = deadlines.pick([rich, needy, file_row], 10.0, lambda r: est, StepCosts(), q)
-    assert [r.id for r in picked] == [1]  # the rich row and the file (not yet overdue) skip
+    assert _plan([rich, needy, file_row], 10.0, 0.01, q) == [1]  # the rich row and the file (not yet overdue) skip
     # Nobody in need: nothing is held back (no compute is left idle).
-    calm = deadlines.pick([rich, _req(4, 10.0 + q.low_s + 0.5)], 10.0, lambda r: est, StepCosts(), q)
-    assert {r.id for r in calm} == {2, 4}
+    assert set(_plan([rich, _req(4, 10.0 + q.low_s + 0.5)], 10.0, 0.01, q)) == {2, 4}
 
 
 def test_an_overdue_file_steps_even_while_streams_are_in_need():
     q = QosSettings()
-    est = StepEstimate("k", 0.1, 0.01)
-    overdue = _req(3, None, stream=False, submitted=10.0 - q.batch_gap_s - 0.1)
-    picked = deadlines.pick([_req(1, 10.2), overdue], 10.0, lambda r: est, StepCosts(), q)
-    assert [r.id for r in picked] == [3, 1]
+    overdue = _req(3, None, stream=False, submitted=10.0 - q.plenty_s - 0.1)
+    assert _plan([_req(1, 10.2), overdue], 10.0, 0.01, q) == [3, 1]
 
 
-def test_step_costs_are_learnt_from_measured_steps():
-    costs = StepCosts()
-    small, big = StepEstimate("w64", 0.7, 0.05), StepEstimate("w160", 1.8, 0.05)
-    costs.learn([small, small], 0.2)  # steps of one size: the cautious reading, every second on the rows
-    assert costs.row_cost(small) == pytest.approx(0.1, rel=0.01) and costs.fixed_cost("w64") < 0.002
-    assert not costs.separated("w64") and costs.stream_load(small).probe
-    assert costs.row_cost(big) == pytest.approx(0.05)  # another window size keeps its prior
-    # Steps of 1 and 3 rows that cost 0.04 s + 0.12 s a row: the fixed part and the row's part come apart.
-    for i in range(40):
-        n = 1 + 2 * (i % 2)
-        costs.learn([big] * n, 0.04 + 0.12 * n)
-    assert costs.separated("w160")
-    assert costs.fixed_cost("w160") == pytest.approx(0.04, abs=1e-3)
-    assert costs.row_cost(big) == pytest.approx(0.12, abs=1e-3)
-    load = costs.stream_load(big)
-    assert load.per_stream == pytest.approx(0.12 / 1.8, rel=0.01) and not load.probe
-    assert load.places(0.85) == pytest.approx((0.85 - 0.04 / 1.8) / (0.12 / 1.8), rel=0.01)
-    # A step with both keys pays both fixed parts once.
-    assert costs.predict([big, big, small]) == pytest.approx(0.04 + 0.24 + costs.fixed_cost("w64") + costs.row_cost(small))
-
-
-@pytest.mark.parametrize("fixed_s, row_s", [(0.0, 0.02), (0.08, 0.0005), (0.03, 0.01)])
-def test_step_costs_separate_a_fixed_part_from_a_part_per_row(fixed_s: float, row_s: float):
-    """A CPU-like machine (every row costs), a GPU-like one (the step costs, rows nearly free) and one
-    between: steps of 1, 2, 5 and 16 rows give back the two parts exactly; noise of +-10 % stays close."""
-    est = StepEstimate("k", 0.32, 0.2)  # a prior far from all three machines
-    exact, noisy = StepCosts(), StepCosts()
-    rng = random.Random(5)
-    for n in [1, 2, 5, 16] * 20:
-        exact.learn([est] * n, fixed_s + row_s * n)
-        noisy.learn([est] * n, (fixed_s + row_s * n) * rng.uniform(0.9, 1.1))
-    assert exact.fixed_cost("k") == pytest.approx(fixed_s, abs=1e-6)
-    assert exact.row_cost(est) == pytest.approx(row_s, abs=1e-6)
-    for n in (1, 4, 16):
-        assert noisy.predict([est] * n) == pytest.approx(fixed_s + row_s * n, rel=0.1)
+def test_files_alone_step_together_whatever_their_gap():
+    """Eight sessions' whole files (the page's streaming off) under the deadline default were stepped one
+    at a time: their step gaps capped the step. Without a listener waiting, all step together."""
+    files = [_req(i, None, stream=False, submitted=9.9) for i in range(1, 9)]
+    assert sorted(_plan(files, 10.0, 0.6, QosSettings())) == list(range(1, 9))
 
 
 # -- the engine, simulated time -----------------------------------------------------
@@ -225,8 +172,9 @@ def test_admission_stops_at_the_measured_capacity_and_the_eta_is_honest():
         handles = engine.submit_many(texts, in_order=False)
         run_all(handles, texts)
         stats = engine.stats()
-    assert stats["stream_load"] == pytest.approx(0.2, rel=0.2)  # learnt: 0.02 s per word per 0.1 s of audio
-    assert max(places_seen) <= stats["stream_places"] == math.floor((QosSettings().load_margin - 0.1) / 0.2)  # per step 0.1, per stream 0.2
+    # Learnt: a step of n words costs 0.01 + 0.02 n s for 0.1 n s of audio; the places n <= 0.85 / price(n).
+    places = max(n for n in range(1, 17) if n * (0.01 + 0.02 * n) / (0.1 * n) <= QosSettings().load_margin)
+    assert max(places_seen) <= stats["stream_places"] == places
     started = {h.id: h._req.admitted_at for h in handles}
     assert etas, "some requests were still queued at step 30"
     for rid, eta in etas.items():
@@ -400,7 +348,7 @@ def test_the_eta_counts_a_page_s_lines_as_one_place_as_admission_does():
     would have taken it at once. The ETA now simulates places by group, as ``admit`` does."""
     q = QosSettings(client_share=0.25, max_queue_wait_s=1e9)
     sched = Scheduler(16, 256, "deadline", q)
-    load = StreamLoad(per_stream=q.load_margin / 4.5, per_step=0.0)  # 4 stream places
+    load = priced(q.load_margin / 4.5)  # 4 stream places
     assert sched.stream_places(load) == 4
     page = []
     for i in range(50):
@@ -409,14 +357,14 @@ def test_the_eta_counts_a_page_s_lines_as_one_place_as_admission_does():
         page.append(r)
     for r in page:
         sched.add(r)
-    running = sched.admit(load)
+    running = sched.admit(load, 0.0)
     sched.start(running)
     assert len(running) == 4  # the visitor's share of the 16 slots, in one place
     other = Request(RowInput(0, "w", SpeechParams()), id=2000, stream=True, client="B", sample_rate=1000)
     other.group, other.audio_est_s = 2000, 5.0
     assert sched.eta([other], 0.0, load, extra=[other]) == {2000: 0.0}
     sched.add(other)
-    assert other in sched.admit(load)  # and admission agrees
+    assert other in sched.admit(load, 0.0)  # and admission agrees
 
 
 def test_a_cancelled_row_does_not_make_the_next_request_wait():
@@ -424,12 +372,12 @@ def test_a_cancelled_row_does_not_make_the_next_request_wait():
     is cancelled at the engine's next step, and a request sent meanwhile must not be told to wait for
     that row's 100 s of audio on a machine with one stream place."""
     sched = Scheduler(8, 256, "deadline", QosSettings(max_queue_wait_s=1e9))
-    load = StreamLoad(per_stream=3.7, per_step=0.0)  # slower than real time: one place
+    load = priced(3.7)  # slower than real time: one place
     assert sched.stream_places(load) == 1
     left = Request(RowInput(0, "w", SpeechParams()), id=3000, stream=True, client="A", sample_rate=1000)
     left.group, left.audio_est_s = 3000, 100.0
     sched.add(left)
-    sched.start(sched.admit(load))
+    sched.start(sched.admit(load, 0.0))
     nxt = Request(RowInput(0, "w", SpeechParams()), id=3001, stream=True, client="A", sample_rate=1000)
     nxt.group, nxt.audio_est_s = 3001, 1.0
     assert sched.eta([nxt], 0.0, load, extra=[nxt])[3001] > 100.0  # a live row ahead: an honest long wait
@@ -437,43 +385,26 @@ def test_a_cancelled_row_does_not_make_the_next_request_wait():
     assert sched.eta([nxt], 0.0, load, extra=[nxt]) == {3001: 0.0}
 
 
-def test_files_alone_step_together_whatever_their_gap():
-    """Eight sessions' whole files (the page's streaming off) under the deadline default were stepped one
-    at a time: their 2 s step gaps capped the step. Without a listener waiting, all step together."""
-    q = QosSettings()
-    est = StepEstimate("k", 1.0, 0.6)  # a long window: several exceed one gap together
-    files = [_req(i, None, stream=False, submitted=9.9) for i in range(1, 9)]
-    assert sorted(r.id for r in deadlines.pick(files, 10.0, lambda r: est, StepCosts(), q)) == list(range(1, 9))
-
-
-def test_a_stream_told_it_starts_now_is_not_sent_to_wait_a_whole_stream():
-    """A burst's requests arrive one by one while the first step runs; each is told its wait by the
-    queue's ETA. When the step in between prices streams a little higher (learnt from its own time),
-    the places shrink from 4 to 3 and the last stream, told "now", waited a whole stream's length
-    (the 1.0 x C burst's ETA error of 100 %). Admission keeps the ETA's word for the next admission
-    only; a request told to wait gets no such place."""
-    sched = Scheduler(16, 256, "deadline", QosSettings(load_margin=0.85, max_queue_wait_s=1e9))
-    cheap, dearer = StreamLoad(per_stream=0.2, per_step=0.0), StreamLoad(per_stream=0.25, per_step=0.0)
-    assert (sched.stream_places(cheap), sched.stream_places(dearer)) == (4, 3)
-    burst = []
-    for i in range(5):
-        r = Request(RowInput(i, "w", SpeechParams()), id=4000 + i, stream=True, client=f"c{i}", sample_rate=1000)
-        r.group, r.audio_est_s = r.id, 10.0
-        r.promised = sched.eta([r], 0.0, cheap, extra=[r]).get(r.id, 0.0) <= 0.0  # as Engine.submit_many
-        sched.add(r)
-        burst.append(r)
-    assert [r.promised for r in burst] == [True] * 4 + [False]
-    admitted = sched.admit(dearer)
-    assert admitted == burst[:4]  # the four told "now", though only three places remain
-    assert not burst[4].promised
-    sched.start(admitted)
-    late = Request(RowInput(9, "w", SpeechParams()), id=4100, stream=True, client="c9", sample_rate=1000)
-    late.group, late.audio_est_s = late.id, 10.0
-    sched.add(late)
-    assert sched.admit(dearer) == []  # no promise, no place: the fifth and this one wait
-    full = Scheduler(1, 256, "deadline", QosSettings(max_queue_wait_s=1e9))
-    full.start([burst[0]])
-    waiting = Request(RowInput(10, "w", SpeechParams()), id=4200, stream=True, client="c10", sample_rate=1000)
-    waiting.promised = True
-    full.add(waiting)
-    assert full.admit(cheap) == [] and not waiting.promised  # a full admission ends the promise too
+def test_a_request_admission_would_take_now_needs_no_queue_place():
+    """The queue-place check reads the predicate through the ETA: two visitors at their share of the slots filled
+    the queue with requests that wait for their own rows, and a third visitor, whom a free slot would take at once,
+    was told the engine is busy."""
+    sched = Scheduler(12, 2, "fifo", QosSettings(client_share=0.4, max_queue_wait_s=1e9))  # 4 rows, 1 queue place a client
+    costs = priced(0.01)
+    for client in ("a", "b"):
+        rows = []
+        for i in range(5):
+            r = Request(RowInput(i, "w", SpeechParams()), stream=True, client=client, sample_rate=1000)
+            r.group, r.audio_est_s = r.id, 5.0
+            rows.append(r)
+        sched.start(rows[:4])
+        sched.waiting.extend(rows[4:])
+    visitor = Request(RowInput(0, "w", SpeechParams()), stream=True, client="c", sample_rate=1000)
+    visitor.group, visitor.audio_est_s = visitor.id, 5.0
+    with pytest.raises(EngineBusy, match="busy"):
+        sched.check_room([visitor])  # 2 of 2 places taken, 4 of 12 slots free
+    etas = sched.eta([visitor], 0.0, costs, extra=[visitor])
+    assert etas == {visitor.id: 0.0}
+    sched.check_room([visitor], {rid for rid, eta in etas.items() if eta == 0.0})  # no place needed
+    sched.waiting.append(visitor)
+    assert sched.admit(costs, 0.0) == [visitor]

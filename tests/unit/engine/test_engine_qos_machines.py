@@ -14,7 +14,6 @@ import pytest
 
 from tests.support.fake_backend import WORD_S, FakeBackend, SimClock, expected
 from tests.support.piper_like import PiperLikeBackend
-from tts_app.backends.base import StepEstimate
 from tts_app.backends.params import SpeechParams
 from tts_app.engine import Engine
 from tts_app.engine.qos_settings import QosSettings
@@ -30,12 +29,12 @@ def _burst(policy: str, machine: dict, calibrate: bool = False, streams: int = S
     clock = SimClock()
     backend = FakeBackend(clock=clock, calibrate=calibrate, **machine)
     qos = QosSettings(max_queue_wait_s=1e9)
-    engine = Engine(backend, max_batch_size=STREAMS, max_wait_ms=0, policy=policy, qos=qos, clock=clock)
+    engine = Engine(backend, max_batch_size=STREAMS, policy=policy, qos=qos, clock=clock)
     admitted: list[int] = []
     backend.on_step = lambda: admitted.append(sum(r.stream for r in engine._scheduler.running))
     texts = [" ".join([f"s{i}"] * WORDS) for i in range(streams)]
     with engine:
-        assert engine.wait_calibrated(timeout=60)  # the burst comes once the calibration (if any) is over
+        engine.submit("warm").result(timeout=60)  # the burst comes once the calibration (if any) is over
         calibration_steps = len(backend.batches)
         start = clock()
         handles = engine.submit_many(texts, in_order=False)
@@ -85,20 +84,6 @@ def test_a_calibrated_gpu_like_engine_admits_the_whole_burst_at_once() -> None:
     assert sum(h.stall_s for h in handles) < 1e-9
 
 
-def test_the_calibration_learns_a_first_window_s_own_fixed_part() -> None:
-    """A first window with a fixed part of its own (Pocket TTS's first latents, made before its pipeline) is
-    measured at every batch size by the start-up sweep, not learnt in service from one-row steps alone
-    (which put it all on the row, and admission staggered a burst's first audio)."""
-    clock = SimClock()
-    backend = FakeBackend(clock=clock, calibrate=True, first_s=0.2, **CPU)
-    with Engine(backend, max_batch_size=8, max_wait_ms=0, clock=clock) as engine:
-        assert engine.wait_calibrated(timeout=60)
-        costs = engine._costs
-        assert costs.separated("first+words1")
-        assert costs.fixed_cost("first+words1") == pytest.approx(0.2, rel=0.05)
-        assert costs.row_cost(StepEstimate("first+words1", 0.1, 0.1)) == pytest.approx(CPU["word_s"], rel=0.05)
-
-
 def test_a_calibrated_cpu_like_engine_admits_its_capacity_and_no_more() -> None:
     _, _, admitted, _, _ = _burst("deadline", CPU, calibrate=True)
     assert admitted[0] == max(admitted) == _real_places(CPU)
@@ -111,7 +96,7 @@ def test_the_eta_of_a_burst_past_capacity_is_within_30_percent_of_the_real_start
     same prediction) against when it was admitted, on a warmed-up engine (the GPU-like one calibrated)."""
     clock = SimClock()
     backend = FakeBackend(clock=clock, calibrate=machine is GPU, **machine)
-    engine = Engine(backend, max_batch_size=STREAMS, max_wait_ms=0, qos=QosSettings(max_queue_wait_s=1e9), clock=clock)
+    engine = Engine(backend, max_batch_size=STREAMS, qos=QosSettings(max_queue_wait_s=1e9), clock=clock)
     with engine:
         # A server that has served one stream, then two: steps of two sizes (on the GPU-like one, the
         # calibration's) tell the step's fixed cost from a row's. Then the engine is idle.
@@ -146,7 +131,7 @@ def test_admission_counts_what_a_whole_stream_costs_not_a_steady_step() -> None:
     assert (real, steady_only) == (2, 4)  # the case is one where the steady price admits twice too many
     clock = SimClock()
     backend = FakeBackend(clock=clock, **machine)
-    engine = Engine(backend, max_batch_size=STREAMS, max_wait_ms=0, qos=qos, clock=clock)
+    engine = Engine(backend, max_batch_size=STREAMS, qos=qos, clock=clock)
     texts = [" ".join([f"s{i}"] * WORDS) for i in range(8)]
     with engine:
         engine.submit(" ".join(["warm"] * WORDS)).result(timeout=60)
@@ -162,12 +147,12 @@ def _piper_like_burst(policy: str, streams: int) -> tuple[list[float], float]:
     clock = SimClock()
     backend = PiperLikeBackend(clock)
     texts = [". ".join([f"s{i}"] * 7) for i in range(streams)]
-    with Engine(backend, max_batch_size=16, max_wait_ms=0, policy="fifo", clock=clock) as fifo:
+    with Engine(backend, max_batch_size=16, policy="fifo", clock=clock) as fifo:
         files = fifo.submit_many([f"{t}c" for t in texts[:16]], SpeechParams(stream=False), in_order=False)
         capacity = sum(h.result(timeout=60).size for h in files) / backend.sample_rate / clock()
     clock.t = 0.0
     qos = QosSettings(max_queue_wait_s=1e9)
-    with Engine(backend, max_batch_size=16, max_wait_ms=0, policy=policy, qos=qos, clock=clock) as engine:
+    with Engine(backend, max_batch_size=16, policy=policy, qos=qos, clock=clock) as engine:
         engine.submit(". ".join(["warm"] * 7)).result(timeout=60)  # the step costs learnt from one stream
         handles = engine.submit_many(texts, in_order=False)
         for h in handles:

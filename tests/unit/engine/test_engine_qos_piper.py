@@ -13,13 +13,15 @@ LONG = ("The old lighthouse keeper walked slowly along the narrow path that led 
         "Then he rested.")
 
 
-def test_grown_windows_give_the_whole_decode(piper_backend):
+def test_grown_windows_give_the_whole_decode(piper_backend, monkeypatch):
     # Growth at once after the first window: the rest of each chunk goes in windows of 320 and 640 frames.
-    with Engine(piper_backend, max_wait_ms=0, qos=QosSettings(grow_at_s=(0.0, 0.0))) as grown:
+    keys: list[str] = []
+    estimate = piper_backend.estimate_step
+    monkeypatch.setattr(piper_backend, "estimate_step", lambda state: keys.append(estimate(state).key) or estimate(state))
+    with Engine(piper_backend, qos=QosSettings(low_s=1e-6)) as grown:
         handle = grown.submit(LONG, SpeechParams(seed=4))
         chunks = list(handle)
-        keys = set(grown.stats()["step_costs"])
-    with Engine(piper_backend, max_wait_ms=0, policy="fifo") as fifo:
+    with Engine(piper_backend, policy="fifo") as fifo:
         whole = fifo.submit(LONG, SpeechParams(seed=4)).result(timeout=120)
     streamed = np.concatenate(chunks)
     assert streamed.shape == whole.shape
@@ -30,17 +32,15 @@ def test_grown_windows_give_the_whole_decode(piper_backend):
 
 
 def test_small_windows_for_a_listener_holding_little_give_the_whole_decode(piper_backend, monkeypatch):
-    # A listener who never holds enough (usual_from_s out of reach) gets every window at the first window's
+    # A listener who never holds enough (low_s out of reach) gets every window at the first window's
     # size: its next audio is due soon, and a short window comes sooner. The audio stays the whole decode.
     keys: list[str] = []
     estimate = piper_backend.estimate_step
     monkeypatch.setattr(piper_backend, "estimate_step", lambda state: keys.append(estimate(state).key) or estimate(state))
-    with Engine(piper_backend, max_wait_ms=0, qos=QosSettings(usual_from_s=1e9)) as small:
-        assert small.wait_calibrated(timeout=120)
-        keys.clear()  # the calibration's rows step the usual windows: only the request's steps count
+    with Engine(piper_backend, qos=QosSettings(low_s=1e9)) as small:
         chunks = list(small.submit(LONG, SpeechParams(seed=4)))
         stepped = list(keys)
-    with Engine(piper_backend, max_wait_ms=0, policy="fifo") as fifo:
+    with Engine(piper_backend, policy="fifo") as fifo:
         whole = fifo.submit(LONG, SpeechParams(seed=4)).result(timeout=120)
     streamed = np.concatenate(chunks)
     assert streamed.shape == whole.shape

@@ -17,14 +17,14 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def engine(piper_backend):
-    e = Engine(piper_backend, max_batch_size=16, max_wait_ms=10)
+    e = Engine(piper_backend, max_batch_size=16)
     yield e
     e.close()
 
 
 @pytest.fixture(scope="module")
 def solo_engine(piper_backend):
-    e = Engine(piper_backend, max_batch_size=1, max_wait_ms=0)
+    e = Engine(piper_backend, max_batch_size=1)
     yield e
     e.close()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ import torch
 
 from tests.support.pocket_tts_tiny import write_tiny_checkpoint
 from tts_app.backends.base import RowInput
-from tts_app.backends.first_audio import FirstAudioCosts
+from tts_app.engine.first_audio import FirstAudio, FirstAudioCosts
 from tts_app.backends.params import SpeechParams
 from tts_app.backends.pocket_tts import PocketBackend
 from tts_app.models.layers.stage_thread import StageThread
@@ -99,8 +100,10 @@ def test_a_new_request_s_first_audio_is_handed_out_before_the_pipeline_runs(mode
     plain_states = plain.prepare(rows)
     first_plain = [o.audio for o in plain.step(plain_states)]
     eager = PocketBackend(model, max_batch=2)
+    first = FirstAudio(eager.first_audio_shape(), time.perf_counter)  # the engine's planner
     if costs is not None:
-        eager.first_audio_costs[(2, 2)] = dataclasses.replace(costs)  # a copy: the step feeds what it measures into it
+        first.costs[(2, 2)] = dataclasses.replace(costs)  # a copy: the step feeds what it measures into it
+    plan = first.plan(2, 2)
     states = eager.prepare(rows)
     handed: list[tuple[int, np.ndarray, bool]] = []
     started = eager.mimi.submit  # the pipeline's start: Mimi's stage gets its first job
@@ -110,7 +113,8 @@ def test_a_new_request_s_first_audio_is_handed_out_before_the_pipeline_runs(mode
         return started(*args)
 
     eager.mimi.submit = spy
-    outs = eager.step(states, emit=lambda i, out: handed.append((i, out.audio, out.done)))
+    outs = eager.step(states, emit=lambda i, out: handed.append((i, out.audio, out.done)), plan=plan)
+    first.feed(plan, time.perf_counter())
     assert eager.first_latents > 1, "the test needs a first audio of several latents"
     k, spl = eager.first_latents, eager.samples_per_latent
     pieces_per_row = k if pieces == "each" else 1
@@ -127,7 +131,7 @@ def test_a_new_request_s_first_audio_is_handed_out_before_the_pipeline_runs(mode
         for a, b in zip(plain.step(plain_states), eager.step(states, emit=lambda i, out: None)):
             np.testing.assert_allclose(a.audio, b.audio, rtol=0, atol=1e-6)
     # The step measured what the next plan is made from, for 2 requests starting together.
-    seen = eager.first_audio_costs[(2, 2)]
+    seen = first.costs[(2, 2)]
     assert seen.flow_s is not None and seen.after_s is not None and seen.decode_one_s is not None
     assert (seen.decode_all_s is not None) == (costs is not None), "a first audio decoded at once: given or measured"
 

@@ -10,7 +10,7 @@ from tts_app.backends.params import SpeechParams
 
 @pytest.fixture(scope="module")
 def engine(piper_backend):
-    e = Engine(piper_backend, max_batch_size=4, max_wait_ms=0)
+    e = Engine(piper_backend, max_batch_size=4)
     yield e
     e.close()
 

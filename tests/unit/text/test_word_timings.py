@@ -111,7 +111,7 @@ TEXT = "The birch canoe slid on the smooth planks. Glue the sheet to the dark bl
 def engine(piper_backend):
     from tts_app.engine import Engine
 
-    e = Engine(piper_backend, max_batch_size=8, max_wait_ms=5)
+    e = Engine(piper_backend, max_batch_size=8)
     yield e
     e.close()
 

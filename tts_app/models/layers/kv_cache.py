@@ -41,6 +41,11 @@ class SlotPool:
         return len(self._live)
 
     @property
+    def slot_bytes(self) -> int:
+        """Bytes of the registered tensors that one slot holds (the engine logs it at start)."""
+        return sum(t.numel() * t.element_size() for t, _ in self._tensors) // max(1, self.capacity)
+
+    @property
     def num_free(self) -> int:
         return self.capacity - len(self._live)
 

@@ -1,22 +1,23 @@
-"""How a step hands out the first audio of requests starting to speak together: a latent at a time as each is made,
-or in one piece once all its latents are made, and from which latent on (no tensors: timings and counts).
+"""The engine's plan for the first audio of requests starting to speak together, for a backend that makes it before
+its step (``Backend.first_audio_shape``: Pocket TTS): a latent at a time as each is made, or in one piece once all
+its latents are made, and from which latent on. The backend does what the plan says and writes into it what its
+parts took, on the engine's clock (``FirstAudioPlan.clock``); the engine keeps those costs and measures the rest.
 
-A listener starts at the first audio it gets and runs dry if the window after the first audio comes later than the
-first audio lasts. Handing out each latent alone starts the listener sooner, but each latent then costs a Mimi call
-of its own for every starting row: a lone request on a fast CPU makes and decodes a latent in about a third of the
-80 ms it lasts, while 4 requests starting together need the whole 80 ms, and a listener started at their first
-latent would run dry. So the plan is made from what the backend measured in earlier steps with as many rows
-starting: the earliest start, of either way, after which the window after the first audio still comes with
-``RAMP_SHARE`` of the first audio to spare. Costs are kept by (requests starting, rows live in the generator): the
-other live rows lengthen the flow-LM passes (its slots are dense) and the step after the first audio (a newcomer
-beside a running stream measured 0.18-0.21 s there, a lone one 0.12 s, and ran dry for 0.05-0.07 s when priced
-as a lone one).
+A listener started at its first audio runs dry if the window after it comes later than the first audio lasts.
+Each latent handed out alone starts it sooner, but costs a decode of its own for every starting row (a lone request
+on a fast CPU makes and decodes a latent in a third of the 80 ms it lasts, 4 starting together need all of it).
+So the plan is the earliest start, of either way, after which the window after the first audio still comes with
+``RAMP_SHARE`` of the first audio to spare, from the costs of earlier steps with as many requests starting among
+as many live rows (other live rows lengthen a dense flow pass: a newcomer beside a running stream, priced as a
+lone one, ran dry for 0.05-0.07 s).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
+
+from tts_app.backends.base import FirstAudioPlan
 
 # The window after the first audio must come within this share of the first audio's length: a step's time varies
 # by about 10 % on a quiet 2-core CPU (2026-11-28, steps of one to eight rows).
@@ -47,26 +48,8 @@ class FirstAudioCosts:
         self.after_s = _average(self.after_s, after_s)
 
 
-@dataclass
-class FirstAudioPlan:
-    """One step's first audio: decoded a latent at a time (``each``) or at once, and handed out from latent ``hold``
-    on (the latents before it wait for it); with what the step measured, fed back to its ``FirstAudioCosts``."""
-
-    key: tuple[int, int]  # (requests starting, rows live in the generator)
-    each: bool
-    hold: int
-    flow_s: Optional[float] = None
-    decode_one_s: Optional[float] = None
-    decode_all_s: Optional[float] = None
-    ended_at: Optional[float] = None  # perf_counter when the last of the first audio was handed out
-
-    def hands_out(self, latent: int, last: int) -> bool:
-        """Whether the audio made so far goes out after latent ``latent`` (0-based) of ``last`` + 1."""
-        return latent >= self.hold or latent == last
-
-
 def plan_first_audio(costs: dict[tuple[int, int], FirstAudioCosts], key: tuple[int, int], latents: int,
-                     latent_s: float) -> FirstAudioPlan:
+                     latent_s: float, clock: Callable[[], float]) -> FirstAudioPlan:
     """The plan for ``key`` = (requests starting together, rows live in the generator) with a first audio of
     ``latents`` latents of ``latent_s`` seconds each, from ``costs`` measured by such keys (a key not measured yet
     borrows the nearest one with at least as many of both: a step of more rows costs more). With nothing measured,
@@ -80,7 +63,7 @@ def plan_first_audio(costs: dict[tuple[int, int], FirstAudioCosts], key: tuple[i
     # A lone latent's Mimi call not measured yet: it costs no more than the whole first audio's.
     decode_one_s = None if c is None else c.decode_one_s if c.decode_one_s is not None else c.decode_all_s
     if c is None or c.flow_s is None or c.after_s is None or decode_one_s is None:
-        return FirstAudioPlan(key, each=True, hold=last)
+        return FirstAudioPlan(key, clock, each=True, hold=last)
     budget = RAMP_SHARE * latents * latent_s
     per_latent = c.flow_s + decode_one_s
     # Started at latent n, the listener holds all the first audio (each later latent comes in less than it plays
@@ -91,5 +74,22 @@ def plan_first_audio(costs: dict[tuple[int, int], FirstAudioCosts], key: tuple[i
     start_each = decode_one_s + hold * per_latent
     start_once = last * c.flow_s + (c.decode_all_s if c.decode_all_s is not None else latents * decode_one_s)
     if start_each < start_once:
-        return FirstAudioPlan(key, each=True, hold=hold)
-    return FirstAudioPlan(key, each=False, hold=last)
+        return FirstAudioPlan(key, clock, each=True, hold=hold)
+    return FirstAudioPlan(key, clock, each=False, hold=last)
+
+
+class FirstAudio:
+    """One engine's first-audio costs, by (requests starting, rows live), and its plans for a backend's ``shape``."""
+
+    def __init__(self, shape: tuple[int, float], clock: Callable[[], float]) -> None:
+        self.latents, self.latent_s = shape
+        self.clock = clock
+        self.costs: dict[tuple[int, int], FirstAudioCosts] = {}
+
+    def plan(self, starting: int, live: int) -> FirstAudioPlan | None:
+        return plan_first_audio(self.costs, (starting, live), self.latents, self.latent_s, self.clock) if starting else None
+
+    def feed(self, plan: FirstAudioPlan, step_end: float) -> None:
+        """What a step of ``plan`` took, its window after the first audio timed to ``step_end`` (the engine's clock)."""
+        if plan.ended_at is not None:
+            self.costs.setdefault(plan.key, FirstAudioCosts()).feed(plan, step_end - plan.ended_at)
