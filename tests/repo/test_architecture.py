@@ -34,7 +34,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tts_app.models.hub_fetch",),  # downloads what available.HUB_CHECKPOINTS lists
     ("tts_app.models.qwen3", "tts_app.models.chatterbox", "tts_app.models.pocket_tts"),
     ("tts_app.backends",),
-    ("tts_app.voice.training",),  # fitting a voice drives the model through its backend
     ("tts_app.engine",),
     ("tts_app.catalog",),
     ("tts_app.storage",),

@@ -18,6 +18,7 @@ from tts_app.backends.base import StepEstimate
 from tts_app.backends.params import SpeechParams
 from tts_app.engine import Engine
 from tts_app.engine.qos_settings import QosSettings
+from tests.support.internals import wait_calibrated
 
 WORDS = 60  # 6 s of audio per stream
 STREAMS = 32
@@ -35,7 +36,7 @@ def _burst(policy: str, machine: dict, calibrate: bool = False, streams: int = S
     backend.on_step = lambda: admitted.append(sum(r.stream for r in engine._scheduler.running))
     texts = [" ".join([f"s{i}"] * WORDS) for i in range(streams)]
     with engine:
-        assert engine.wait_calibrated(timeout=60)  # the burst comes once the calibration (if any) is over
+        assert wait_calibrated(engine, timeout=60)  # the burst comes once the calibration (if any) is over
         calibration_steps = len(backend.batches)
         start = clock()
         handles = engine.submit_many(texts, in_order=False)
@@ -92,7 +93,7 @@ def test_the_calibration_learns_a_first_window_s_own_fixed_part() -> None:
     clock = SimClock()
     backend = FakeBackend(clock=clock, calibrate=True, first_s=0.2, **CPU)
     with Engine(backend, max_batch_size=8, max_wait_ms=0, clock=clock) as engine:
-        assert engine.wait_calibrated(timeout=60)
+        assert wait_calibrated(engine, timeout=60)
         costs = engine._costs
         assert costs.separated("first+words1")
         assert costs.fixed_cost("first+words1") == pytest.approx(0.2, rel=0.05)

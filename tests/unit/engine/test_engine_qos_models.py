@@ -13,6 +13,7 @@ from tts_app.engine import Engine
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.models.qwen3.sampling import SamplingParams
 from tts_app.backends.params import SpeechParams
+from tests.support.internals import wait_calibrated
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -69,13 +70,13 @@ def test_qwen3_start_up_calibration_frees_its_rows_and_changes_no_audio(monkeypa
     it gives the audio an engine without calibration gives."""
     plain = qwen3_tiny(max_batch=4, frames_per_step=2)
     with Engine(plain, max_batch_size=4, max_wait_ms=0) as engine:
-        assert engine.wait_calibrated(timeout=60)  # none: a CPU backend learns its costs in service
+        assert wait_calibrated(engine, timeout=60)  # none: a CPU backend learns its costs in service
         assert engine.stats()["step_costs"] == {}
         alone = engine.submit(TEXTS[0], SpeechParams(seed=3)).result(timeout=120)
     backend = qwen3_tiny(max_batch=4, frames_per_step=2)
     monkeypatch.setattr(backend, "calibration_text", lambda: "calibrate")
     with Engine(backend, max_batch_size=4, max_wait_ms=0) as engine:
-        assert engine.wait_calibrated(timeout=120)
+        assert wait_calibrated(engine, timeout=120)
         assert engine._costs.separated("frames2") and backend.free_slots == 4
         audio = engine.submit(TEXTS[0], SpeechParams(seed=3)).result(timeout=120)
     np.testing.assert_array_equal(audio, alone)

@@ -7,6 +7,7 @@ import numpy as np
 from tts_app.engine import Engine
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.backends.params import SpeechParams
+from tests.support.internals import wait_calibrated
 
 LONG = ("The old lighthouse keeper walked slowly along the narrow path that led from the village "
         "down to the rocks where the waves broke against the stones every single evening of the year. "
@@ -36,7 +37,7 @@ def test_small_windows_for_a_listener_holding_little_give_the_whole_decode(piper
     estimate = piper_backend.estimate_step
     monkeypatch.setattr(piper_backend, "estimate_step", lambda state: keys.append(estimate(state).key) or estimate(state))
     with Engine(piper_backend, max_wait_ms=0, qos=QosSettings(usual_from_s=1e9)) as small:
-        assert small.wait_calibrated(timeout=120)
+        assert wait_calibrated(small, timeout=120)
         keys.clear()  # the calibration's rows step the usual windows: only the request's steps count
         chunks = list(small.submit(LONG, SpeechParams(seed=4)))
         stepped = list(keys)

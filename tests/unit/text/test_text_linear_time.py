@@ -28,11 +28,12 @@ from tts_app.text.document import parse_document
 from tts_app.text.expand import expand_text
 from tts_app.text.lexicon import parse_lexicon
 from tts_app.text.normalize import normalize_text
-from tts_app.text.prepare import TextOptions, word_sources
+from tts_app.text.prepare import TextOptions
 from tts_app.text.slots import PhonemeSlots
 from tts_app.text.ssml import parse_ssml
 from tts_app.text.ssml_limits import MAX_DEPTH_ENV, MAX_ELEMENTS_ENV
 from tts_app.text.words import clause_ends, written_words
+from tests.support.text_spans import word_sources
 
 pytestmark = pytest.mark.slow
 
