@@ -44,7 +44,7 @@ from tts_app.audio.formats import (
 )
 from tts_app.web.api.client_id import client_id
 from tts_app.web.api.disconnect import ClientGone, until_disconnect
-from tts_app.web.api.limits import MAX_BODY_BYTES, BodyError, read_json_body
+from tts_app.web.api.limits import BodyError, read_json_body
 from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json_body, replies
 from tts_app.catalog.voice_aliases import VoiceAliasError, api_voice_names, library_voice
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
@@ -163,7 +163,7 @@ class Submitted:
     handle: Any  # tts_app.engine.RequestHandle
 
 
-async def read_body(request: Request, schema: type[BaseModel], max_bytes: int = MAX_BODY_BYTES) -> Any:
+async def read_body(request: Request, schema: type[BaseModel], max_bytes: int | None = None) -> Any:
     """The request's JSON body validated against ``schema``, or an OpenAI-shaped 4xx response."""
     try:
         payload = await read_json_body(request, max_bytes)
