@@ -8,8 +8,8 @@
 #
 # pip resolves pyproject's ranges, held to the requirements files' exact pins (-c), so the venvs hold what the
 # README installs. The venvs are kept (~/.cache/tts_app/extras_envs, about 5 GB) while the dependency files are
-# unchanged: a rerun then only reinstalls the package itself (--no-deps) and imports again (about a minute);
-# a changed pin or range builds them anew (about 10 minutes on a loaded 2-core machine, most of it downloads).
+# unchanged: a rerun then only reinstalls the package itself (--no-deps) and imports again (under 2 minutes);
+# a changed pin or range builds them anew (12.5 minutes on a loaded 2-core machine, most of it downloads).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
