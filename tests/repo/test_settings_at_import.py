@@ -12,7 +12,6 @@ declarations) or any use of ``os.environ``, ``os.getenv`` or ``os.environb`` fai
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from tests.support.paths import REPO
 
