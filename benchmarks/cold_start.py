@@ -4,7 +4,7 @@ Each run is a new Python process: it creates ``Engine()`` (timed: model load and
 then serves the same 32-request closed-loop load three times; the first is the cold figure,
 the median of the other two the warm one, so both see the same machine minutes apart.
 Runs alternate between an empty model cache (a first start on a new machine) and the cache
-the previous runs left (every later start: compiled graphs, logged shapes, int8 decoder).
+the previous runs left (every later start: compiled graphs, logged shapes).
 
     python benchmarks/cold_start.py [--runs 3] [--precision exact]
 """

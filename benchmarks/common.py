@@ -235,7 +235,7 @@ def _runtime_versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for pkg in ("openvino", "onnxruntime", "nncf"):
+    for pkg in ("openvino", "onnxruntime"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:

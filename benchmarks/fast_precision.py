@@ -54,7 +54,7 @@ def synthesize(backend: Any, text: str, seed: int) -> np.ndarray:
 
 def mel_cepstral_distortion_db(a: np.ndarray, b: np.ndarray, sample_rate: int) -> float:
     """MCD of ``b`` against ``a`` over ``a``'s speech frames (RMS within 40 dB of its loudest):
-    float32's near-silence sits far below any int8 noise floor, and would dominate otherwise."""
+    float32's near-silence sits far below a lower precision's noise floor, and would dominate otherwise."""
     import librosa
 
     ca = librosa.feature.mfcc(y=a, sr=sample_rate, n_mfcc=25)[1:]  # [24, frames]

@@ -44,7 +44,8 @@ from tts_app.backends.params import SpeechParams  # noqa: E402
 from tts_app.backends.qwen3 import Qwen3Backend  # noqa: E402
 from tts_app.engine import Engine  # noqa: E402
 from tts_app.models.qwen3.codec import CodecDecoder  # noqa: E402
-from tts_app.models.qwen3.config import CodecConfig, CodePredictorConfig, Qwen3TTSConfig, TalkerConfig, tiny_configs  # noqa: E402
+from tts_app.models.qwen3.config import CodecConfig, CodePredictorConfig, Qwen3TTSConfig, TalkerConfig  # noqa: E402
+from tests.support.qwen3_talker import tiny_configs  # noqa: E402  (the tests' miniature)
 from tts_app.models.qwen3.generator import BatchedGenerator  # noqa: E402
 from tts_app.models.qwen3.prompt import build_prompt  # noqa: E402
 from tts_app.models.qwen3.sampling import SamplingParams  # noqa: E402

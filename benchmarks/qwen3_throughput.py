@@ -25,7 +25,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from tts_app.models.qwen3.codec import CodecDecoder  # noqa: E402
-from tts_app.models.qwen3.config import CodecConfig, CodePredictorConfig, Qwen3TTSConfig, TalkerConfig, tiny_configs  # noqa: E402
+from tts_app.models.qwen3.config import CodecConfig, CodePredictorConfig, Qwen3TTSConfig, TalkerConfig  # noqa: E402
+from tests.support.qwen3_talker import tiny_configs  # noqa: E402  (the tests' miniature)
 from tts_app.models.qwen3.generator import BatchedGenerator  # noqa: E402
 from tts_app.models.qwen3.prompt import PromptTokens, build_prompt  # noqa: E402
 from tts_app.models.qwen3.sampling import SamplingParams  # noqa: E402

@@ -148,14 +148,14 @@ SETTINGS: tuple[Setting, ...] = (
             choices=("fifo", "deadline")),
     # The embedded voice's model
     Setting("TTS_APP_PRECISION", "choice", "exact", "the embedded voice's decoder: `exact` (float32) or `fast` "
-            "(bfloat16, int8 on CPUs without bf16); `python app.py --precision` sets it", INTERNALS,
+            "(bfloat16 where the CPU has bf16 instructions, else float32 too); `python app.py --precision` sets it", INTERNALS,
             choices=("exact", "fast")),
     Setting("TTS_APP_DECODER_RUNTIME", "choice", None, "forces the decoder's runtime instead of measuring both at the "
             "first load on a CPU", INTERNALS, choices=("openvino", "onnxruntime"), shown_default="measured", fallback=True),
     Setting("TTS_APP_SMALL_GEMM", "choice", None, "forces the library of Pocket TTS's few-row products (a decode step's) "
             "instead of timing both at load on a CPU: `openblas` (numpy's) or `torch`", INTERNALS,
             choices=("openblas", "torch"), shown_default="measured", fallback=True),
-    Setting("TTS_APP_CACHE_DIR", "path", None, "compiled models, logged shapes and the int8 decoder", INTERNALS,
+    Setting("TTS_APP_CACHE_DIR", "path", None, "compiled models and logged shapes", INTERNALS,
             shown_default="$XDG_CACHE_HOME/tts_app, else ~/.cache/tts_app"),
     _int("TTS_APP_SHAPE_LOG_MAX", 64, "input shapes the warm-up log keeps, the most hit (an unbounded log grew to 177 "
          "entries and a restart's idle memory from 711 to 1,610 MB)", low=0),

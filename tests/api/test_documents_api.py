@@ -11,6 +11,7 @@ import httpx
 import pytest
 import soundfile as sf
 
+from tts_app import settings
 from tts_app.audio.ffmpeg_path import ffmpeg_exe
 
 pytestmark = pytest.mark.slow
@@ -136,20 +137,20 @@ def test_bad_bodies_get_one_line_errors(http: httpx.Client) -> None:
 def test_a_create_then_delete_loop_is_capped_for_that_client_only(http: httpx.Client) -> None:
     """Issue 24 item 8: one client's create-then-DELETE loop stops at its cap (429 with Retry-After);
     another client still gets 202. Clients are told apart by address: each binds a loopback address of its own."""
-    from tts_app.documents.registry import PER_CLIENT
+    per_client = settings.value("TTS_APP_DOCUMENTS_PER_CLIENT")
 
     looper = httpx.Client(base_url=str(http.base_url), timeout=120, transport=httpx.HTTPTransport(local_address="127.0.0.24"))
     other_client = httpx.Client(base_url=str(http.base_url), timeout=120, transport=httpx.HTTPTransport(local_address="127.0.0.25"))
     with looper, other_client:
         created, refused = [], None
-        for _ in range(PER_CLIENT + 20):
+        for _ in range(per_client + 20):
             reply = looper.post("/v1/documents", json={"input": "Hello there. " * 20, "markdown": False})
             if reply.status_code != 202:
                 refused = reply
                 break
             created.append(reply.json()["id"])
             assert looper.delete(f"/v1/documents/{created[-1]}").status_code == 200
-        assert refused is not None and len(created) == PER_CLIENT, (len(created), refused and refused.text)
+        assert refused is not None and len(created) == per_client, (len(created), refused and refused.text)
         assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
         message = refused.json()["error"]["message"]
         assert "\n" not in message and "limit per client" in message

@@ -28,6 +28,8 @@ def server(artifacts_dir: Path) -> Iterator[str]:
             if httpx.get(f"{base}/readyz", timeout=10).status_code == 200:
                 break
             time.sleep(0.5)
+        else:
+            pytest.fail("the server never became ready (/readyz not 200 in 300 s): the QoS figures would be the warm-up's")
         yield base
 
 

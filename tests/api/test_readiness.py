@@ -27,13 +27,13 @@ def test_readiness_and_the_model_list_follow_the_models_downloads(monkeypatch: p
     import tts_app.web.server as server
     import tts_app.web.ui.speak.loading_status as status
     from tts_app.catalog import engines, fetch_jobs
-    from tts_app.catalog.fetch_jobs import FetchStatus, add_job, forget_jobs
+    from tts_app.catalog.fetch_jobs import FetchStatus, add_job
     from tts_app.web.ui.layout import build_demo
 
     monkeypatch.setattr(server, "engine_loaded", lambda: True)
     monkeypatch.setattr(status, "engine_loaded", lambda: True)
     monkeypatch.setattr(engines, "engine_loaded", lambda: False)  # /v1/models must not load the embedded voice here
-    monkeypatch.setattr(fetch_jobs, "_jobs", {})
+    monkeypatch.setattr(fetch_jobs, "_jobs", {})  # no download started; monkeypatch puts the table back after
     small, large = add_job("qwen3-0.6b"), add_job("qwen3-1.7b")
     small.stage = "downloading"
     with TestClient(server.create_app(build_demo())) as client:
@@ -61,7 +61,6 @@ def test_readiness_and_the_model_list_follow_the_models_downloads(monkeypatch: p
         assert not timer.active and text == ("Ready. qwen3-0.6b is ready. qwen3-1.7b is unavailable: no repository X "
                                              "on Y (the embedded voice serves).")
         assert selector["value"] == "piper-joe-medium"  # the selectors get their choices again once all has settled
-    forget_jobs()
 
 
 def test_the_model_selector_offers_a_fetched_model_once_it_is_loaded(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:

@@ -20,7 +20,7 @@ import soundfile as sf
 
 from tts_app.assets import BUILTIN_VOICES_DIR
 from tests.support.paths import REPO
-from tts_app.web.guards.file_guard import MAX_EVENT_BODY_BYTES
+from tts_app.web.guards.file_guard import max_event_body_bytes
 
 VOICES = BUILTIN_VOICES_DIR
 GOOD_CLIP = VOICES / "f5_ref_en.wav"
@@ -301,7 +301,7 @@ def test_an_event_body_over_its_cap_is_refused_midway_with_one_line(app_server: 
     head = (b"POST " + path + b" HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n")  # fmt: skip
     chunk = b"4000\r\n" + b"a" * 0x4000 + b"\r\n"
-    reply = _raw_request(app_server, head, chunk * (MAX_EVENT_BODY_BYTES // 0x4000 + 2))
+    reply = _raw_request(app_server, head, chunk * (max_event_body_bytes() // 0x4000 + 2))
     assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
 
 

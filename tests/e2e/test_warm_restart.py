@@ -3,14 +3,16 @@ says when the model will be ready.
 
 The warm-up shape log keeps only normal text-stage shapes from successful runs, at most
 TTS_APP_SHAPE_LOG_MAX of them, and a restart replays only the few most common: after a session
-of hostile lengths, the restarted server's idle memory stays within 50 MB of the first start's.
+of hostile lengths, the restarted server's idle memory stays within 7 % of the first start's (50 MB).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -27,19 +29,22 @@ def test_the_page_says_when_the_model_will_be_ready(monkeypatch: pytest.MonkeyPa
     import tts_app.web.ui.speak.loading_status as status
     from tts_app.catalog import load_time
 
+    now = [1000.0]  # the load's clock, moved by hand: the estimate and the record follow it exactly
+    monkeypatch.setattr(load_time, "time", SimpleNamespace(monotonic=lambda: now[0]))
     monkeypatch.setenv("TTS_APP_CACHE_DIR", str(tmp_path))
-    (tmp_path / "load_seconds.txt").write_text("40.0\n")
+    (tmp_path / "load_seconds.txt").write_text("40.0\n")  # the last start took 40 s
     load_time.loading_began()
     monkeypatch.setattr(status, "engine_loaded", lambda: False)
+    now[0] += 5.0
     text, timer = status.loading_status("Ready.")
-    assert text.startswith("Model loading… ready in ~") and " s " in text and timer.active
-    assert 30 <= int(text.split("~")[1].split()[0]) <= 40
+    assert text.startswith("Model loading… ready in ~35 s ") and timer.active, text
     assert status.loading_status("**Done:** 2 lines")[0] == status.gr.skip()  # a run's own status is left alone
     monkeypatch.setattr(status, "engine_loaded", lambda: True)
     text, timer = status.loading_status(text)
     assert text == "Ready." and not timer.active
+    now[0] += 7.0
     load_time.loading_ended()
-    assert float((tmp_path / "load_seconds.txt").read_text()) < 40
+    assert (tmp_path / "load_seconds.txt").read_text() == "12.0\n"  # this start's 12 s, for the next one
 
 
 def _rss_mb(pid: int) -> float:
@@ -119,4 +124,8 @@ def test_a_hostile_session_does_not_grow_the_next_start(tmp_path: Path, artifact
         f"first start: {first_rollup}\nrestart: {second_rollup}\n"
     )
     assert lines <= int(os.environ.get("TTS_APP_SHAPE_LOG_MAX", "64"))  # old code: 102 lines here
-    assert second - first <= 50, (first, second, lines, first_rollup, second_rollup)
+    # The mechanism, read from the restart's log: it replayed at most $TTS_APP_WARM_LOGGED_SHAPES logged shapes.
+    warmed = re.findall(r"warmed \d+ streamed and (\d+) of (\d+) logged shapes", logs[1].read_text(errors="replace"))
+    assert warmed and all(int(done) <= int(os.environ.get("TTS_APP_WARM_LOGGED_SHAPES", "0")) for done, _ in warmed), warmed
+    # Its effect, against the first start of this run (issue 24's bound, 50 MB on a ~750 MB idle server: 7 %).
+    assert second <= 1.07 * first, (first, second, lines, first_rollup, second_rollup)

@@ -24,8 +24,7 @@ PACKAGE = next(p / "tts_app" for p in Path(__file__).resolve().parents if (p / "
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("tts_app.settings", "tts_app.assets"),
     ("tts_app.audio",),
-    ("tts_app.voice",),
-    ("tts_app.text",),
+    ("tts_app.voice", "tts_app.text"),  # a reference clip's analysis and a text's reading know nothing of each other
     ("tts_app.captions",),
     ("tts_app.models",),  # its package docstring, and what describes every model (which exist, what each honours)
     ("tts_app.models.layers",),
@@ -34,7 +33,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tts_app.models.hub_fetch",),  # downloads what available.HUB_CHECKPOINTS lists
     ("tts_app.models.qwen3", "tts_app.models.chatterbox", "tts_app.models.pocket_tts"),
     ("tts_app.backends",),
-    ("tts_app.voice.training",),  # fitting a voice drives the model through its backend
     ("tts_app.engine",),
     ("tts_app.catalog",),
     ("tts_app.storage",),
@@ -129,14 +127,62 @@ def test_every_module_has_a_layer() -> None:
     assert not loose, "\n".join(loose)
 
 
-def test_no_import_goes_up_or_sideways() -> None:
+def wrong_way(edges: list[Edge]) -> list[str]:
+    """The edges that go to a higher layer, or to another unit of the same layer."""
     wrong = []
-    for e in ALL_EDGES:
+    for e in edges:
         src, dst = unit_of(e.source), unit_of(e.target)
         if src != dst and RANK[dst] >= RANK[src]:
             way = "up" if RANK[dst] > RANK[src] else "to a peer"
             wrong.append(f"{e.source}:{e.line} imports {e.target} ({src} -> {dst}: {way})")
+    return wrong
+
+
+def test_no_import_goes_up_or_sideways() -> None:
+    wrong = wrong_way(ALL_EDGES)
     assert not wrong, "imports that cross the layers the wrong way:\n" + "\n".join(wrong)
+
+
+def test_the_layer_check_finds_each_wrong_way() -> None:
+    """Down, and inside a unit, pass; up, and to a peer, fail (whether at the top or inside a function)."""
+    edge = lambda source, target, in_function=False: Edge(source, target, 1, in_function)  # noqa: E731
+    assert wrong_way([edge("tts_app.engine.engine", "tts_app.backends.base"), edge("tts_app.text.prepare", "tts_app.text.words"),
+                      edge("tts_app.web.api.openai_speech", "tts_app.web.guards.client_identity")]) == []
+    assert len(wrong_way([edge("tts_app.captions.stream", "tts_app.models.available", True)])) == 1  # up
+    assert len(wrong_way([edge("tts_app.text.lexicon", "tts_app.voice.library", True)])) == 1  # a peer
+    assert len(wrong_way([edge("tts_app.web.api.openai_speech", "tts_app.web.ui.layout")])) == 1  # a peer
+    assert len(wrong_way([edge("tts_app.models.piper.loader", "tts_app.models.qwen3.config")])) == 1  # a peer model
+
+
+def test_every_unit_of_the_layers_exists() -> None:
+    """A stale entry (a folder deleted or renamed) would leave a layer that checks nothing."""
+    missing = [unit for unit in RANK if unit not in MODULES]
+    assert not missing, f"LAYERS names what tts_app/ no longer has: {missing}"
+
+
+# The routes' own layer computes who is asking (web/api/client_id.py over web/guards/client_identity.py) once, in
+# the route function, and hands it down; nothing the route calls climbs back up to the request for it.
+IDENTITY_CALLS = {"client_id", "visitor_key"}
+
+
+def identity_calls_outside_routes(tree: ast.AST) -> list[int]:
+    """Lines where ``client_id(...)`` or ``visitor_key(...)`` is called outside a function decorated ``@router.*``."""
+    routes = [fn for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and any(isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and isinstance(d.func.value, ast.Name)
+                      and d.func.value.id == "router" for d in fn.decorator_list)]
+    inside = {id(n) for fn in routes for n in ast.walk(fn)}
+    return sorted(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                  and n.func.id in IDENTITY_CALLS and id(n) not in inside)
+
+
+def test_an_api_request_learns_who_asks_at_its_route_and_walks_down() -> None:
+    found = []
+    for module, path in MODULES.items():
+        if module.startswith("tts_app.web.api.") and module != "tts_app.web.api.client_id":
+            found += [f"{path.relative_to(PACKAGE.parent)}:{line}" for line in identity_calls_outside_routes(ast.parse(path.read_text(encoding="utf-8")))]
+    assert not found, "the client's identity computed below the route (pass the route's client_id down):\n" + "\n".join(found)
+    sample = "@router.post('/x')\nasync def route(request):\n    c = client_id(request)\n\nasync def below(request):\n    return client_id(request)\n"
+    assert identity_calls_outside_routes(ast.parse(sample)) == [6]
 
 
 def find_cycles(edges: list[tuple[str, str]]) -> list[list[str]]:

@@ -1,7 +1,10 @@
-"""pyproject.toml: its pins are the requirements files' pins, and the wheel carries the package's data files."""
+"""pyproject.toml and the requirements files: ranges there, exact pins here, one pin per package, every import
+declared; and the wheel carries the package's data files."""
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import os
 import re
 import shutil
@@ -12,6 +15,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.support.paths import REPO
 
@@ -23,28 +28,117 @@ MIRRORS = {
     "chatterbox": "requirements-chatterbox.txt",
     "dev": "requirements-dev.txt",
 }
+# What each requirements file includes with ``-r``, and each extra with ``tts_app[...]``: the same layering.
+INCLUDES = {"requirements-dev.txt": ["requirements.txt", "requirements-gpu.txt", "requirements-chatterbox.txt"]}
+EXTRA_INCLUDES = {"qwen3": [], "chatterbox": ["tts_app[qwen3]"], "dev": ["tts_app[chatterbox]"], "gpu": ["tts_app[qwen3]"]}
+# Imported by name at run time (importlib), so no import statement shows them: the official chatterbox-tts
+# modules (tts_app/models/chatterbox/official.py), installed --no-deps by scripts/install_chatterbox.sh.
+DYNAMIC = {"chatterbox"}
+# Model families whose modules need an extra (torch and the rest); every other module runs on requirements.txt.
+EXTRA_FOLDERS = ("models/qwen3", "models/chatterbox", "models/pocket_tts", "models/layers", "backends/qwen3",
+                 "backends/chatterbox", "backends/pocket_tts")
 
 
-def _pins(path: Path) -> set[str]:
-    """The requirement lines of a requirements file: comments, blank lines and ``-r`` includes left out."""
+def _lines(path: Path) -> list[str]:
     lines = (re.sub(r"\s+#.*$", "", line).strip() for line in path.read_text(encoding="utf-8").splitlines())
-    return {line for line in lines if line and not line.startswith(("#", "-r"))}
+    return [line for line in lines if line and not line.startswith("#")]
 
 
-def _own(requirements: list[str]) -> set[str]:
-    """An extra's pins without its references to other extras (``tts_app[qwen3]``)."""
-    return {req for req in requirements if not req.startswith("tts_app[")}
+def _pins(path: Path) -> dict[str, str]:
+    """name -> exact version of a requirements file's own lines (its ``-r`` includes left out)."""
+    found = {}
+    for line in _lines(path):
+        if line.startswith("-r"):
+            continue
+        req = Requirement(line)
+        specs = list(req.specifier)
+        assert len(specs) == 1 and specs[0].operator == "==", f"{path.name}: {line} is not an exact pin"
+        name = canonicalize_name(req.name)
+        assert name not in found, f"{path.name} pins {name} twice"
+        found[name] = specs[0].version
+    return found
 
 
-def test_every_pin_is_the_requirements_files_pin() -> None:
+def _ranges(requirements: list[str]) -> dict[str, Requirement]:
+    """name -> requirement of an extra's own entries (its ``tts_app[...]`` references left out)."""
+    return {canonicalize_name(r.name): r for r in map(Requirement, requirements) if canonicalize_name(r.name) != "tts-app"}
+
+
+def _declared(name: str) -> list[str]:
     project = PYPROJECT["project"]
-    extras = project["optional-dependencies"]
+    return project["dependencies"] if name == "dependencies" else project["optional-dependencies"][name]
+
+
+def test_pyproject_has_ranges_and_each_pin_lies_in_its_range() -> None:
     for name, file in MIRRORS.items():
-        declared = project["dependencies"] if name == "dependencies" else extras[name]
-        assert _own(declared) == _pins(REPO / file), f"pyproject's {name} differs from {file}"
-    # The includes of requirements-dev.txt, and Chatterbox's torch stack, come through the qwen3 extra.
-    assert "tts_app[qwen3]" in extras["dev"] and "tts_app[qwen3]" in extras["chatterbox"]
-    assert extras["gpu"] == ["tts_app[qwen3]"]
+        ranges, pins = _ranges(_declared(name)), _pins(REPO / file)
+        assert set(ranges) == set(pins), f"pyproject's {name} and {file} name different packages: {set(ranges) ^ set(pins)}"
+        for package, req in ranges.items():
+            operators = {spec.operator for spec in req.specifier}
+            assert ">=" in operators and "<" in operators, f"pyproject's {name}: {req} is not a range (>= and <)"
+            assert req.specifier.contains(pins[package], prereleases=True), f"{file} pins {package}=={pins[package]} outside {req}"
+
+
+def test_the_includes_are_the_same_on_both_sides() -> None:
+    for file in MIRRORS.values():
+        included = [line.split(None, 1)[1] for line in _lines(REPO / file) if line.startswith("-r")]
+        assert included == INCLUDES.get(file, []), f"{file} includes {included}"
+    for extra, refs in EXTRA_INCLUDES.items():
+        assert [r for r in _declared(extra) if r.startswith("tts_app[")] == refs, f"pyproject's {extra}"
+    assert _declared("gpu") == ["tts_app[qwen3]"]
+
+
+def test_each_package_is_pinned_once() -> None:
+    seen: dict[str, str] = {}
+    for file in MIRRORS.values():
+        for package in _pins(REPO / file):
+            assert package not in seen, f"{package} is pinned in {seen.get(package)} and {file}: pin it once"
+            seen[package] = file
+
+
+def _imports(path: Path) -> tuple[set[str], set[str]]:
+    """(top-level names imported at module level, inside functions) by one module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    in_functions = {n.lineno for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    top: set[str] = set()
+    inner: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        else:
+            continue
+        (inner if node.lineno in in_functions else top).update(n.split(".")[0] for n in names)
+    return top, inner
+
+
+def _third_party(names: set[str]) -> set[str]:
+    return {n for n in names if n not in sys.stdlib_module_names and n not in ("tts_app", "__future__")}
+
+
+def test_every_third_party_import_of_the_package_is_declared() -> None:
+    """Each module's imports map (by the installed distributions' metadata) to a package pinned in the file its
+    layer installs: requirements.txt for the app, plus requirements-gpu.txt and requirements-chatterbox.txt for the
+    model families that need torch. A framework used only through another package's dependency fails here."""
+    distributions = importlib.metadata.packages_distributions()
+    base = set(_pins(REPO / "requirements.txt"))
+    everything = base | set(_pins(REPO / "requirements-gpu.txt")) | set(_pins(REPO / "requirements-chatterbox.txt"))
+    missing, checked = [], 0
+    for path in sorted((REPO / "tts_app").rglob("*.py")):
+        relative = path.relative_to(REPO / "tts_app").as_posix()
+        top, inner = _imports(path)
+        needs_extra = relative.startswith(EXTRA_FOLDERS)
+        for name in sorted(_third_party(top | inner) - DYNAMIC):
+            packages = {canonicalize_name(d) for d in distributions.get(name, [name])}
+            allowed = everything if needs_extra or name not in top else base
+            checked += 1
+            if not packages & allowed:
+                where = "requirements.txt" if allowed is base else "any requirements file"
+                missing.append(f"tts_app/{relative} imports {name} ({', '.join(sorted(packages))}), not pinned in {where}")
+    assert not missing, "\n".join(missing)
+    assert checked > 100  # numpy alone is imported by dozens of modules: the scan saw the package
 
 
 def test_the_built_in_voices_live_in_the_top_level_assets_with_their_attribution() -> None:

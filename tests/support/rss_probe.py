@@ -39,7 +39,8 @@ def main() -> None:
             trace.append(rss_mb() - rss0)
             heap.append(tracemalloc.get_traced_memory()[0] / 2**20)
         threads1 = threading.active_count()
-    print(json.dumps({"threads_before": threads0, "threads_after": threads1, "rss_growth_mb": trace, "python_heap_mb": heap}))
+    print(json.dumps({"threads_before": threads0, "threads_after": threads1, "rss_start_mb": rss0, "rss_growth_mb": trace,
+                      "python_heap_mb": heap}))
 
 
 if __name__ == "__main__":

@@ -171,6 +171,7 @@ def caption_sync(samples: list, buffer_len: int, rate: int, start_offset_s: floa
         "buffers": len(samples),
         "buffers_with_a_word": len(errors),
         "words_highlighted": len(words),
+        "median_word_ms": round(1000 * float(np.median([end - start for start, end in words])), 1) if words else None,
         "p90_error_ms": round(1000 * float(np.percentile(errors, 90)), 1) if errors else None,
         "max_error_ms": round(1000 * max(errors), 1) if errors else None,
     }

@@ -148,19 +148,31 @@ def test_stop_cancels_the_engine_requests(app_server: str) -> None:
         time.sleep(0.2)
 
 
-def test_ab_blind_pair_and_reveal(client: Client) -> None:
-    left, right, reveal, *_ = client.predict(
-        "The birch canoe slid on the smooth planks.", True,
+def _ab_pair(client: Client, blind: bool) -> tuple[np.ndarray, np.ndarray, str]:
+    """The two samples of an A/B render (A: seed 1, B: seed 2, same voice) as the page places them, and its text."""
+    left, right, message, *_ = client.predict(
+        "The birch canoe slid on the smooth planks.", blind,
         "piper-joe-medium", "lj_female_us", 1.0, 1, 1.0,
         "piper-joe-medium", "lj_female_us", 1.0, 2, 1.0,
         api_name="/ab_render",
     )
-    a, _ = sf.read(left, dtype="float32")
-    b, _ = sf.read(right, dtype="float32")
-    assert len(a) > 10000 and len(b) > 10000
-    assert "Blind" in reveal
+    return sf.read(left, dtype="float32")[0], sf.read(right, dtype="float32")[0], message
+
+
+def test_ab_blind_pair_and_reveal(client: Client) -> None:
+    """The blind pair holds the two configurations' audio, the reveal says truly which side is which: each sample
+    equals the same configuration rendered again with blind mode off (A left, B right; a seed reproduces its audio)."""
+    left, right, message = _ab_pair(client, blind=True)
+    assert "Blind" in message and len(left) > 10000 and len(right) > 10000
     revealed = client.predict(api_name="/ab_reveal")
-    assert "Sample 1" in revealed and "seed 1" in revealed and "seed 2" in revealed
+    seeds = [int(s) for s in re.findall(r"\*\*Sample [12]\*\* was \*\*[AB]\*\*: [^\n]* seed (\d+) ", revealed)]
+    assert sorted(seeds) == [1, 2], revealed
+    by_seed = dict(zip(seeds, (left, right)))
+    seed_1, seed_2, shown = _ab_pair(client, blind=False)
+    assert "Blind mode is off" in shown and re.search(r"Sample 1\*\* was \*\*A\*\*: [^\n]* seed 1 ", shown), shown
+    for seed, again in ((1, seed_1), (2, seed_2)):
+        assert by_seed[seed].shape == again.shape and np.abs(by_seed[seed] - again).max() <= 1e-3, f"seed {seed}"
+    assert seed_1.shape != seed_2.shape or np.abs(seed_1 - seed_2).max() > 0.05, "two seeds gave the same audio"
 
 
 def _warmed_and_idle(stats: dict) -> bool:

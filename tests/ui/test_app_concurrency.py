@@ -107,4 +107,13 @@ def test_queued_sessions_see_their_place_and_an_estimate(visitors_server: str) -
     statuses = [out[3] for job in jobs for out in job.outputs() if isinstance(out[3], str)]
     queued = [s for s in statuses if "in the engine queue" in s]
     assert queued, statuses
-    assert any("s to wait" in s for s in queued), queued
+    # "N request(s) ahead in the engine queue, about X s to wait": the place counts lines actually submitted
+    # (at most every other session's four), and the engine's estimate is a wait that came true within the
+    # 300 s each run was given to finish.
+    notes = [re.search(r"(\d+) requests? ahead in the engine queue(?:, about (\d+\.\d) s to wait)?", s) for s in queued]
+    assert all(notes), queued
+    places = [int(n.group(1)) for n in notes]
+    waits = [float(n.group(2)) for n in notes if n.group(2) is not None]
+    assert waits, queued
+    assert max(places) >= 1 and max(places) <= 4 * sessions, places
+    assert all(0.0 <= w <= 300.0 for w in waits) and max(waits) > 0.0, waits  # 0.0: its turn is at hand

@@ -26,8 +26,8 @@ def test_each_file_gets_its_own_unguessable_folder_that_names_no_session() -> No
         for folder in folders:
             assert re.fullmatch(r"[A-Za-z0-9_-]{22}", folder.name)  # 128 random bits
             assert session not in str(folder)
-        assert session_files.owned_folders(session) == folders
-        assert session_files.owned_folders("visitor-b-hash") == []
+        session_files.remove_session("visitor-b-hash")  # another session's cleanup leaves them
+        assert all(folder.is_dir() for folder in folders)
     finally:
         session_files.remove_session(session)
     assert not any(folder.exists() for folder in folders)

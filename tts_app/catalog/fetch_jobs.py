@@ -108,9 +108,3 @@ def settled_or_absent(model_id: str) -> bool:
 
 def any_loading() -> bool:
     return any(j.status is FetchStatus.LOADING for j in jobs())
-
-
-def forget_jobs() -> None:
-    """For tests: no download started."""
-    with _lock:
-        _jobs.clear()

@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--voice", help="reference clip or saved/built-in voice name to match")
     s.add_argument("--voice-text", help="what the --voice clip says (else it is recognised); improves the match")
     s.add_argument("--voice-strength", type=float, default=1.0, help="0 keeps the model's voice, 1 matches fully")
-    s.add_argument("--precision", choices=["exact", "fast"], default="exact", help="exact: float32 (default); fast: int8/bfloat16 decoder")
+    s.add_argument("--precision", choices=["exact", "fast"], default="exact", help="exact: float32 (default); fast: bfloat16 decoder and flow where the CPU has bf16, else float32")
     s.add_argument("--no-normalize", action="store_true", help="read numbers, dates and abbreviations as written")
     s.add_argument("--lexicon", help="JSON pronunciation lexicon: {\"word\": \"respelling\" or \"/ipa/\"}")
     s.add_argument("-v", "--verbose", action="store_true", help="log engine progress to stderr")

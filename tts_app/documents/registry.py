@@ -28,14 +28,12 @@ from tts_app.documents.runner import run_job
 
 logger = logging.getLogger(__name__)
 
-MAX_RUNNING = settings.value("TTS_APP_DOCUMENTS_RUNNING")
-MAX_WAITING = settings.value("TTS_APP_DOCUMENTS_WAITING")
-KEEP_FINISHED_S = settings.value("TTS_APP_DOCUMENTS_KEEP_S")
-# Finished jobs' files go, oldest first, while all jobs' files pass this.
-MAX_BYTES = settings.value("TTS_APP_DOCUMENTS_MAX_BYTES")
-# Jobs kept (running, waiting and finished, until forgotten) per client and in all.
-PER_CLIENT = settings.value("TTS_APP_DOCUMENTS_PER_CLIENT")
-MAX_KEPT = settings.value("TTS_APP_DOCUMENTS_MAX_KEPT")
+# The settings, read when the jobs table is made (a caps argument left None) or a client's cap is asked for.
+# Finished jobs' files go, oldest first, while all jobs' files pass MAX_BYTES; jobs kept (running, waiting and
+# finished, until forgotten) per client and in all: PER_CLIENT, MAX_KEPT.
+MAX_RUNNING, MAX_WAITING = "TTS_APP_DOCUMENTS_RUNNING", "TTS_APP_DOCUMENTS_WAITING"
+KEEP_FINISHED, MAX_BYTES = "TTS_APP_DOCUMENTS_KEEP_S", "TTS_APP_DOCUMENTS_MAX_BYTES"
+PER_CLIENT, MAX_KEPT = "TTS_APP_DOCUMENTS_PER_CLIENT", "TTS_APP_DOCUMENTS_MAX_KEPT"
 BUSY_RETRY_AFTER_S = 30  # what a refusal tells to wait when no job is about to be forgotten
 PARSE_RETRY_AFTER_S = 5  # a refusal for want of a turn to parse: the parses ahead take seconds
 _ID = re.compile(r"^[0-9a-f]{32}$")
@@ -66,13 +64,18 @@ class DocumentJobs:
     """
 
     def __init__(
-        self, root: Path, engine_of: Callable[[], Any], max_running: int = MAX_RUNNING, max_waiting: int = MAX_WAITING,
-        max_bytes: int = MAX_BYTES, max_kept: int = MAX_KEPT, parse_gate: ParseGate = GATE,
+        self, root: Path, engine_of: Callable[[], Any], max_running: int | None = None, max_waiting: int | None = None,
+        max_bytes: int | None = None, max_kept: int | None = None, parse_gate: ParseGate = GATE,
     ) -> None:  # fmt: skip
+        def given(value: int | None, name: str) -> int:
+            return settings.value(name) if value is None else value
+
         self.root = root
         self._engine_of = engine_of
-        self.max_running, self.max_waiting, self.max_bytes = max_running, max_waiting, max_bytes
-        self.max_kept = max_kept
+        max_running = given(max_running, MAX_RUNNING)
+        self.max_running, self.max_waiting, self.max_bytes = max_running, given(max_waiting, MAX_WAITING), given(max_bytes, MAX_BYTES)
+        self.max_kept = given(max_kept, MAX_KEPT)
+        self.keep_finished_s = settings.value(KEEP_FINISHED)
         self.share = max(1, math.ceil(max_running / 2))
         self.parse_gate = parse_gate
         self._reserved: dict[str, frozenset[str]] = {}  # reservation -> its client keys: a place held while the text is parsed
@@ -211,7 +214,7 @@ class DocumentJobs:
         held = len(mine) + sum(1 for keys in self._reserved.values() if key in keys)  # texts being parsed count too
         if held < cap:
             return
-        ends = [j.finished_at + KEEP_FINISHED_S - time.time() for j in mine if j.status.over and j.finished_at]
+        ends = [j.finished_at + self.keep_finished_s - time.time() for j in mine if j.status.over and j.finished_at]
         wait = max(1, int(min(ends))) if ends else BUSY_RETRY_AFTER_S
         when = f"the oldest finished one is forgotten in {wait} s" if ends else "try again once one has finished"
         raise ClientJobsFull(f"you have {held} document jobs, the limit per client; {when}", wait)
@@ -231,13 +234,13 @@ class DocumentJobs:
         shutil.rmtree(job.folder, ignore_errors=True)
 
     def _forget_old(self) -> None:
-        """Drop finished jobs older than KEEP_FINISHED_S, then the oldest finished ones while the
+        """Drop finished jobs older than ``keep_finished_s``, then the oldest finished ones while the
         files of all jobs pass ``max_bytes`` (lock held)."""
         now = time.time()
         finished = sorted((j for j in self._jobs.values() if j.status.over), key=lambda j: j.finished_at or 0.0)
         total = sum(folder_bytes(j.folder) for j in self._jobs.values())
         for job in finished:
-            if (job.finished_at and now - job.finished_at > KEEP_FINISHED_S) or total > self.max_bytes:
+            if (job.finished_at and now - job.finished_at > self.keep_finished_s) or total > self.max_bytes:
                 total -= folder_bytes(job.folder)
                 self._forget(job)
         if total > self.max_bytes:
@@ -246,7 +249,7 @@ class DocumentJobs:
 
 def api_client(visitor: str) -> list[tuple[str, int]]:
     """The (key, cap) pairs an API caller's job counts against: its visitor (``visitor_key``: an IPv6 /64 is one)."""
-    return [(f"visitor:{visitor}", PER_CLIENT)]
+    return [(f"visitor:{visitor}", settings.value(PER_CLIENT))]
 
 
 def page_client(visitor: str) -> list[tuple[str, int]]:

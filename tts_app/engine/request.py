@@ -20,10 +20,6 @@ class RequestStatus(enum.Enum):
     CANCELLED = "cancelled"
     FAILED = "failed"
 
-    @property
-    def is_final(self) -> bool:
-        return self in (RequestStatus.FINISHED, RequestStatus.CANCELLED, RequestStatus.FAILED)
-
 
 @dataclass(eq=False)  # identity: a request is equal only to itself
 class Request:

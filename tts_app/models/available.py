@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 EMBEDDED_ID = "piper-joe-medium"
 # The embedded voice in the fast precision, offered beside it where that precision is bf16: there it
 # kept the words and the voice (WER +0.6 points, similarity to float32 0.9999) at 1.6-1.8x the
-# throughput. Not offered where fast means int8 (+20 WER points, BENCHMARKS.md).
+# throughput. Not offered where fast runs float32 (no bf16 instructions): it would be the exact voice twice.
 EMBEDDED_FAST_ID = "piper-joe-medium-fast"
 EMBEDDED_IDS = (EMBEDDED_ID, EMBEDDED_FAST_ID)
 ENV_VAR = "TTS_APP_QWEN3_PATH"

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tts_app import settings
 from tts_app.text.errors import TextError
 from tts_app.text.offsets import sub
 from tts_app.text.slots import PhonemeSlots, check_ipa
@@ -116,10 +117,9 @@ def load_lexicon(path: str | Path) -> Lexicon:
 
 
 def saved_lexicon_path() -> Path:
-    """The server's lexicon: lexicon.json next to the saved voices."""
-    from tts_app.voice.library import voices_dir  # the text side needs no voice code unless a lexicon is saved
-
-    return voices_dir() / LEXICON_FILE
+    """The server's lexicon: lexicon.json next to the saved voices ($TTS_APP_VOICES_DIR; the text side imports no
+    voice code for it)."""
+    return settings.value("TTS_APP_VOICES_DIR") / LEXICON_FILE
 
 
 def save_lexicon(lexicon: Lexicon, path: str | Path | None = None) -> Path:

@@ -195,21 +195,6 @@ def _read(text: str, base: Recorder | None, options: TextOptions, slots: Phoneme
     return words, map_bounds_back(starts, ends, rec.passes)
 
 
-def word_sources(text: str, options: TextOptions) -> list[tuple[str, Span]]:
-    """(spoken word, span of ``text`` it was read from) for plain text or SSML, without phonemizing: the text
-    side of captions in the reader's words, as ``prepare_text`` finds it."""
-    parsed, base = _segments(text)
-    said: list[str] = []
-    spans: list[Span] = []
-    for seg in parsed.segments:
-        words, here = _read_segment(seg, base, options, parsed.slots)
-        said += written_words(words)
-        spans += here
-    if parsed.slots.ipa:  # a lexicon's IPA entry or an SSML <phoneme>: the slot shown as the word it stands for
-        said = [shown_word(w, parsed.slots) for w in said]
-    return list(zip(said, written_spans(parsed.visible or text, spans)))
-
-
 def _word_labels(sentences: list[list[str]], text: str, first: int, own: Callable[[str], Sequence[str]]) -> list[list[int]]:
     """Per sentence, per phoneme: the index of its written word in the request (``first`` + index in ``text``)."""
     flat = label_phonemes([p for s in sentences for p in s], written_words(text), own, clause_ends(text))

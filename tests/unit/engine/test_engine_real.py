@@ -63,8 +63,10 @@ def test_no_growth_of_threads_or_memory_over_500_requests():
     assert probe["threads_after"] == probe["threads_before"]
     rss = probe["rss_growth_mb"]  # MB above the post-warm-up level, after each 50 requests
     heap = probe["python_heap_mb"]  # traced Python/NumPy memory after each 50 requests
-    # RSS moves by +-100 MB with glibc's handling of the decoder's large buffers, so it is
-    # bounded here; the leak check is the traced heap, where one retained request's audio
-    # (about 90 KB a second) would add megabytes over 350 requests.
-    assert max(rss) < 400, f"RSS grew up to {max(rss):.1f} MB over 500 requests: {rss}"
+    # RSS moves by +-100 MB with glibc's handling of the decoder's large buffers, so it is only
+    # bounded here, against its own level after the warm-up (about 800 MB; half of it is what the
+    # old 400 MB bound allowed); the leak check is the traced heap, where one retained request's
+    # audio (about 90 KB a second) would add megabytes over 350 requests.
+    start = probe["rss_start_mb"]
+    assert max(rss) < 0.5 * start, f"RSS grew up to {max(rss):.1f} MB over 500 requests from {start:.0f} MB: {rss}"
     assert heap[-1] - heap[2] < 2, f"Python heap grew {heap[-1] - heap[2]:.2f} MB over the last 350 requests: {heap}"

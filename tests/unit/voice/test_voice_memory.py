@@ -55,7 +55,7 @@ def test_a_hostile_clip_is_analysed_at_48_khz_mono(tmp_path: Path) -> None:
 def test_only_the_analysed_part_is_decoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tts_app.voice.analysis import ingest
 
-    monkeypatch.setattr(ingest, "MAX_ANALYSED_S", 3.0)
+    monkeypatch.setenv("TTS_APP_VOICE_MAX_ANALYSED_S", "3")
     ref = ingest.load_reference(hostile_clip(tmp_path / "h.wav", 5.0, rate=48_000, channels=2))
     assert ref.report.input_duration_s == 5.0 and ref.report.duration_s <= 3.0
     assert ref.report.cut_after_s >= 2.0  # what was not read is reported as cut

@@ -1,5 +1,5 @@
 """Files kept between runs for one voice and runtime version: OpenVINO's compiled-model
-cache, the input shapes the engine met (warmed at the next load), the int8 decoder.
+cache and the input shapes the engine met (warmed at the next load).
 
 Location: ``$TTS_APP_CACHE_DIR`` or ``$XDG_CACHE_HOME/tts_app`` (default ``~/.cache/tts_app``),
 then ``ov/<voice file hash>-<openvino version>``. A cache that cannot be created is skipped
@@ -21,7 +21,7 @@ from tts_app import settings
 _LOGGER = logging.getLogger(__name__)
 # The shape log keeps this many entries, the most hit (hostile lengths grew an unbounded log to
 # 177 entries, and replaying them all took idle memory after a restart from 711 to 1,610 MB).
-MAX_ENTRIES = settings.value("TTS_APP_SHAPE_LOG_MAX")
+MAX_ENTRIES_ENV = "TTS_APP_SHAPE_LOG_MAX"
 MAX_READ_LINES = 10_000
 _lock = threading.Lock()
 
@@ -67,10 +67,10 @@ class ShapeLog:
     hit, one JSON line each: ``{"stage": "flow", "shapes": [[1, 192, 928], [1, 1, 928]], "hits": 7}``.
     """
 
-    def __init__(self, path: Path | None, accept: Callable[[str, tuple], bool] | None = None, max_entries: int = MAX_ENTRIES) -> None:
+    def __init__(self, path: Path | None, accept: Callable[[str, tuple], bool] | None = None, max_entries: int | None = None) -> None:
         self.path = path
         self.accept = accept
-        self.max_entries = max_entries
+        self.max_entries = settings.value(MAX_ENTRIES_ENV) if max_entries is None else max_entries
         self._hits: dict[tuple[str, tuple], int] = {}
         self.counting = True  # off during warm-up: its stand-in runs are not traffic
         self._read()

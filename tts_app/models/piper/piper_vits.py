@@ -16,7 +16,6 @@ from tts_app.models.piper.durations import phoneme_frames
 from tts_app.models.piper.graph_split import DP_NOISE, FLOW_INPUTS, DecoderStageGraph, StageGraphs, split_piper_graph
 from tts_app.models.piper.model_cache import ShapeLog, model_cache_dir
 from tts_app.models.piper.precision import check_precision, decoder_kind
-from tts_app.models.piper.quantize import calibration_ids, int8_path, load_int8, quantize_stage
 from tts_app.models.piper.runtime import SessionOptions, StageSession, open_session, pick_device, uses_openvino
 from tts_app.models.piper.stream_decoder import (
     SHAPE_STEP_FRAMES,
@@ -59,17 +58,6 @@ def _power_of_two_parts(items: list[int]) -> list[list[int]]:
             parts.append(items[i : i + size])
             i += size
     return parts
-
-
-class _Recorder:
-    """A stage session that keeps a copy of every input it runs (int8 calibration)."""
-
-    def __init__(self, session: StageSession, store: list[np.ndarray]) -> None:
-        self.session, self.store = session, store
-
-    def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
-        self.store.extend(np.array(x) for x in feed.values())
-        return self.session.run(feed)
 
 
 @dataclass
@@ -116,16 +104,12 @@ class PiperVits:
         self._encoder = open_session(graphs.encoder, self.device, self._options("encoder"), batch_invariant=True)
         self.decoder_kind = decoder_kind(self.precision) if uses_openvino(self.device) else "f32"
         # The flow runs a row per call (_flow_row), so bf16 keeps a row's latents independent of
-        # its batch mates; int8 is for the decoder's convolutions only (quantize.py).
-        self.flow_kind = "bf16" if self.decoder_kind == "bf16" else "f32"
+        # its batch mates.
+        self.flow_kind = self.decoder_kind
         self._flow = open_session(graphs.flow, self.device, self._options("flow", self.flow_kind))
-        # int8 starts from the float32 stages (they record its calibration inputs); bf16 needs none.
-        self.decoder_stages = self._open_decoder(graphs.decoder, "bf16" if self.decoder_kind == "bf16" else "f32")
+        self.decoder_stages = self._open_decoder(graphs.decoder, self.decoder_kind)
         if self.precision == "fast" and self.decoder_kind == "f32":
-            _LOGGER.warning("precision 'fast' needs OpenVINO on CPU; running float32")
-        if self.decoder_kind == "int8":
-            _LOGGER.warning("precision 'fast' on a CPU without bf16 runs an int8 decoder: experimental, about 20 WER points less intelligible (BENCHMARKS.md)")
-            self.decoder_stages = self._int8_decoder(graphs.decoder)
+            _LOGGER.warning("precision 'fast' needs OpenVINO on a CPU with bf16 instructions; running float32")
         self.decoder_runtimes = [type(st.session).__name__.strip("_").replace("Session", "") for st in self.decoder_stages]
         _LOGGER.info("loaded Piper VITS on %s with %d thread(s), decoder in %s on %s", self.device, self.threads, self.decoder_kind, self.decoder_runtimes)
 
@@ -160,31 +144,6 @@ class PiperVits:
             save_choice(self.cache_dir, key, picks, medians)
             return [replace(st, session=s) for st, s in zip(stages, sessions)]
         return [st if pick == "openvino" else replace(st, session=ort(k)) for k, (st, pick) in enumerate(zip(stages, picks))]
-
-    def _int8_decoder(self, graphs: Sequence[DecoderStageGraph]) -> list[DecoderStage]:
-        """The float32 stages, quantized (or loaded from the cache); see quantize.py."""
-        paths = [int8_path(self.cache_dir, k) for k in range(len(graphs))]
-        models = [load_int8(path) for path in paths]
-        if any(m is None for m in models):
-            _LOGGER.info("quantizing the decoder to int8 (once; cached in %s)", self.cache_dir)
-            samples = self._calibration_inputs()
-            models = [m if m is not None else quantize_stage(g.model, samples[k], paths[k]) for k, (g, m) in enumerate(zip(graphs, models))]
-        return [replace(stage, session=open_session(m, self.device, self._options(f"dec{k}"))) for k, (stage, m) in enumerate(zip(self.decoder_stages, models))]
-
-    def _calibration_inputs(self) -> list[list[np.ndarray]]:
-        """Each decoder stage's inputs [1, C, n] while the float32 decoder streams the calibration rows."""
-        recorded: list[list[np.ndarray]] = [[] for _ in self.decoder_stages]
-        float_stages = self.decoder_stages
-        self.decoder_stages = [replace(st, session=_Recorder(st.session, recorded[k])) for k, st in enumerate(float_stages)]
-        try:
-            for k, ids in enumerate(calibration_ids()):
-                (z_CxT,) = self.text_to_latents([LatentRequest(ids=ids, rng=np.random.default_rng(k))])
-                stream = self.new_decoder_stream()
-                for w in plan_windows(z_CxT.shape[1]):
-                    self.decode_stream([stream], [z_CxT[:, w.start : w.end]], [w.last])
-        finally:
-            self.decoder_stages = float_stages
-        return recorded
 
     def warm_up(self) -> None:
         """Prepare kernels for the shapes the engine will meet (warm_up.py), after one

@@ -1,9 +1,9 @@
 """The two precisions: "exact" (float32, equal to stock piper within 1e-3) and "fast".
 
-"fast" changes the decoder, where most of the arithmetic is: bfloat16 on CPUs with bf16
-instructions (AVX512-BF16 or AMX), with the flow too, else int8 convolutions (quantize.py; they
-cost about 20 WER points, so that route is experimental). The encoder stays float32 in both, so
-durations (rounded up from floats) are those of the exact mode.
+"fast" changes the decoder, where most of the arithmetic is, and the flow: bfloat16 on CPUs with bf16
+instructions (AVX512-BF16 or AMX); elsewhere it runs float32, as exact (an int8 decoder from post-training
+quantization cost 17-23 WER points for about a tenth more speed, and was removed: BENCHMARKS.md, 2026-12-02).
+The encoder stays float32 in both, so durations (rounded up from floats) are those of the exact mode.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ def check_precision(precision: str) -> str:
 
 
 def decoder_kind(precision: str, flags: frozenset[str] | None = None) -> str:
-    """"f32" for exact; for fast, "bf16" where the CPU has bf16 instructions, else "int8"."""
+    """"f32" for exact; for fast, "bf16" where the CPU has bf16 instructions, else "f32"."""
     if check_precision(precision) == "exact":
         return "f32"
-    return "bf16" if BF16_FLAGS & usable_flags(flags) else "int8"
+    return "bf16" if BF16_FLAGS & usable_flags(flags) else "f32"
 
 
 def precision_from_env() -> str:

@@ -30,7 +30,7 @@ class StageSession(Protocol):
 @dataclass(frozen=True)
 class SessionOptions:
     """How one stage is compiled. ``float_precision``: "f32", or "bf16" on CPUs that have it
-    (the fast precision); an int8 graph (quantize.py) keeps "f32" for its unquantized ops."""
+    (the fast precision)."""
 
     threads: int = 2
     float_precision: str = "f32"
@@ -113,7 +113,7 @@ def _has_openvino() -> bool:
 def open_session(model: "bytes | Any", device: str, options: SessionOptions, batch_invariant: bool = False) -> StageSession:
     """A session for one stage graph on ``device`` with ``options.threads`` CPU threads.
 
-    ``model``: ONNX bytes, or an OpenVINO model (the int8 decoder, OpenVINO only).
+    ``model``: ONNX bytes, or an OpenVINO model (OpenVINO only).
 
     ``batch_invariant`` asks for a row's floats not to depend on its batch: on
     onnxruntime that needs one thread and no graph fusions (they change the

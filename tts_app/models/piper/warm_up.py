@@ -6,7 +6,7 @@ Warmed here, one call each with stand-in inputs (kernels depend on shapes, not v
   window plan and the padding step alone: stream_decoder.stream_input_lengths), and the
   flow's one-row shapes for the same lengths;
 - the few text-stage shapes this installation's traffic met most often, as logged by
-  earlier runs in the model cache (model_cache.ShapeLog): at most ``LOGGED_SHAPES`` of
+  earlier runs in the model cache (model_cache.ShapeLog): at most ``$TTS_APP_WARM_LOGGED_SHAPES`` of
   them, each seen ``MIN_HITS`` times, within ``LOGGED_BUDGET_S``. Replaying every logged
   shape made a restart with a warm cache slower than a cold one (6.6 -> 10.8 s with 48
   shapes) and its idle memory grow with each (711 -> 1,610 MB after hostile lengths).
@@ -34,7 +34,7 @@ _LOGGER = logging.getLogger(__name__)
 WARM_CHUNK_FRAMES = range(65, 64 + 4 * 160)
 # Off by default: replaying four long logged shapes after a hostile session grew idle RSS by 73 MB over a
 # first start (issue 24 bounds it at 50 MB); kernels are cached on disk, so a shape met later compiles fast.
-LOGGED_SHAPES = settings.value("TTS_APP_WARM_LOGGED_SHAPES")
+LOGGED_SHAPES_ENV = "TTS_APP_WARM_LOGGED_SHAPES"
 MIN_HITS = 3  # a shape met once or twice is not traffic's shape
 LOGGED_BUDGET_S = 1.5  # wall time for logged shapes, after the decoder's streamed ones
 # What the shape log keeps: the text stage at the batch sizes the engine uses, for lengths an
@@ -51,7 +51,7 @@ def warm_model(model: "PiperVits") -> None:
     _run_all(streamed.values(), deadline=None)
     t1 = time.perf_counter()
     logged = {key: run for key, run in _logged_feeds(model, model.shape_log.most_hit(MIN_HITS)).items() if key not in streamed}
-    replay = list(logged.values())[:LOGGED_SHAPES]
+    replay = list(logged.values())[: settings.value(LOGGED_SHAPES_ENV)]
     done = _run_all(replay, deadline=t1 + LOGGED_BUDGET_S)
     _LOGGER.info("warmed %d streamed and %d of %d logged shapes in %.1f s", len(streamed), done, len(logged), time.perf_counter() - t0)
 

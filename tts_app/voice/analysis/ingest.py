@@ -40,7 +40,7 @@ MAX_KEPT_S = 30.0
 # silence), and it is decoded in blocks, downmixed to mono as it goes and resampled to at
 # most 48 kHz: an 8-channel 192 kHz clip never lives whole, and every clip's memory is
 # bounded by its analysed samples, not its file size.
-MAX_ANALYSED_S = settings.value("TTS_APP_VOICE_MAX_ANALYSED_S")
+MAX_ANALYSED_ENV = "TTS_APP_VOICE_MAX_ANALYSED_S"
 MAX_WORK_RATE = 48_000
 BLOCK_FRAMES = 1 << 16
 MIN_SPEECH_S = 1.0
@@ -109,6 +109,10 @@ def load_reference(source: AudioSource) -> Reference:
     return Reference(audio=clip, sample_rate=decoded.sample_rate, report=report, content_hash=digest)
 
 
+def _max_analysed_s() -> float:
+    return settings.value(MAX_ANALYSED_ENV)
+
+
 def analysis_bytes_of(source: AudioSource) -> int:
     """The estimated peak memory of analysing a clip, from its header alone (VoiceError when it
     would be refused): it follows the samples analysed, not the file's size."""
@@ -118,7 +122,7 @@ def analysis_bytes_of(source: AudioSource) -> int:
     else:
         audio, rate = _split_array_source(source)
         frames = audio.size // (1 if audio.ndim == 1 else min(audio.shape))
-    return analysis_bytes(min(frames, int(MAX_ANALYSED_S * rate)), rate, _work_rate(rate), MAX_KEPT_S)
+    return analysis_bytes(min(frames, int(_max_analysed_s() * rate)), rate, _work_rate(rate), MAX_KEPT_S)
 
 
 def _name_of(source: AudioSource) -> str:
@@ -157,7 +161,7 @@ def _info(path: Path, name: str) -> "sf._SoundFileInfo":
 
 def _decode(path: Path, name: str) -> Decoded:
     info = _info(path, name)
-    wanted = min(info.frames, int(MAX_ANALYSED_S * info.samplerate))
+    wanted = min(info.frames, int(_max_analysed_s() * info.samplerate))
     try:
         with sf.SoundFile(str(path)) as f:
             # frames=: never decode more than the header declared, whatever the stream holds.
@@ -169,7 +173,7 @@ def _decode(path: Path, name: str) -> Decoded:
 
 def _decode_array(audio: np.ndarray, sample_rate: int) -> Decoded:
     frames_fc = audio[:, None] if audio.ndim == 1 else (audio if audio.shape[1] <= audio.shape[0] else audio.T)
-    wanted = min(len(frames_fc), int(MAX_ANALYSED_S * sample_rate))
+    wanted = min(len(frames_fc), int(_max_analysed_s() * sample_rate))
     blocks = (_to_float32(frames_fc[i : i + BLOCK_FRAMES]) for i in range(0, wanted, BLOCK_FRAMES))
     return _downmix(blocks, wanted, sample_rate, frames_fc.shape[1], len(frames_fc), "array")
 
@@ -260,7 +264,7 @@ def _too_long_message(duration_s: float) -> str:
 # -- cleaning -----------------------------------------------------------------
 def _clean(decoded: Decoded, name: str) -> tuple[np.ndarray, ReferenceReport]:
     mono, sample_rate = decoded.mono, decoded.sample_rate
-    unread_s = max(0.0, decoded.input_s - len(mono) / sample_rate)  # past MAX_ANALYSED_S
+    unread_s = max(0.0, decoded.input_s - len(mono) / sample_rate)  # past $TTS_APP_VOICE_MAX_ANALYSED_S
     frame, hop = max(1, round(_FRAME_S * sample_rate)), max(1, round(_HOP_S * sample_rate))
     frame_db = _frame_levels_db(mono, frame, hop)
     peak_frame_db = float(frame_db.max()) if len(frame_db) else -200.0

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from tts_app import settings
 from tts_app.voice.errors import VoiceError
 
-BUDGET_MB = settings.value("TTS_APP_VOICE_ANALYSIS_MB")
+BUDGET_ENV = "TTS_APP_VOICE_ANALYSIS_MB"
 # Peak bytes of one analysis (ingest, statistics, class map), fitted with tracemalloc on clips
 # from 8 s at 16 kHz to 60 s at 96 kHz stereo and rounded up: a fixed part, bytes per sample
 # decoded at the working rate, bytes per sample kept (<= 30 s), and the input-rate buffer of a
@@ -34,26 +34,32 @@ def analysis_bytes(frames: int, rate: int, work_rate: int, kept_s: float) -> int
 
 
 class MemoryBudget:
-    """Bytes reserved by running analyses, at most ``total``; a thread's nested reservations are free."""
+    """Bytes reserved by running analyses, at most ``total``; a thread's nested reservations are free.
+    ``total_bytes`` None: $TTS_APP_VOICE_ANALYSIS_MB, read at each reservation."""
 
-    def __init__(self, total_bytes: int) -> None:
-        self.total = total_bytes
+    def __init__(self, total_bytes: int | None = None) -> None:
+        self._total = total_bytes
         self.used = 0
         self._changed = threading.Condition()
         self._held = threading.local()
+
+    @property
+    def total(self) -> int:
+        return self._total if self._total is not None else settings.value(BUDGET_ENV) << 20
 
     @contextmanager
     def reserve(self, nbytes: int, what: str) -> Iterator[None]:
         if getattr(self._held, "active", False):  # make_profile's ingest inside its own reservation
             yield
             return
-        if nbytes > self.total:
+        total = self.total
+        if nbytes > total:
             raise VoiceError(
-                f"{what} needs about {nbytes >> 20} MB to analyse; the server's limit is {self.total >> 20} MB "
+                f"{what} needs about {nbytes >> 20} MB to analyse; the server's limit is {total >> 20} MB "
                 "(use a shorter clip, or one at 48 kHz or less)"
             )
         with self._changed:
-            self._changed.wait_for(lambda: self.used + nbytes <= self.total)
+            self._changed.wait_for(lambda: self.used + nbytes <= total)
             self.used += nbytes
         self._held.active = True
         try:
@@ -65,4 +71,4 @@ class MemoryBudget:
                 self._changed.notify_all()
 
 
-analysis_budget = MemoryBudget(BUDGET_MB << 20)
+analysis_budget = MemoryBudget()  # one for the process: the analyses of every visitor share it

@@ -58,7 +58,8 @@ _REPLIES = {"application/json": JSON_OBJECT, "application/x-ndjson": BINARY, "ap
              responses=replies(200, _REPLIES, *GUARD_ERRORS, 499, 500, 503))
 async def create_captioned_speech(request: Request) -> Response:
     """Speech plus word timings (JSON, or NDJSON when streaming), or SRT/WebVTT subtitles."""
-    submitted = await submit_speech(request, CaptionedSpeechRequest)
+    client = client_id(request)  # who asks, once, here at the edge: everything below is handed it
+    submitted = await submit_speech(request, CaptionedSpeechRequest, client)
     if isinstance(submitted, JSONResponse):
         return submitted
     body, handle = submitted.body, submitted.handle
@@ -68,12 +69,12 @@ async def create_captioned_speech(request: Request) -> Response:
     headers = {"X-Sample-Rate": str(sample_rate), "Cache-Control": "no-store"}
     if body.response_format in SUBTITLES:
         return await _subtitles(request, submitted, headers)
-    encoder = open_audio_encoder(body.response_format, submitted, client_id(request))
+    encoder = open_audio_encoder(body.response_format, submitted)
     if isinstance(encoder, JSONResponse):
         return encoder
 
     if not body.stream:
-        pieces = await whole_encoded(request, handle, encoder)
+        pieces = await whole_encoded(request, handle, encoder, client)
         if isinstance(pieces, Response):
             return pieces
         return JSONResponse(_line(b"".join(pieces), body.response_format, sample_rate, handle.words), headers=headers)
@@ -88,7 +89,7 @@ async def create_captioned_speech(request: Request) -> Response:
                     yield chunk.audio
 
     flowing = until_shutdown(audio())
-    first, refused = await audio_with_slot(request, handle, encoder, flowing)  # an ffmpeg slot once audio flows
+    first, refused = await audio_with_slot(request, handle, encoder, flowing, client)  # an ffmpeg slot once audio flows
     if refused is not None:
         encoder.release()
         return refused

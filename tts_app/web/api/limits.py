@@ -10,7 +10,7 @@ from fastapi import Request
 
 from tts_app import settings
 
-MAX_BODY_BYTES = settings.value("TTS_APP_MAX_API_BODY_BYTES")
+MAX_BODY_ENV = "TTS_APP_MAX_API_BODY_BYTES"
 
 
 @dataclass
@@ -22,12 +22,14 @@ class BodyError(Exception):
     code: str
 
 
-async def read_json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> Any:
-    """The request's JSON value, read at most ``max_bytes`` into memory; BodyError otherwise.
+async def read_json_body(request: Request, max_bytes: int | None = None) -> Any:
+    """The request's JSON value, read at most ``max_bytes`` (default $TTS_APP_MAX_API_BODY_BYTES) into memory;
+    BodyError otherwise.
 
     A declared Content-Length over the cap is refused before a byte of the body is read;
     a chunked body is refused as soon as it passes the cap (the rest is never read).
     """
+    max_bytes = settings.value(MAX_BODY_ENV) if max_bytes is None else max_bytes
     too_large = BodyError(413, f"the request body is over the {max_bytes:,}-byte limit", "body_too_large")
     declared = request.headers.get("content-length")
     if declared is not None:

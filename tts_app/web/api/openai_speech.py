@@ -44,7 +44,7 @@ from tts_app.audio.formats import (
 )
 from tts_app.web.api.client_id import client_id
 from tts_app.web.api.disconnect import ClientGone, until_disconnect
-from tts_app.web.api.limits import MAX_BODY_BYTES, BodyError, read_json_body
+from tts_app.web.api.limits import BodyError, read_json_body
 from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json_body, replies
 from tts_app.catalog.voice_aliases import VoiceAliasError, api_voice_names, library_voice
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
@@ -161,9 +161,10 @@ class Submitted:
     body: SpeechRequest
     engine: Any  # tts_app.engine.Engine
     handle: Any  # tts_app.engine.RequestHandle
+    client: str  # the visitor's key, computed once at the route's edge (client_id) and handed down
 
 
-async def read_body(request: Request, schema: type[BaseModel], max_bytes: int = MAX_BODY_BYTES) -> Any:
+async def read_body(request: Request, schema: type[BaseModel], max_bytes: int | None = None) -> Any:
     """The request's JSON body validated against ``schema``, or an OpenAI-shaped 4xx response."""
     try:
         payload = await read_json_body(request, max_bytes)
@@ -208,13 +209,13 @@ async def whole_result(request: Request, handle: Any, work: Awaitable[Any] | Non
         handle.cancel()  # a no-op once done; frees the request if the client left or this coroutine was cancelled
 
 
-async def whole_encoded(request: Request, handle: Any, encoder: Encoder) -> list[bytes] | Response:
+async def whole_encoded(request: Request, handle: Any, encoder: Encoder, client: str) -> list[bytes] | Response:
     """The request's whole file as byte pieces (Encoder.whole_pieces: 16-bit or encoded as the audio comes, the
     handle forgetting each float32 chunk once taken); a 499 response if its client left, a 429/503 if no encoder
     slot is free once the first audio is there (never while the request is queued). The encoder is released."""
     try:
         audio = handle.astream(forget=True)
-        first, refused = await audio_with_slot(request, handle, encoder, audio)
+        first, refused = await audio_with_slot(request, handle, encoder, audio, client)
         if refused is not None:
             return refused
 
@@ -235,10 +236,10 @@ def encoder_refusal(exc: EncoderBusy) -> JSONResponse:
     return error_response(503, str(exc), code="encoder_busy", error_type="server_error", retry_after_s=exc.retry_after_s)
 
 
-def claim_encoder(encoder: Encoder, request: Request, handle: Any) -> JSONResponse | None:
+def claim_encoder(encoder: Encoder, client: str, handle: Any) -> JSONResponse | None:
     """Take the encoder's slot for the request's visitor, now that audio flows; a refusal (the request cancelled) if none."""
     try:
-        encoder.claim(client_id(request))
+        encoder.claim(client)
     except EncoderBusy as exc:
         handle.cancel()
         return encoder_refusal(exc)
@@ -253,14 +254,14 @@ def send_pieces(pieces: list[bytes]) -> Iterator[bytes]:
         yield queue.popleft()
 
 
-async def audio_with_slot(request: Request, handle: Any, encoder: Encoder, audio: AsyncIterator[Any]) -> tuple[Any, Response | None]:
+async def audio_with_slot(request: Request, handle: Any, encoder: Encoder, audio: AsyncIterator[Any], client: str) -> tuple[Any, Response | None]:
     """For an ffmpeg format, the first chunk of ``audio`` once the engine has made it, the encoder's slot taken
     then (never while the request is queued); or a refusal, the request cancelled and ``audio`` closed.
     Other formats hold no slot: (None, None) at once."""
     if not encoder.needs_slot:
         return None, None
     first, failed = await first_audio(request, handle, audio)
-    refused = failed if failed is not None else claim_encoder(encoder, request, handle)
+    refused = failed if failed is not None else claim_encoder(encoder, client, handle)
     if refused is not None:
         handle.cancel()
         await audio.aclose()
@@ -275,8 +276,9 @@ async def with_first(first: Any, audio: AsyncIterator[Any]) -> AsyncIterator[Any
         yield chunk
 
 
-async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRequest) -> Submitted | JSONResponse:
-    """Read, validate and submit a speech request; an OpenAI-shaped 4xx/5xx response when it cannot run."""
+async def submit_speech(request: Request, schema: type[SpeechRequest], client: str) -> Submitted | JSONResponse:
+    """Read, validate and submit a speech request for ``client`` (the route's client_id); an OpenAI-shaped 4xx/5xx
+    response when it cannot run."""
     body = await read_body(request, schema)
     if isinstance(body, JSONResponse):
         return body
@@ -299,7 +301,7 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
             lexicon = parse_lexicon({**(lexicon.to_json_dict() if lexicon else {}), **body.lexicon})
         params = SpeechParams(
             body.seed, body.speed, voice, None, body.voice_strength, body.normalize, lexicon, body.language, body.stream,
-            client_id(request),
+            client,
         )  # fmt: skip
         if capabilities is not None:  # before the model is loaded or anything queued
             capabilities.check(params, [body.input], model_id)
@@ -317,15 +319,15 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
         return error_response(503, str(exc), code="engine_busy", error_type="server_error", retry_after_s=exc.retry_after_s)
     except ValueError as exc:
         return error_response(400, str(exc), param="input", code="invalid_value")
-    return Submitted(body, engine, handle)
+    return Submitted(body, engine, handle, client)
 
 
-def open_audio_encoder(fmt: str, submitted: Submitted, client: str) -> Encoder | JSONResponse:
+def open_audio_encoder(fmt: str, submitted: Submitted) -> Encoder | JSONResponse:
     """The encoder for ``fmt`` (its slot is taken once audio flows), or an error response (the request is then cancelled)."""
     try:
         encoder = open_encoder(fmt, int(submitted.engine.sample_rate))
         if encoder.needs_slot:
-            ENCODER_SLOTS.check(client)  # a client holding its share now is refused before the engine works for it
+            ENCODER_SLOTS.check(submitted.client)  # a client holding its share now is refused before the engine works for it
         return encoder
     except EncoderBusy as exc:
         submitted.handle.cancel()
@@ -357,26 +359,27 @@ async def create_speech(request: Request) -> Response:
     ignored (this model takes no style prompt); ``"stream": false`` returns a
     complete file whose header states its length.
     """
-    submitted = await submit_speech(request, OpenAISpeechRequest)
+    client = client_id(request)  # who asks, once, here at the edge: everything below is handed it
+    submitted = await submit_speech(request, OpenAISpeechRequest, client)
     if isinstance(submitted, JSONResponse):
         return submitted
     body, handle = submitted.body, submitted.handle
     rate = decoded_sample_rate(body.response_format, int(submitted.engine.sample_rate))
     headers = {"X-Sample-Rate": str(rate), "Cache-Control": "no-store"}
     media_type = FORMATS[body.response_format].media_type
-    encoder = open_audio_encoder(body.response_format, submitted, client_id(request))
+    encoder = open_audio_encoder(body.response_format, submitted)
     if isinstance(encoder, JSONResponse):
         return encoder
 
     if not body.stream:
-        pieces = await whole_encoded(request, handle, encoder)
+        pieces = await whole_encoded(request, handle, encoder, client)
         if isinstance(pieces, Response):
             return pieces
         headers["Content-Length"] = str(sum(len(p) for p in pieces))
         return StreamingResponse(send_pieces(pieces), media_type=media_type, headers=headers)
 
     audio = until_shutdown(handle.astream(forget=True))
-    first, refused = await audio_with_slot(request, handle, encoder, audio)
+    first, refused = await audio_with_slot(request, handle, encoder, audio, client)
     if refused is not None:
         return refused
 

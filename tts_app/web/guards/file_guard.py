@@ -25,7 +25,11 @@ from tts_app.storage.upload_paths import REFUSED_MESSAGE, UploadPathError, check
 logger = logging.getLogger(__name__)
 
 GRADIO_PREFIX = "/gradio_api/"
-MAX_EVENT_BODY_BYTES = settings.value("TTS_APP_MAX_EVENT_BODY_BYTES")
+
+
+def max_event_body_bytes() -> int:
+    """$TTS_APP_MAX_EVENT_BODY_BYTES, read when asked."""
+    return settings.value("TTS_APP_MAX_EVENT_BODY_BYTES")
 
 
 def file_paths(value: Any) -> Iterator[str]:
@@ -57,9 +61,9 @@ def _json_reply(status: int, message: str) -> list[Message]:
 class FileDataGuard:
     """Check every file path in the JSON body of a POST to Gradio before Gradio sees it."""
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int = MAX_EVENT_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int | None = None) -> None:
         self.app = app
-        self.max_body_bytes = max_body_bytes
+        self.max_body_bytes = max_event_body_bytes() if max_body_bytes is None else max_body_bytes
 
     def _guarded(self, scope: Scope) -> bool:
         if scope["type"] != "http" or scope["method"] != "POST":

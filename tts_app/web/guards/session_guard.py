@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tts_app.web.guards.body_replay import BodyTooLarge, read_capped_body, replay_body
 from tts_app.web.guards.client_identity import visitor_key
-from tts_app.web.guards.file_guard import MAX_EVENT_BODY_BYTES
+from tts_app.web.guards.file_guard import max_event_body_bytes
 from tts_app.web.guards.request_guard import UPLOAD_PATHS
 from tts_app.web.guards.session_binding import (
     HASH_PATTERN, SESSION_BINDINGS, STREAM_TOKENS, SessionBindings, StreamTokens, VisitorSessionsFull, cookie_value,
@@ -126,7 +126,7 @@ class SessionGuard:
     async def _read_body(self, receive: Receive, send: Send) -> bytes | None:
         """The body, or None once answered (413) or the client went away."""
         try:
-            return await read_capped_body(receive, MAX_EVENT_BODY_BYTES)
+            return await read_capped_body(receive, max_event_body_bytes())
         except BodyTooLarge as exc:
             await _reply(send, 413, str(exc))
             return None

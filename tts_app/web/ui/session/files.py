@@ -47,12 +47,6 @@ def new_file(session: str | None, stem: str, suffix: str, pinned: bool = False) 
     return folder / f"{safe_stem}{suffix}"
 
 
-def owned_folders(session: str | None) -> list[Path]:
-    """The folders of ``session``'s files (a copy)."""
-    with _lock:
-        return list(_owned.get(session or "", []))
-
-
 def forget_session(session: str | None) -> None:
     """Forget which files ``session`` owns (they stay until the store's age or size cap removes them)."""
     with _lock:
