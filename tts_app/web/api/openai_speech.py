@@ -285,7 +285,8 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
     from tts_app.engine import EngineBusy, SpeechParams, UnsupportedParameter  # the engine package is heavy; imported on first request
     from tts_app.engine.input_processing import resolve_params
     from tts_app.catalog.engines import LOAD_RETRY_S, LOADING_RETRY_S, ModelLoadFailed, ModelLoading, ModelUnavailable, engine_for, model_voice_names  # one engine per model, created on first use
-    from tts_app.text import parse_lexicon, saved_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
+    from tts_app.catalog.server_lexicon import server_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
+    from tts_app.text import parse_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
 
     model_id = MODEL_ID if body.model in MODEL_ALIASES else body.model
     voice, refused = api_voice(body.voice, await asyncio.to_thread(model_voice_names, model_id))
@@ -294,7 +295,7 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
     capabilities = capabilities_of(model_id)
     try:
         # The server's own words go only to a model that reads a lexicon; a request's own words are its ask.
-        lexicon = await asyncio.to_thread(saved_lexicon) if capabilities is None or capabilities.lexicon else None
+        lexicon = await asyncio.to_thread(server_lexicon) if capabilities is None or capabilities.lexicon else None
         if body.lexicon:
             lexicon = parse_lexicon({**(lexicon.to_json_dict() if lexicon else {}), **body.lexicon})
         params = SpeechParams(
