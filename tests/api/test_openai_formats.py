@@ -100,11 +100,6 @@ def test_whole_wav_has_real_sizes_for_pythons_wave(http: httpx.Client, pcm_secon
     assert int.from_bytes(data[4:8], "little") == len(data) - 8
 
 
-def test_streamed_wav_keeps_unknown_sizes(http: httpx.Client) -> None:
-    data = speech(http, response_format="wav").content
-    assert data[4:8] == data[40:44] == b"\xff\xff\xff\xff"
-
-
 def test_mp3_is_the_default_format(http: httpx.Client, pcm_seconds: float) -> None:
     response = speech(http)
     assert response.headers["content-type"] == "audio/mpeg"
@@ -329,6 +324,50 @@ def test_openai_client_whole_wav_reads_with_wave(openai_client, pcm_seconds: flo
     with wave.open(io.BytesIO(response.content)) as reader:
         seconds = reader.getnframes() / reader.getframerate()
     assert seconds * 2.0 / pcm_seconds == pytest.approx(1.0, abs=0.05)
+
+
+def _wav_sizes(data: bytes) -> tuple[int, int, int]:
+    """(RIFF size, data chunk size, data chunk offset) as the header states them (chunks walked, none assumed)."""
+    assert data[:4] == b"RIFF" and data[8:12] == b"WAVE"
+    riff = int.from_bytes(data[4:8], "little")
+    at = 12
+    while at + 8 <= len(data):
+        kind, size = data[at:at + 4], int.from_bytes(data[at + 4:at + 8], "little")
+        if kind == b"data":
+            return riff, size, at + 8
+        at += 8 + size + (size & 1)
+    raise AssertionError("no data chunk")
+
+
+def test_openai_client_plain_wav_header_is_true_in_wave_soundfile_and_ffmpeg(openai_client, tmp_path: Path, pcm_seconds: float) -> None:
+    """The client's default, non-streaming call (it reads the whole body): a WAV whose sizes are the file's own."""
+    response = openai_client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT, response_format="wav")
+    data = response.content
+    riff, size, offset = _wav_sizes(data)
+    assert riff == len(data) - 8 and size == len(data) - offset  # not 0xFFFFFFFF
+    with wave.open(io.BytesIO(data)) as reader:
+        frames = reader.getnframes()
+        assert frames * reader.getsampwidth() == size
+        assert frames / reader.getframerate() == pytest.approx(pcm_seconds, abs=1e-4)
+    assert sf.info(io.BytesIO(data)).frames == frames
+    path = tmp_path / "speech.wav"
+    path.write_bytes(data)
+    exe = ffmpeg_exe()
+    assert exe
+    checked = subprocess.run([exe, "-v", "warning", "-i", str(path), "-f", "null", "-"], capture_output=True, text=True, timeout=60)
+    # A mono WAV without a channel mask: ffmpeg names the layout it guesses; anything else ("Ignoring maximum wav
+    # data size", "Estimating duration from bitrate", a corrupt packet: a streamed WAV's) is a defect.
+    warnings = [line for line in checked.stderr.splitlines() if "Guessed Channel Layout: mono" not in line]
+    assert checked.returncode == 0 and warnings == [], checked.stderr
+    assert decoded_seconds(data) == pytest.approx(pcm_seconds, abs=1e-4)
+
+
+def test_a_wav_asked_to_stream_streams_with_open_sizes(http: httpx.Client) -> None:
+    """`"stream": true` (or the client's streaming response, tests/api/test_openai_speech.py) keeps the first audio at once."""
+    streamed = speech(http, response_format="wav", stream=True).content
+    riff, size, _ = _wav_sizes(streamed)
+    assert riff == size == 0xFFFFFFFF
+    assert sf.info(io.BytesIO(streamed)).frames == _wav_sizes(speech(http, response_format="wav").content)[1] // 2
 
 
 def test_openai_client_sees_a_bad_voice_as_bad_request(openai_client) -> None:

@@ -61,7 +61,8 @@ def test_streamed_body_arrives_in_pieces_before_the_end(http: httpx.Client) -> N
 
 
 def test_streamed_wav_header_declares_unknown_length(http: httpx.Client) -> None:
-    with http.stream("POST", "/v1/audio/speech", json={"model": "tts-1", "input": "Streaming wav.", "response_format": "wav"}) as response:
+    with http.stream("POST", "/v1/audio/speech", json={"model": "tts-1", "input": "Streaming wav.", "response_format": "wav",
+                                                     "stream": True}) as response:  # fmt: skip  (a WAV without it is sent whole)
         assert response.status_code == 200
         data = response.read()
     assert data[:4] == b"RIFF" and data[8:12] == b"WAVE"
@@ -207,6 +208,27 @@ def held_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, _HeldBac
     finally:
         backend.release.set()
         engine.close()
+
+
+def test_the_openai_clients_streaming_response_hears_a_wavs_first_audio_at_once(held_server: tuple[str, _HeldBackend]) -> None:
+    """A WAV without ``stream`` goes whole to a client that reads it whole; the official client's streaming
+    response (``with_streaming_response``) still gets its first audio while the rest is unmade."""
+    openai = pytest.importorskip("openai")
+    base, backend = held_server
+    text = "one two three four five six seven eight"
+    with openai.OpenAI(base_url=f"{base}/v1", api_key="unused", max_retries=0, timeout=HOLD_S) as client:
+        with client.audio.speech.with_streaming_response.create(model="gpt-4o-mini-tts", voice="alloy", input=text,
+                                                                response_format="wav") as response:  # fmt: skip
+            pieces = response.iter_bytes()
+            first = b""
+            while len(first) <= 44:  # the header, then audio (a server that buffers the body never sends it while held)
+                first += next(pieces)
+            assert first[:4] == b"RIFF" and not backend.release.is_set()
+            assert len(backend.batches) <= _HeldBackend.FREE_STEPS  # the rest is still to be made
+            backend.release.set()
+            data = first + b"".join(pieces)
+    audio, _ = sf.read(io.BytesIO(data), dtype="float32")
+    assert len(audio) == len(expected(text, 0))
 
 
 def test_the_first_audio_leaves_before_the_rest_is_made(held_server: tuple[str, _HeldBackend]) -> None:

@@ -72,7 +72,7 @@ async def create_captioned_speech(request: Request) -> Response:
     if isinstance(encoder, JSONResponse):
         return encoder
 
-    if not body.stream:
+    if not submitted.stream:
         pieces = await whole_encoded(request, handle, encoder)
         if isinstance(pieces, Response):
             return pieces

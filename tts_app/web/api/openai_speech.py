@@ -4,7 +4,7 @@ Request fields follow OpenAI's: ``model`` (required, as OpenAI requires it), ``i
 aliases, see voice_aliases.py), ``response_format`` (mp3 by default, opus, aac, flac,
 wav, pcm; see audio_formats.py), ``speed`` (config.SPEED_MIN to SPEED_MAX) and
 ``instructions`` (accepted and ignored: this model takes no style prompt). The body
-streams as the engine produces audio. ``pcm`` is raw signed 16-bit little-endian mono
+streams as the engine produces audio (a WAV only to a client that streams: streams()). ``pcm`` is raw signed 16-bit little-endian mono
 at the engine's sample rate (OpenAI's own pcm is 24 kHz; ours is the model's rate,
 22,050 Hz for the default Piper voice, never resampled). The ``X-Sample-Rate`` header
 states the rate the body decodes at: the model's, except Opus (always 48 kHz). Extensions: ``seed``, ``voice_strength``, ``stream`` (false returns a
@@ -75,7 +75,7 @@ class SpeechRequest(BaseModel):
     speed: float = Field(default=1.0, ge=SPEED_MIN, le=SPEED_MAX)
     instructions: str | None = Field(default=None, max_length=MAX_INPUT_CHARS)  # accepted, ignored (no style prompt)
     stream_format: Literal["audio"] = "audio"  # OpenAI's "sse" is not offered
-    stream: bool = True
+    stream: bool | None = None  # None: streamed, except a WAV for a client that reads it whole (streams())
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     voice_strength: float = Field(default=1.0, ge=0.0, le=1.0)
     normalize: bool | None = None  # false reads numbers, dates and abbreviations as written; null: the model's own way
@@ -161,6 +161,26 @@ class Submitted:
     body: SpeechRequest
     engine: Any  # tts_app.engine.Engine
     handle: Any  # tts_app.engine.RequestHandle
+    stream: bool  # the reply goes out as the audio comes (streams())
+
+
+# The official openai client marks a request whose reply it reads as it comes (``with_streaming_response``:
+# "stream"); its plain ``speech.create`` reads the whole body and sends no mark.
+STREAMING_READER_HEADER = "x-stainless-raw-response"
+
+
+def streams(body: SpeechRequest, request: Request) -> bool:
+    """Whether the reply goes out as the audio is made, or whole with a header that states its length.
+
+    ``stream`` in the body decides. Without it every format streams (its first audio leaves at once)
+    except WAV: a WAV header states the file's length before its audio, so a streamed WAV can only say
+    "unknown" (0xFFFFFFFF, which Python's ``wave`` reads as 27 hours). A WAV therefore goes whole, its
+    header true, unless the client says it reads as the audio comes (the official client's streaming
+    response, or ``"stream": true``).
+    """
+    if body.stream is not None:
+        return body.stream
+    return body.response_format != "wav" or request.headers.get(STREAMING_READER_HEADER) == "stream"
 
 
 async def read_body(request: Request, schema: type[BaseModel], max_bytes: int = MAX_BODY_BYTES) -> Any:
@@ -293,13 +313,14 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
     if refused is not None:
         return refused
     capabilities = capabilities_of(model_id)
+    stream = streams(body, request)
     try:
         # The server's own words go only to a model that reads a lexicon; a request's own words are its ask.
         lexicon = await asyncio.to_thread(server_lexicon) if capabilities is None or capabilities.lexicon else None
         if body.lexicon:
             lexicon = parse_lexicon({**(lexicon.to_json_dict() if lexicon else {}), **body.lexicon})
         params = SpeechParams(
-            body.seed, body.speed, voice, None, body.voice_strength, body.normalize, lexicon, body.language, body.stream,
+            body.seed, body.speed, voice, None, body.voice_strength, body.normalize, lexicon, body.language, stream,
             client_id(request),
         )  # fmt: skip
         if capabilities is not None:  # before the model is loaded or anything queued
@@ -318,7 +339,7 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
         return error_response(503, str(exc), code="engine_busy", error_type="server_error", retry_after_s=exc.retry_after_s)
     except ValueError as exc:
         return error_response(400, str(exc), param="input", code="invalid_value")
-    return Submitted(body, engine, handle)
+    return Submitted(body, engine, handle, stream)
 
 
 def open_audio_encoder(fmt: str, submitted: Submitted, client: str) -> Encoder | JSONResponse:
@@ -355,8 +376,8 @@ async def create_speech(request: Request) -> Response:
     """Synthesize ``input`` and stream it back as mp3 (default), opus, aac, flac, wav or pcm.
 
     OpenAI voice names are aliases of voices here; ``instructions`` is accepted and
-    ignored (this model takes no style prompt); ``"stream": false`` returns a
-    complete file whose header states its length.
+    ignored (this model takes no style prompt); ``"stream": false``, and a WAV for a client
+    that reads the body whole (streams()), return a complete file whose header states its length.
     """
     submitted = await submit_speech(request, OpenAISpeechRequest)
     if isinstance(submitted, JSONResponse):
@@ -369,7 +390,7 @@ async def create_speech(request: Request) -> Response:
     if isinstance(encoder, JSONResponse):
         return encoder
 
-    if not body.stream:
+    if not submitted.stream:
         pieces = await whole_encoded(request, handle, encoder)
         if isinstance(pieces, Response):
             return pieces

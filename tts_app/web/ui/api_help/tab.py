@@ -45,7 +45,7 @@ both batch together). The body streams as audio is produced.
 | `response_format` | `mp3` (default), `opus`, `aac`, `flac`, `wav` or `pcm` (16-bit little-endian mono at the rate in the `X-Sample-Rate` header) |
 | `speed` | {SPEED_MIN:g} to {SPEED_MAX:g}; the length scales as 1/speed |
 | `instructions` | accepted and ignored (this model takes no style prompt) |
-| `seed`, `voice_strength`, `stream` | extensions: sampling seed, voice-matching strength 0 to 1, `false` for a complete file whose header states its length |
+| `seed`, `voice_strength`, `stream` | extensions: sampling seed, voice-matching strength 0 to 1, `false` for a complete file whose header states its length (a `wav` without `stream` is sent whole too, unless the openai client streams it: `with_streaming_response`) |
 
 ```bash
 curl -s {origin}/v1/audio/speech -H 'Content-Type: application/json' \\
