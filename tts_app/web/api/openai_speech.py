@@ -4,7 +4,9 @@ Request fields follow OpenAI's: ``model`` (required, as OpenAI requires it), ``i
 aliases, see voice_aliases.py), ``response_format`` (mp3 by default, opus, aac, flac,
 wav, pcm; see audio_formats.py), ``speed`` (config.SPEED_MIN to SPEED_MAX) and
 ``instructions`` (accepted and ignored: this model takes no style prompt). The body
-streams as the engine produces audio (a WAV only to a client that streams: streams()). ``pcm`` is raw signed 16-bit little-endian mono
+streams as the engine produces audio (a WAV only to a client that streams: streams());
+``stream_format`` ``sse`` sends it as OpenAI's speech events instead (web/api/sse.py; refused for
+tts-1 and tts-1-hd, as OpenAI refuses it). ``pcm`` is raw signed 16-bit little-endian mono
 at the engine's sample rate (OpenAI's own pcm is 24 kHz; ours is the model's rate,
 22,050 Hz for the default Piper voice, never resampled). The ``X-Sample-Rate`` header
 states the rate the body decodes at: the model's, except Opus (always 48 kHz). Extensions: ``seed``, ``voice_strength``, ``stream`` (false returns a
@@ -45,6 +47,7 @@ from tts_app.audio.formats import (
 from tts_app.web.api.client_id import client_id
 from tts_app.web.api.disconnect import ClientGone, until_disconnect
 from tts_app.web.api.limits import MAX_BODY_BYTES, BodyError, read_json_body
+from tts_app.web.api.sse import MEDIA_TYPE as SSE_MEDIA_TYPE, speech_events, usage
 from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json_body, replies
 from tts_app.catalog.voice_aliases import VoiceAliasError, api_voice_names, library_voice
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
@@ -74,7 +77,7 @@ class SpeechRequest(BaseModel):
     response_format: Literal["mp3", "opus", "aac", "flac", "wav", "pcm"] = DEFAULT_FORMAT
     speed: float = Field(default=1.0, ge=SPEED_MIN, le=SPEED_MAX)
     instructions: str | None = Field(default=None, max_length=MAX_INPUT_CHARS)  # accepted, ignored (no style prompt)
-    stream_format: Literal["audio"] = "audio"  # OpenAI's "sse" is not offered
+    stream_format: Literal["audio"] = "audio"  # server-sent events: the OpenAI route only (OpenAISpeechRequest)
     stream: bool | None = None  # None: streamed, except a WAV for a client that reads it whole (streams())
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     voice_strength: float = Field(default=1.0, ge=0.0, le=1.0)
@@ -84,9 +87,11 @@ class SpeechRequest(BaseModel):
 
 
 class OpenAISpeechRequest(SpeechRequest):
-    """``POST /v1/audio/speech``'s body: OpenAI requires ``model`` (any alias of a served model)."""
+    """``POST /v1/audio/speech``'s body: OpenAI requires ``model`` (any alias of a served model); ``stream_format``
+    ``sse`` streams OpenAI's speech events (web/api/sse.py)."""
 
     model: str
+    stream_format: Literal["audio", "sse"] = "audio"  # type: ignore[assignment]
 
 
 async def until_shutdown(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -121,7 +126,8 @@ def _validation_error(exc: ValidationError) -> JSONResponse:
         allowed = str(first.get("ctx", {}).get("expected", "")).replace("'", "").replace(" or ", ", ")
         message = f"response_format must be one of: {allowed or ', '.join(FORMATS)}"
     elif first.get("type") == "literal_error" and param == "stream_format":
-        message = "stream_format must be 'audio' (server-sent events are not offered)"
+        allowed = str(first.get("ctx", {}).get("expected", "")).replace("'", "").replace(" or ", ", ")
+        message = f"stream_format must be one of: {allowed}" + ("" if "sse" in allowed else " (server-sent events: /v1/audio/speech)")
     elif first.get("type") == "missing":
         message = f"'{param}' is required"
     else:
@@ -178,8 +184,8 @@ def streams(body: SpeechRequest, request: Request) -> bool:
     header true, unless the client says it reads as the audio comes (the official client's streaming
     response, or ``"stream": true``).
     """
-    if body.stream is not None:
-        return body.stream
+    if body.stream_format == "sse" or body.stream is not None:
+        return body.stream_format == "sse" or bool(body.stream)
     return body.response_format != "wav" or request.headers.get(STREAMING_READER_HEADER) == "stream"
 
 
@@ -295,6 +301,23 @@ async def with_first(first: Any, audio: AsyncIterator[Any]) -> AsyncIterator[Any
         yield chunk
 
 
+# OpenAI serves speech events for its gpt-4o-mini-tts models and refuses them for these.
+SSE_REFUSED_MODELS = frozenset({"tts-1", "tts-1-hd"})
+
+
+def sse_refusal(body: SpeechRequest) -> JSONResponse | None:
+    """A 400 for ``stream_format: "sse"`` where OpenAI refuses it (tts-1, tts-1-hd) or with ``"stream": false``."""
+    if body.stream_format != "sse":
+        return None
+    if body.model in SSE_REFUSED_MODELS:
+        return error_response(400, f"stream_format 'sse' is not supported for {body.model}; use gpt-4o-mini-tts, or stream_format 'audio'",
+                              param="stream_format", code="unsupported_value")  # fmt: skip
+    if body.stream is False:
+        return error_response(400, "stream_format 'sse' streams; drop \"stream\": false or use stream_format 'audio'",
+                              param="stream", code="invalid_value")  # fmt: skip
+    return None
+
+
 async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRequest) -> Submitted | JSONResponse:
     """Read, validate and submit a speech request; an OpenAI-shaped 4xx/5xx response when it cannot run."""
     body = await read_body(request, schema)
@@ -302,6 +325,9 @@ async def submit_speech(request: Request, schema: type[SpeechRequest] = SpeechRe
         return body
     if not body.input.strip():
         return error_response(400, "input is empty", param="input", code="invalid_value")
+    refused = sse_refusal(body)
+    if refused is not None:
+        return refused
     from tts_app.engine import EngineBusy, SpeechParams, UnsupportedParameter  # the engine package is heavy; imported on first request
     from tts_app.engine.input_processing import resolve_params
     from tts_app.catalog.engines import LOAD_RETRY_S, LOADING_RETRY_S, ModelLoadFailed, ModelLoading, ModelUnavailable, engine_for, model_voice_names  # one engine per model, created on first use
@@ -370,8 +396,8 @@ async def first_audio(request: Request, handle: Any, audio: AsyncIterator[Any]) 
         return None, error_response(500, "speech synthesis failed; see the server log", code="synthesis_failed", error_type="server_error")
 
 
-@router.post("/v1/audio/speech", response_model=None, openapi_extra=json_body(SpeechRequest),
-             responses=replies(200, {f.media_type: BINARY for f in FORMATS.values()}, *GUARD_ERRORS, 429, 499, 500, 503))
+@router.post("/v1/audio/speech", response_model=None, openapi_extra=json_body(OpenAISpeechRequest),
+             responses=replies(200, {f.media_type: BINARY for f in FORMATS.values()} | {SSE_MEDIA_TYPE: BINARY}, *GUARD_ERRORS, 429, 499, 500, 503))
 async def create_speech(request: Request) -> Response:
     """Synthesize ``input`` and stream it back as mp3 (default), opus, aac, flac, wav or pcm.
 
@@ -412,4 +438,7 @@ async def create_speech(request: Request) -> Response:
             handle.cancel()
             encoder.release()
 
+    if body.stream_format == "sse":  # the same chunks, framed as OpenAI's speech events
+        events = speech_events(body_chunks(), lambda: usage(len(body.input), handle.metrics.audio_s))
+        return StreamingResponse(events, media_type=SSE_MEDIA_TYPE, headers=headers)
     return StreamingResponse(body_chunks(), media_type=media_type, headers=headers)

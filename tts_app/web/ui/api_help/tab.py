@@ -45,6 +45,7 @@ both batch together). The body streams as audio is produced.
 | `response_format` | `mp3` (default), `opus`, `aac`, `flac`, `wav` or `pcm` (16-bit little-endian mono at the rate in the `X-Sample-Rate` header) |
 | `speed` | {SPEED_MIN:g} to {SPEED_MAX:g}; the length scales as 1/speed |
 | `instructions` | accepted and ignored (this model takes no style prompt) |
+| `stream_format` | `audio` (default) or `sse`: `speech.audio.delta` events (`audio`: base64 of the next piece of the body, any `response_format`), then one `speech.audio.done` with `usage` (input characters, audio milliseconds); refused for `tts-1`/`tts-1-hd`, as OpenAI does |
 | `seed`, `voice_strength`, `stream` | extensions: sampling seed, voice-matching strength 0 to 1, `false` for a complete file whose header states its length (a `wav` without `stream` is sent whole too, unless the openai client streams it: `with_streaming_response`) |
 
 ```bash
