@@ -11,6 +11,7 @@ import json
 import shutil
 import subprocess
 import time
+import typing
 import wave
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import soundfile as sf
 from tests.support.paths import REPO
 from tts_app.audio.formats import MAX_FFMPEG_ENCODERS, open_encoder
 from tts_app.catalog.voice_aliases import ALIASES_ENV, OPENAI_VOICES, library_voice, voice_aliases
+from tts_app.models.available import OPENAI_MODELS
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.audio.ffmpeg_path import ffmpeg_exe
 
@@ -106,12 +108,28 @@ def test_mp3_is_the_default_format(http: httpx.Client, pcm_seconds: float) -> No
     assert pcm_seconds <= decoded_seconds(response.content) <= pcm_seconds + SLACK_S["mp3"] + 0.005
 
 
+def _official_names(type_alias: object) -> list[str]:
+    """The string literals in one of the installed openai client's parameter types (its Voice, SpeechModel)."""
+    if typing.get_origin(type_alias) is typing.Literal:
+        return [a for a in typing.get_args(type_alias) if isinstance(a, str)]
+    return [name for arg in typing.get_args(type_alias) for name in _official_names(arg)]
+
+
+def official_voices() -> list[str]:
+    pytest.importorskip("openai")
+    from openai.types.audio.speech_create_params import Voice
+
+    return _official_names(Voice)
+
+
 def test_every_openai_voice_name_is_served_as_its_alias(http: httpx.Client) -> None:
+    """Every voice the installed official client names (13 in openai 2.x: marin and cedar the newest) is accepted,
+    listed by /v1/audio/voices, and sounds exactly like the voice it is an alias of."""
     listed = http.get("/v1/audio/voices").json()["voices"]
     aliases = voice_aliases()
-    assert sorted(aliases) == sorted(OPENAI_VOICES)
+    assert sorted(aliases) == sorted(OPENAI_VOICES) == sorted(official_voices())
     own: dict[str, bytes] = {}
-    for name in OPENAI_VOICES:
+    for name in official_voices():
         assert name in listed
         target = aliases[name]
         if target not in own:
@@ -368,6 +386,19 @@ def test_a_wav_asked_to_stream_streams_with_open_sizes(http: httpx.Client) -> No
     riff, size, _ = _wav_sizes(streamed)
     assert riff == size == 0xFFFFFFFF
     assert sf.info(io.BytesIO(streamed)).frames == _wav_sizes(speech(http, response_format="wav").content)[1] // 2
+
+
+def test_every_model_name_of_the_official_client_is_accepted(openai_client) -> None:
+    """gpt-4o-mini-tts-2025-12-15 and the older names: each an alias of the embedded model (same audio)."""
+    from openai.types.audio.speech_model import SpeechModel
+
+    names = _official_names(SpeechModel)
+    assert "gpt-4o-mini-tts-2025-12-15" in names and sorted(names) == sorted(OPENAI_MODELS)
+    heard = {name: openai_client.audio.speech.create(model=name, voice="marin", input="Hi there.", response_format="pcm").content
+             for name in names}  # fmt: skip
+    assert len(set(heard.values())) == 1 and len(heard["tts-1"]) > 0
+    cedar = openai_client.audio.speech.create(model="gpt-4o-mini-tts-2025-12-15", voice="cedar", input="Hi there.", response_format="pcm")
+    assert cedar.content != heard["tts-1"]
 
 
 def test_openai_client_sees_a_bad_voice_as_bad_request(openai_client) -> None:

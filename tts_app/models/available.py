@@ -31,6 +31,8 @@ EMBEDDED_ID = "piper-joe-medium"
 # throughput. Not offered where fast means int8 (+20 WER points, BENCHMARKS.md).
 EMBEDDED_FAST_ID = "piper-joe-medium-fast"
 EMBEDDED_IDS = (EMBEDDED_ID, EMBEDDED_FAST_ID)
+# OpenAI's speech model names: each an alias of the embedded model (tests hold this to the installed openai client's list).
+OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15")
 ENV_VAR = "TTS_APP_QWEN3_PATH"
 CHATTERBOX_ID = "chatterbox"
 CHATTERBOX_ENV = "TTS_APP_CHATTERBOX_PATH"

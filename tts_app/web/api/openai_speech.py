@@ -51,7 +51,7 @@ from tts_app.web.api.sse import MEDIA_TYPE as SSE_MEDIA_TYPE, speech_events, usa
 from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json_body, replies
 from tts_app.catalog.voice_aliases import VoiceAliasError, api_voice_names, library_voice
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
-from tts_app.models.available import EMBEDDED_ID, capabilities_of
+from tts_app.models.available import EMBEDDED_ID, OPENAI_MODELS, capabilities_of
 from tts_app.models.capabilities import API_INPUT_CHARS
 from tts_app.web.shutdown import shutting_down
 from tts_app.catalog.voices import DEFAULT_VOICE
@@ -62,7 +62,7 @@ router = APIRouter()
 
 MODEL_ID = EMBEDDED_ID
 # Names OpenAI clients send by default; all of them mean the one model served here.
-MODEL_ALIASES = frozenset({MODEL_ID, "tts-1", "tts-1-hd", "gpt-4o-mini-tts", "default"})
+MODEL_ALIASES = frozenset({MODEL_ID, *OPENAI_MODELS, "default"})
 MAX_INPUT_CHARS = API_INPUT_CHARS  # one number: /v1/models reports it too
 
 
@@ -301,7 +301,7 @@ async def with_first(first: Any, audio: AsyncIterator[Any]) -> AsyncIterator[Any
         yield chunk
 
 
-# OpenAI serves speech events for its gpt-4o-mini-tts models and refuses them for these.
+# OpenAI serves speech events for its gpt-4o-mini-tts models (OPENAI_MODELS) and refuses them for these.
 SSE_REFUSED_MODELS = frozenset({"tts-1", "tts-1-hd"})
 
 
