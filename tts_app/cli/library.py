@@ -3,7 +3,7 @@
 ``python -m tts_app voice list | save NAME CLIP [--text T] [--force] | delete NAME``
 ``python -m tts_app lexicon list | set WORD PRONUNCIATION | delete WORD | import FILE``
 
-Both live in ``$TTS_APP_VOICES_DIR`` (default ``~/.cache/tts_app/voices``); a running server
+Both live in ``$TTS_APP_VOICES_DIR`` (default ``voices`` in the app's cache folder, tts_app.settings.cache_root); a running server
 sees a change on its next request.
 """
 

@@ -130,10 +130,7 @@ def is_pocket_checkpoint(path: Path) -> bool:
 
 def pocket_default_dir(env: Optional[Mapping[str, str]] = None, model_id: str = POCKET_ID) -> Path:
     """Where ``fetch MODEL_ID`` (a Pocket TTS id) puts the model without --dir (looked up like the Hugging Face cache)."""
-    env = os.environ if env is None else env
-    configured = settings.value("TTS_APP_CACHE_DIR", env)
-    root = configured if configured is not None else Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tts_app"
-    return Path(root) / model_id
+    return settings.cache_root(env) / model_id
 
 
 def pocket_model_id(path: Path) -> str:
