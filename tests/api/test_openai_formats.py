@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import shutil
 import subprocess
 import time
 import typing
@@ -21,6 +20,7 @@ import pytest
 import soundfile as sf
 
 from tests.support.paths import REPO
+from tests.support.system_tools import system_tool
 from tts_app.audio.formats import MAX_FFMPEG_ENCODERS, open_encoder
 from tts_app.catalog.voice_aliases import ALIASES_ENV, OPENAI_VOICES, library_voice, voice_aliases
 from tts_app.models.available import OPENAI_MODELS
@@ -423,26 +423,41 @@ def long_pcm_seconds(http: httpx.Client) -> float:
     return len(response.content) / 2 / int(response.headers["x-sample-rate"])
 
 
-def mpg123_seconds(path: Path) -> float:
+@pytest.fixture(scope="session")
+def mpg123() -> str:
+    """mpg123's path, or a skip naming its package: session-scoped and first in a test's arguments, it skips before
+    the app server starts."""
+    return system_tool("mpg123")
+
+
+def mpg123_seconds(exe: str, path: Path) -> float:
     """Decode with mpg123 (libmpg123, as soundfile, Firefox and many players use it); its errors fail the test."""
-    exe = shutil.which("mpg123")
-    assert exe, "mpg123 is needed (apt-get install mpg123)"
     result = subprocess.run([exe, "-q", "-s", "-m", "-r", "22050", str(path)], capture_output=True, timeout=60)
     assert result.returncode == 0 and not result.stderr.strip(), result.stderr.decode()
     return len(result.stdout) / 2 / 22050
+
+
+def _default_file(openai_client, tmp_path: Path, fmt: str | None) -> Path:
+    """``speech.create(...).write_to_file`` with the client's defaults (a streamed body, mp3 unless ``fmt``)."""
+    extra = {"response_format": fmt} if fmt else {}
+    path = tmp_path / f"speech.{fmt or 'mp3'}"
+    openai_client.audio.speech.create(model="tts-1", voice="alloy", input=LONG_TEXT, **extra).write_to_file(path)
+    return path
+
+
+def _full_length(long_pcm_seconds: float, fmt: str) -> tuple[float, float]:
+    return long_pcm_seconds - 0.005, long_pcm_seconds + SLACK_S.get(fmt, 0.0) + 0.005
 
 
 @pytest.mark.parametrize("fmt", [None, "mp3", "opus", "aac", "flac", "wav", "pcm"])
 def test_openai_client_default_file_reads_at_full_length_everywhere(
     openai_client, long_pcm_seconds: float, tmp_path: Path, fmt: str | None
 ) -> None:
-    """``speech.create(...).write_to_file`` with the client's defaults (a streamed body): every decoder
-    gets the whole length, including those that size the file from its first header."""
-    extra = {"response_format": fmt} if fmt else {}
-    path = tmp_path / f"speech.{fmt or 'mp3'}"
-    openai_client.audio.speech.create(model="tts-1", voice="alloy", input=LONG_TEXT, **extra).write_to_file(path)
+    """Every decoder gets the whole length of the file the client writes, including those that size the file
+    from its first header (mpg123: the next test)."""
+    path = _default_file(openai_client, tmp_path, fmt)
     fmt = fmt or "mp3"
-    low, high = long_pcm_seconds - 0.005, long_pcm_seconds + SLACK_S.get(fmt, 0.0) + 0.005
+    low, high = _full_length(long_pcm_seconds, fmt)
     if fmt == "pcm":
         assert path.stat().st_size / 2 / 22050 == pytest.approx(long_pcm_seconds, abs=1e-6)
         return
@@ -450,8 +465,12 @@ def test_openai_client_default_file_reads_at_full_length_everywhere(
     if fmt in SOUNDFILE_READS:
         audio, rate = sf.read(path)
         assert low <= len(audio) / rate <= high, "soundfile"
-    if fmt == "mp3":
-        assert low <= mpg123_seconds(path) <= high, "mpg123"
+
+
+def test_openai_client_default_mp3_reads_at_full_length_in_mpg123(mpg123: str, openai_client, long_pcm_seconds: float,
+                                                                   tmp_path: Path) -> None:  # fmt: skip
+    low, high = _full_length(long_pcm_seconds, "mp3")
+    assert low <= mpg123_seconds(mpg123, _default_file(openai_client, tmp_path, None)) <= high
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
