@@ -182,10 +182,12 @@ def streams(body: SpeechRequest, request: Request) -> bool:
     except WAV: a WAV header states the file's length before its audio, so a streamed WAV can only say
     "unknown" (0xFFFFFFFF, which Python's ``wave`` reads as 27 hours). A WAV therefore goes whole, its
     header true, unless the client says it reads as the audio comes (the official client's streaming
-    response, or ``"stream": true``).
+    response, or ``"stream": true``). Speech events (``stream_format`` sse) always stream.
     """
-    if body.stream_format == "sse" or body.stream is not None:
-        return body.stream_format == "sse" or bool(body.stream)
+    if body.stream_format == "sse":
+        return True
+    if body.stream is not None:
+        return body.stream
     return body.response_format != "wav" or request.headers.get(STREAMING_READER_HEADER) == "stream"
 
 
