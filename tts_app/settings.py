@@ -108,8 +108,8 @@ SETTINGS: tuple[Setting, ...] = (
            "estimated before synthesis) a request may give per character of its text, at least 60 s (400 over it): "
            "prose at the slowest speed needs about 0.25, short choppy sentences about 0.4", TEXT, low_open=True),
     # Voices
-    Setting("TTS_APP_VOICES_DIR", "path", Path("~/.cache/tts_app/voices"), "the operator's saved voices and `lexicon.json`",
-            "Command line"),
+    Setting("TTS_APP_VOICES_DIR", "path", None, "the operator's saved voices and `lexicon.json`", "Command line",
+            shown_default="`$TTS_APP_CACHE_DIR/voices`"),
     _float("TTS_APP_VOICE_MAX_ANALYSED_S", 60.0, "seconds of an uploaded clip decoded and analysed (the first ones)",
            low_open=True),
     _int("TTS_APP_VOICE_ANALYSIS_MB", 512, "memory budget (MB) shared by voice analyses running at once"),
@@ -155,8 +155,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("TTS_APP_SMALL_GEMM", "choice", None, "forces the library of Pocket TTS's few-row products (a decode step's) "
             "instead of timing both at load on a CPU: `openblas` (numpy's) or `torch`", INTERNALS,
             choices=("openblas", "torch"), shown_default="measured", fallback=True),
-    Setting("TTS_APP_CACHE_DIR", "path", None, "compiled models and logged shapes", INTERNALS,
-            shown_default="$XDG_CACHE_HOME/tts_app, else ~/.cache/tts_app"),
+    Setting("TTS_APP_CACHE_DIR", "path", None, "the one folder of what the app keeps between runs: "
+            "saved voices and `lexicon.json` (`voices/`, unless `TTS_APP_VOICES_DIR`), compiled models, logged shapes "
+            "(`ov/`), fetched Pocket TTS models (`pocket-tts*/`), the last load's time. What it "
+            "keeps only a while (generated files, document jobs, uploads) is in Gradio's temporary folder "
+            "(`$GRADIO_TEMP_DIR`, else `<tmp>/gradio`), swept", INTERNALS,
+            shown_default="`$XDG_CACHE_HOME/tts_app`, else `~/.cache/tts_app`"),
     _int("TTS_APP_SHAPE_LOG_MAX", 64, "input shapes the warm-up log keeps, the most hit (an unbounded log grew to 177 "
          "entries and a restart's idle memory from 711 to 1,610 MB)", low=0),
     _int("TTS_APP_WARM_LOGGED_SHAPES", 0, "logged shapes a start replays (off by default: four long ones grew a "
@@ -249,6 +253,19 @@ def value(name: str, env: Mapping[str, str] | None = None) -> Any:
             raise SettingError(message) from None
         _LOGGER.warning("%s; using %s", message, shown_default(s))
         return default(name)
+
+
+def cache_root(env: Mapping[str, str] | None = None) -> Path:
+    """The folder of everything the app keeps between runs: ``$TTS_APP_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/tts_app``, else ``~/.cache/tts_app``. An XDG_CACHE_HOME that is not an absolute
+    path is ignored, as the XDG Base Directory specification says. Every folder the app keeps
+    is this one or below it, unless its own setting names another (``TTS_APP_VOICES_DIR``)."""
+    env = os.environ if env is None else env
+    configured = value("TTS_APP_CACHE_DIR", env)
+    if configured is not None:
+        return configured
+    xdg = env.get("XDG_CACHE_HOME", "").strip()
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "tts_app"
 
 
 def problems(env: Mapping[str, str] | None = None) -> list[str]:

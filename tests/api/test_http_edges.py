@@ -19,7 +19,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from tests.support.app_server import serve_app
-from tests.support.fake_backend import FakeBackend
+from tests.support.fake_backend import FailsMidway
 from tests.support.route_server import serve_routes
 
 OWN_VOICE = "Model's own voice"  # the Speak tab's voice mode
@@ -164,25 +164,16 @@ def test_the_page_says_the_server_is_busy(server: str) -> None:
 # --- a stream whose synthesis fails midway --------------------------------------------------------
 
 
-class _FailsMidway(FakeBackend):
-    """Decodes two steps (a word each), then fails every step after."""
-
-    def step(self, states, emit=None):
-        if len(self.batches) >= 2:
-            raise RuntimeError("decoder exploded")
-        return super().step(states, emit)
-
-
 @pytest.mark.parametrize("fmt", ["pcm", "wav"])
 def test_a_stream_that_fails_midway_ends_and_says_so(monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
     """The 200 is sent with the first audio; the failure then ends the body at once without its final
     chunk, so a client cannot take the cut audio for the whole (httpx raises), and the server serves on."""
     from tts_app.engine import Engine
 
-    engine = Engine(_FailsMidway(), max_batch_size=4)
+    engine = Engine(FailsMidway(), max_batch_size=4)
     try:
         with serve_routes(engine, monkeypatch) as base:
-            body = {"model": "tts-1", "input": "one two three four five six", "response_format": fmt}
+            body = {"model": "tts-1", "input": "one two three four five six", "response_format": fmt, "stream": True}
             received = b""
             with pytest.raises(httpx.RemoteProtocolError, match="incomplete chunked read"):
                 with httpx.stream("POST", f"{base}/v1/audio/speech", json=body, timeout=WAIT_S) as reply:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import shutil
 import subprocess
 import time
+import typing
 import wave
 from pathlib import Path
 
@@ -20,8 +20,10 @@ import pytest
 import soundfile as sf
 
 from tests.support.paths import REPO
+from tests.support.system_tools import system_tool
 from tts_app.audio.formats import MAX_FFMPEG_ENCODERS, open_encoder
 from tts_app.catalog.voice_aliases import ALIASES_ENV, OPENAI_VOICES, library_voice, voice_aliases
+from tts_app.models.available import OPENAI_MODELS
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.audio.ffmpeg_path import ffmpeg_exe
 
@@ -100,23 +102,34 @@ def test_whole_wav_has_real_sizes_for_pythons_wave(http: httpx.Client, pcm_secon
     assert int.from_bytes(data[4:8], "little") == len(data) - 8
 
 
-def test_streamed_wav_keeps_unknown_sizes(http: httpx.Client) -> None:
-    data = speech(http, response_format="wav").content
-    assert data[4:8] == data[40:44] == b"\xff\xff\xff\xff"
-
-
 def test_mp3_is_the_default_format(http: httpx.Client, pcm_seconds: float) -> None:
     response = speech(http)
     assert response.headers["content-type"] == "audio/mpeg"
     assert pcm_seconds <= decoded_seconds(response.content) <= pcm_seconds + SLACK_S["mp3"] + 0.005
 
 
+def _official_names(type_alias: object) -> list[str]:
+    """The string literals in one of the installed openai client's parameter types (its Voice, SpeechModel)."""
+    if typing.get_origin(type_alias) is typing.Literal:
+        return [a for a in typing.get_args(type_alias) if isinstance(a, str)]
+    return [name for arg in typing.get_args(type_alias) for name in _official_names(arg)]
+
+
+def official_voices() -> list[str]:
+    pytest.importorskip("openai")
+    from openai.types.audio.speech_create_params import Voice
+
+    return _official_names(Voice)
+
+
 def test_every_openai_voice_name_is_served_as_its_alias(http: httpx.Client) -> None:
+    """Every voice the installed official client names (13 in openai 2.x: marin and cedar the newest) is accepted,
+    listed by /v1/audio/voices, and sounds exactly like the voice it is an alias of."""
     listed = http.get("/v1/audio/voices").json()["voices"]
     aliases = voice_aliases()
-    assert sorted(aliases) == sorted(OPENAI_VOICES)
+    assert sorted(aliases) == sorted(OPENAI_VOICES) == sorted(official_voices())
     own: dict[str, bytes] = {}
-    for name in OPENAI_VOICES:
+    for name in official_voices():
         assert name in listed
         target = aliases[name]
         if target not in own:
@@ -331,6 +344,63 @@ def test_openai_client_whole_wav_reads_with_wave(openai_client, pcm_seconds: flo
     assert seconds * 2.0 / pcm_seconds == pytest.approx(1.0, abs=0.05)
 
 
+def _wav_sizes(data: bytes) -> tuple[int, int, int]:
+    """(RIFF size, data chunk size, data chunk offset) as the header states them (chunks walked, none assumed)."""
+    assert data[:4] == b"RIFF" and data[8:12] == b"WAVE"
+    riff = int.from_bytes(data[4:8], "little")
+    at = 12
+    while at + 8 <= len(data):
+        kind, size = data[at:at + 4], int.from_bytes(data[at + 4:at + 8], "little")
+        if kind == b"data":
+            return riff, size, at + 8
+        at += 8 + size + (size & 1)
+    raise AssertionError("no data chunk")
+
+
+def test_openai_client_plain_wav_header_is_true_in_wave_soundfile_and_ffmpeg(openai_client, tmp_path: Path, pcm_seconds: float) -> None:
+    """The client's default, non-streaming call (it reads the whole body): a WAV whose sizes are the file's own."""
+    response = openai_client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT, response_format="wav")
+    data = response.content
+    riff, size, offset = _wav_sizes(data)
+    assert riff == len(data) - 8 and size == len(data) - offset  # not 0xFFFFFFFF
+    with wave.open(io.BytesIO(data)) as reader:
+        frames = reader.getnframes()
+        assert frames * reader.getsampwidth() == size
+        assert frames / reader.getframerate() == pytest.approx(pcm_seconds, abs=1e-4)
+    assert sf.info(io.BytesIO(data)).frames == frames
+    path = tmp_path / "speech.wav"
+    path.write_bytes(data)
+    exe = ffmpeg_exe()
+    assert exe
+    checked = subprocess.run([exe, "-v", "warning", "-i", str(path), "-f", "null", "-"], capture_output=True, text=True, timeout=60)
+    # A mono WAV without a channel mask: ffmpeg names the layout it guesses; anything else ("Ignoring maximum wav
+    # data size", "Estimating duration from bitrate", a corrupt packet: a streamed WAV's) is a defect.
+    warnings = [line for line in checked.stderr.splitlines() if "Guessed Channel Layout: mono" not in line]
+    assert checked.returncode == 0 and warnings == [], checked.stderr
+    assert decoded_seconds(data) == pytest.approx(pcm_seconds, abs=1e-4)
+
+
+def test_a_wav_asked_to_stream_streams_with_open_sizes(http: httpx.Client) -> None:
+    """`"stream": true` (or the client's streaming response, tests/api/test_openai_speech.py) keeps the first audio at once."""
+    streamed = speech(http, response_format="wav", stream=True).content
+    riff, size, _ = _wav_sizes(streamed)
+    assert riff == size == 0xFFFFFFFF
+    assert sf.info(io.BytesIO(streamed)).frames == _wav_sizes(speech(http, response_format="wav").content)[1] // 2
+
+
+def test_every_model_name_of_the_official_client_is_accepted(openai_client) -> None:
+    """gpt-4o-mini-tts-2025-12-15 and the older names: each an alias of the embedded model (same audio)."""
+    from openai.types.audio.speech_model import SpeechModel
+
+    names = _official_names(SpeechModel)
+    assert "gpt-4o-mini-tts-2025-12-15" in names and sorted(names) == sorted(OPENAI_MODELS)
+    heard = {name: openai_client.audio.speech.create(model=name, voice="marin", input="Hi there.", response_format="pcm").content
+             for name in names}  # fmt: skip
+    assert len(set(heard.values())) == 1 and len(heard["tts-1"]) > 0
+    cedar = openai_client.audio.speech.create(model="gpt-4o-mini-tts-2025-12-15", voice="cedar", input="Hi there.", response_format="pcm")
+    assert cedar.content != heard["tts-1"]
+
+
 def test_openai_client_sees_a_bad_voice_as_bad_request(openai_client) -> None:
     import openai
 
@@ -353,26 +423,41 @@ def long_pcm_seconds(http: httpx.Client) -> float:
     return len(response.content) / 2 / int(response.headers["x-sample-rate"])
 
 
-def mpg123_seconds(path: Path) -> float:
+@pytest.fixture(scope="session")
+def mpg123() -> str:
+    """mpg123's path, or a skip naming its package: session-scoped and first in a test's arguments, it skips before
+    the app server starts."""
+    return system_tool("mpg123")
+
+
+def mpg123_seconds(exe: str, path: Path) -> float:
     """Decode with mpg123 (libmpg123, as soundfile, Firefox and many players use it); its errors fail the test."""
-    exe = shutil.which("mpg123")
-    assert exe, "mpg123 is needed (apt-get install mpg123)"
     result = subprocess.run([exe, "-q", "-s", "-m", "-r", "22050", str(path)], capture_output=True, timeout=60)
     assert result.returncode == 0 and not result.stderr.strip(), result.stderr.decode()
     return len(result.stdout) / 2 / 22050
+
+
+def _default_file(openai_client, tmp_path: Path, fmt: str | None) -> Path:
+    """``speech.create(...).write_to_file`` with the client's defaults (a streamed body, mp3 unless ``fmt``)."""
+    extra = {"response_format": fmt} if fmt else {}
+    path = tmp_path / f"speech.{fmt or 'mp3'}"
+    openai_client.audio.speech.create(model="tts-1", voice="alloy", input=LONG_TEXT, **extra).write_to_file(path)
+    return path
+
+
+def _full_length(long_pcm_seconds: float, fmt: str) -> tuple[float, float]:
+    return long_pcm_seconds - 0.005, long_pcm_seconds + SLACK_S.get(fmt, 0.0) + 0.005
 
 
 @pytest.mark.parametrize("fmt", [None, "mp3", "opus", "aac", "flac", "wav", "pcm"])
 def test_openai_client_default_file_reads_at_full_length_everywhere(
     openai_client, long_pcm_seconds: float, tmp_path: Path, fmt: str | None
 ) -> None:
-    """``speech.create(...).write_to_file`` with the client's defaults (a streamed body): every decoder
-    gets the whole length, including those that size the file from its first header."""
-    extra = {"response_format": fmt} if fmt else {}
-    path = tmp_path / f"speech.{fmt or 'mp3'}"
-    openai_client.audio.speech.create(model="tts-1", voice="alloy", input=LONG_TEXT, **extra).write_to_file(path)
+    """Every decoder gets the whole length of the file the client writes, including those that size the file
+    from its first header (mpg123: the next test)."""
+    path = _default_file(openai_client, tmp_path, fmt)
     fmt = fmt or "mp3"
-    low, high = long_pcm_seconds - 0.005, long_pcm_seconds + SLACK_S.get(fmt, 0.0) + 0.005
+    low, high = _full_length(long_pcm_seconds, fmt)
     if fmt == "pcm":
         assert path.stat().st_size / 2 / 22050 == pytest.approx(long_pcm_seconds, abs=1e-6)
         return
@@ -380,8 +465,12 @@ def test_openai_client_default_file_reads_at_full_length_everywhere(
     if fmt in SOUNDFILE_READS:
         audio, rate = sf.read(path)
         assert low <= len(audio) / rate <= high, "soundfile"
-    if fmt == "mp3":
-        assert low <= mpg123_seconds(path) <= high, "mpg123"
+
+
+def test_openai_client_default_mp3_reads_at_full_length_in_mpg123(mpg123: str, openai_client, long_pcm_seconds: float,
+                                                                   tmp_path: Path) -> None:  # fmt: skip
+    low, high = _full_length(long_pcm_seconds, "mp3")
+    assert low <= mpg123_seconds(mpg123, _default_file(openai_client, tmp_path, None)) <= high
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])

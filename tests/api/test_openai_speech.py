@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import io
 import struct
-import threading
 import time
-from collections.abc import Iterator
 
 import httpx
 import numpy as np
 import pytest
 import soundfile as sf
 
-from tests.support.fake_backend import FakeBackend, expected
-from tests.support.route_server import serve_routes
+from tests.support.fake_backend import expected
+from tests.support.held_backend import HOLD_S, HeldBackend, held_server  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +59,8 @@ def test_streamed_body_arrives_in_pieces_before_the_end(http: httpx.Client) -> N
 
 
 def test_streamed_wav_header_declares_unknown_length(http: httpx.Client) -> None:
-    with http.stream("POST", "/v1/audio/speech", json={"model": "tts-1", "input": "Streaming wav.", "response_format": "wav"}) as response:
+    with http.stream("POST", "/v1/audio/speech", json={"model": "tts-1", "input": "Streaming wav.", "response_format": "wav",
+                                                     "stream": True}) as response:  # fmt: skip  (a WAV without it is sent whole)
         assert response.status_code == 200
         data = response.read()
     assert data[:4] == b"RIFF" and data[8:12] == b"WAVE"
@@ -110,7 +109,8 @@ def test_models_list(http: httpx.Client) -> None:
         ({"model": "tts-1", "input": "x" * 4097}, "input", "4096"),
         ({"model": "tts-1", "input": "Hi.", "response_format": "ogg"}, "response_format", "mp3, opus, aac, flac, wav, pcm"),
         ({"model": "tts-1", "input": "Hi.", "voice": "nonesuch"}, "voice", "unknown voice"),
-        ({"model": "tts-1", "input": "Hi.", "stream_format": "sse"}, "stream_format", "audio"),
+        ({"model": "tts-1", "input": "Hi.", "stream_format": "sse"}, "stream_format", "not supported for tts-1"),
+        ({"model": "tts-1", "input": "Hi.", "stream_format": "events"}, "stream_format", "audio, sse"),
         ({"model": "tts-1", "input": "Hi.", "speed": 9}, "speed", "speed"),
         ({"input": "Hi.", "model": "no-such-model"}, "model", "not served"),
         ({"model": "tts-1", "input": "Hi.", "voice_strength": 2}, "voice_strength", "voice_strength"),
@@ -174,42 +174,28 @@ def test_the_fast_embedded_voice_through_http(artifacts_dir) -> None:
 # --- streaming, proved with a backend that holds its work ----------------------------------
 
 
-HOLD_S = 60.0  # a deadline for a hang, not a timing: the test releases the backend on an event
-
-
-class _HeldBackend(FakeBackend):
-    """Decodes the first words, then holds every later step until the test sets ``release``."""
-
-    FREE_STEPS = 2
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.release = threading.Event()
-
-    def step(self, states, emit=None):
-        if len(self.batches) >= self.FREE_STEPS and not self.release.wait(HOLD_S):
-            raise RuntimeError("the test never released the backend")
-        return super().step(states, emit)
-
-
-@pytest.fixture
-def held_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, _HeldBackend]]:
-    """The speech route in a real HTTP server over an engine whose backend holds its work: what the
-    client receives before ``release`` was sent while synthesis was unfinished."""
-    from tts_app.engine import Engine
-
-    backend = _HeldBackend()
-    engine = Engine(backend, max_batch_size=4)
-    try:
-        with serve_routes(engine, monkeypatch) as base:
-            yield base, backend
+def test_the_openai_clients_streaming_response_hears_a_wavs_first_audio_at_once(held_server: tuple[str, HeldBackend]) -> None:
+    """A WAV without ``stream`` goes whole to a client that reads it whole; the official client's streaming
+    response (``with_streaming_response``) still gets its first audio while the rest is unmade."""
+    openai = pytest.importorskip("openai")
+    base, backend = held_server
+    text = "one two three four five six seven eight"
+    with openai.OpenAI(base_url=f"{base}/v1", api_key="unused", max_retries=0, timeout=HOLD_S) as client:
+        with client.audio.speech.with_streaming_response.create(model="gpt-4o-mini-tts", voice="alloy", input=text,
+                                                                response_format="wav") as response:  # fmt: skip
+            pieces = response.iter_bytes()
+            first = b""
+            while len(first) <= 44:  # the header, then audio (a server that buffers the body never sends it while held)
+                first += next(pieces)
+            assert first[:4] == b"RIFF" and not backend.release.is_set()
+            assert len(backend.batches) <= HeldBackend.FREE_STEPS  # the rest is still to be made
             backend.release.set()
-    finally:
-        backend.release.set()
-        engine.close()
+            data = first + b"".join(pieces)
+    audio, _ = sf.read(io.BytesIO(data), dtype="float32")
+    assert len(audio) == len(expected(text, 0))
 
 
-def test_the_first_audio_leaves_before_the_rest_is_made(held_server: tuple[str, _HeldBackend]) -> None:
+def test_the_first_audio_leaves_before_the_rest_is_made(held_server: tuple[str, HeldBackend]) -> None:
     base, backend = held_server
     text = "one two three four five six seven eight"  # a word a step: eight steps, six of them held
     body = {"model": "tts-1", "input": text, "voice": "default", "response_format": "pcm"}
@@ -218,7 +204,7 @@ def test_the_first_audio_leaves_before_the_rest_is_made(held_server: tuple[str, 
         pieces = response.iter_bytes()
         first = next(pieces)  # a server that buffers the body never sends this while the backend holds
         assert first and not backend.release.is_set()
-        assert len(backend.batches) == _HeldBackend.FREE_STEPS  # the rest is still to be made
+        assert len(backend.batches) == HeldBackend.FREE_STEPS  # the rest is still to be made
         backend.release.set()
         rest = b"".join(pieces)
     samples = np.frombuffer(first + rest, "<i2").astype(np.float32) / 32767

@@ -103,3 +103,27 @@ def test_the_operator_library_refuses_openai_and_builtin_names_in_one_line(tmp_p
     assert json.loads(_library(tmp_path, "voice", "list").stdout)["saved"] == []
     missing = _library(tmp_path, "voice", "delete", "nope")
     assert missing.returncode == 2 and "unknown voice" in missing.stderr
+
+
+def test_a_lexicon_entry_the_voice_cannot_say_is_refused_as_the_page_refuses_it(tmp_path):
+    """The page's check (parse_lexicon with the voice's phonemes), one line, exit 2, nothing written."""
+    refused = _library(tmp_path, "lexicon", "set", "Snowman", "/ʃ☃n/")
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr == "error: lexicon entry 'Snowman': '☃' (U+2603) is not a phoneme of this voice\n"
+    assert not (tmp_path / "lexicon.json").exists()
+    bad_file = tmp_path / "import.json"
+    bad_file.write_text(json.dumps({"fine": "fyne", "Snowman": "/ʃ☃n/"}), encoding="utf-8")
+    refused = _library(tmp_path, "lexicon", "import", str(bad_file))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "U+2603" in refused.stderr
+
+
+def test_an_entry_edited_in_by_hand_is_listed_as_skipped_and_kept_until_deleted(tmp_path):
+    (tmp_path / "lexicon.json").write_text(json.dumps({"Nguyen": "win", "Snowman": "/ʃ☃n/"}), encoding="utf-8")
+    listed = _library(tmp_path, "lexicon", "list")
+    assert listed.returncode == 0 and json.loads(listed.stdout) == {"nguyen": "win"}
+    assert listed.stderr.count("\n") == 1 and "skipped lexicon entry 'Snowman'" in listed.stderr
+    assert _library(tmp_path, "lexicon", "set", "Siobhan", "/ʃɪvˈɔːn/").returncode == 0
+    assert "Snowman" in json.loads((tmp_path / "lexicon.json").read_text(encoding="utf-8"))  # the operator's own text stays
+    assert _library(tmp_path, "lexicon", "delete", "snowman").returncode == 0
+    listed = _library(tmp_path, "lexicon", "list")
+    assert listed.stderr == "" and json.loads(listed.stdout) == {"nguyen": "win", "siobhan": "/ʃɪvˈɔːn/"}

@@ -48,3 +48,25 @@ def test_every_section_heading_is_kept() -> None:
 def test_the_fast_voice_says_what_its_first_request_costs() -> None:
     for text in (FAST_NOTE, README):
         assert re.search(r"first request.{0,200}7 s.{0,80}540 MB", text, flags=re.S), text[:200]
+
+
+def _apt_packages(text: str) -> set[str]:
+    """The packages of the first ``apt-get install`` line in ``text`` (options left out)."""
+    line = next(line for line in text.splitlines() if "apt-get install" in line)
+    words = line.split("apt-get install", 1)[1].split("<")[0].split()
+    return {w for w in words if not w.startswith("-")}
+
+
+def test_the_test_section_gives_the_system_packages_and_scripts_beside_the_test_command() -> None:
+    """A new user's `python -m pytest` needs what CI installs: the same apt-get line as .ci/run, the chatterbox
+    modules' script and the reference venvs' scripts, next to the test command."""
+    from tests.support.system_tools import PACKAGES
+
+    section = README[README.index("\n## Test\n") : README.index("\n## Command line")]
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert _apt_packages(section) == _apt_packages(ci)
+    assert {p for packages in PACKAGES.values() for p in packages.split()} <= _apt_packages(ci)
+    assert "python -m pytest -q" in section and "bash scripts/install_chatterbox.sh" in section
+    for script in sorted((REPO / "tests" / "reference_envs").glob("*.sh")):
+        assert script.name in section, script.name
+    assert "TTS_APP_FAIL_ON_SKIP=1" in section and "apt-get install mpg123" in section

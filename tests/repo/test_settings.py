@@ -148,7 +148,11 @@ def test_kinds_and_the_old_name_of_max_seconds() -> None:
     assert settings.value("TTS_APP_ALIGN_WORDS", {"TTS_APP_ALIGN_WORDS": "yes please"}) is True
     assert settings.value("TTS_APP_CORS_ORIGINS", {"TTS_APP_CORS_ORIGINS": " https://a.example, ,*"}) == ("https://a.example", "*")
     assert settings.value("TTS_APP_VOICES_DIR", {"TTS_APP_VOICES_DIR": "~/v"}) == Path.home() / "v"
-    assert settings.value("TTS_APP_VOICES_DIR", {}) == Path.home() / ".cache" / "tts_app" / "voices"  # as before
+    assert settings.value("TTS_APP_VOICES_DIR", {}) is None  # then voices/ in the cache folder (voice.library.voices_dir)
+    assert settings.cache_root({}) == Path.home() / ".cache" / "tts_app"
+    assert settings.cache_root({"XDG_CACHE_HOME": "/x"}) == Path("/x/tts_app")
+    assert settings.cache_root({"XDG_CACHE_HOME": "rel", "TTS_APP_CACHE_DIR": ""}) == Path.home() / ".cache" / "tts_app"
+    assert settings.cache_root({"XDG_CACHE_HOME": "/x", "TTS_APP_CACHE_DIR": "/c"}) == Path("/c")
     assert settings.value("TTS_APP_DECODER_RUNTIME", {"TTS_APP_DECODER_RUNTIME": "OpenVINO"}) == "openvino"
     assert settings.value("TTS_APP_MAX_SECONDS", {"TTS_APP_QWEN3_MAX_SECONDS": "2"}) == 2.0
     assert settings.value("TTS_APP_MAX_SECONDS", {"TTS_APP_QWEN3_MAX_SECONDS": "2", "TTS_APP_MAX_SECONDS": "3"}) == 3.0

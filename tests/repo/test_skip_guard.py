@@ -68,3 +68,30 @@ def test_without_the_variable_skips_pass_but_are_printed(tmp_path: Path) -> None
     run = _run(tmp_path, SKIPPING_TESTS, fail_on_skip=False)
     assert run.returncode == pytest.ExitCode.OK, run.stdout
     assert "skip reasons" in run.stdout and "the frobnicator is not installed" in run.stdout, run.stdout
+
+
+@pytest.mark.slow  # two pytest runs of the API tests' imports
+def test_a_missing_system_tool_skips_in_one_line_naming_its_package_and_ci_fails(tmp_path: Path) -> None:
+    """The real mpg123 test, run with a PATH that lacks mpg123: one skip line naming the apt package (before the
+    app server starts); with TTS_APP_FAIL_ON_SKIP=1 (CI) the same run fails."""
+    from tests.support.system_tools import missing_reason
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        if os.path.isdir(directory):
+            for entry in os.scandir(directory):
+                target = bin_dir / entry.name
+                if entry.name != "mpg123" and not target.exists() and entry.is_file() and os.access(entry.path, os.X_OK):
+                    target.symlink_to(entry.path)
+    test = "tests/api/test_openai_formats.py::test_openai_client_default_mp3_reads_at_full_length_in_mpg123"
+    for fail_on_skip in (False, True):
+        env = {k: v for k, v in os.environ.items() if k != "TTS_APP_FAIL_ON_SKIP"} | {"PATH": str(bin_dir)}
+        if fail_on_skip:
+            env["TTS_APP_FAIL_ON_SKIP"] = "1"
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", test],
+                             cwd=REPO, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        skip_lines = [line for line in run.stdout.splitlines() if line.startswith("SKIPPED") and "mpg123" in line]
+        assert skip_lines and all(line.endswith(missing_reason("mpg123")) for line in skip_lines), run.stdout
+        assert "app.py" not in run.stdout and "Traceback" not in run.stdout
+        assert run.returncode == (pytest.ExitCode.TESTS_FAILED if fail_on_skip else pytest.ExitCode.OK), run.stdout

@@ -179,3 +179,12 @@ class ClockedBackend(Backend):
 
     def release(self, state):
         self.inner.release(state)
+
+
+class FailsMidway(FakeBackend):
+    """Decodes two steps (a word each), then fails every step after (a decoder that breaks mid-request)."""
+
+    def step(self, states, emit=None):
+        if len(self.batches) >= 2:
+            raise RuntimeError("decoder exploded")
+        return super().step(states, emit)

@@ -7,7 +7,6 @@ Clients that bind their own loopback source addresses (127.0.0.2, 127.0.0.3, ...
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.app_server import free_port
+from tests.support.system_tools import system_tool
 
 START_TIMEOUT_S = 30
 
@@ -55,8 +55,7 @@ http {{
 @contextmanager
 def nginx_proxy(upstream: str, root: Path, bind: str) -> Iterator[str]:
     """nginx on 127.0.0.1 and a free port forwarding to ``upstream`` (a base URL) from ``bind``; yields its base URL."""
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    assert Path(nginx).exists(), "nginx is not installed (apt-get install nginx; .ci/run does)"
+    nginx = system_tool("nginx")  # a skip naming the package where it is not installed
     port = free_port()
     upstream_port = int(upstream.rsplit(":", 1)[1])
     root.mkdir(parents=True, exist_ok=True)

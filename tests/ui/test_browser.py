@@ -162,7 +162,7 @@ def _require_browser() -> None:
         return
     if os.environ.get("TTS_APP_REQUIRE_BROWSER") == "1":
         pytest.fail(f"{CHROMIUM} is missing (apt-get install chromium chromium-driver)")
-    pytest.skip(f"{CHROMIUM} is not installed")
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium chromium-driver)")
 
 
 @pytest.fixture(scope="module")

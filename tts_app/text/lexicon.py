@@ -8,9 +8,7 @@ read by the normal text rules in place of the word.
 from __future__ import annotations
 
 import json
-import logging
 import re
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +17,6 @@ from tts_app import settings
 from tts_app.text.errors import TextError
 from tts_app.text.offsets import sub
 from tts_app.text.slots import PhonemeSlots, check_ipa
-
-_LOGGER = logging.getLogger(__name__)
 
 LEXICON_FILE = "lexicon.json"
 MAX_ENTRIES = 5000
@@ -72,36 +68,71 @@ class Lexicon:
         return sub(self._pattern, one, text)
 
 
-def parse_lexicon(data: object) -> Lexicon:
-    """Validate a decoded JSON object into a Lexicon; TextError with a one-line reason otherwise."""
+def _entry(word: object, value: object, id_map: Mapping[str, object] | None) -> tuple[str, str, bool]:
+    """One entry as (lowercased word, pronunciation, is IPA); TextError with a one-line reason otherwise."""
+    if not isinstance(word, str) or not _WORD_RE.match(word):
+        raise TextError(f"lexicon word {str(word)[:40]!r} must be one word of letters, digits, ' or -")
+    if not isinstance(value, str):
+        raise TextError(f"lexicon entry {word!r}: the pronunciation must be a string")
+    value = value.strip()
+    if len(value) > 2 and value.startswith("/") and value.endswith("/"):
+        ipa = value[1:-1].strip()
+        if not ipa or len(ipa) > 200:
+            raise TextError(f"lexicon entry {word!r}: IPA must be 1 to 200 characters")
+        if id_map is not None:
+            check_ipa(ipa, id_map, f"lexicon entry {word!r}")
+        return word.lower(), ipa, True
+    if _RESPELLING_RE.match(value):
+        return word.lower(), value, False
+    raise TextError(f"lexicon entry {word!r}: use a respelling of letters and spaces, or IPA between slashes like /nwɪn/")
+
+
+def _checked_object(data: object) -> dict:
     if not isinstance(data, dict):
         raise TextError("a lexicon must be a JSON object of word -> pronunciation")
     if len(data) > MAX_ENTRIES:
         raise TextError(f"a lexicon has at most {MAX_ENTRIES} entries, this one has {len(data)}")
+    return data
+
+
+def parse_lexicon(data: object, id_map: Mapping[str, object] | None = None) -> Lexicon:
+    """Validate a decoded JSON object into a Lexicon; TextError with the first entry's one-line reason otherwise.
+
+    With ``id_map`` (the voice's phonemes) IPA is checked too: the check the page and the CLI both make
+    before they keep an entry.
+    """
     respell: dict[str, str] = {}
     ipa: dict[str, str] = {}
-    for word, value in data.items():
-        if not isinstance(word, str) or not _WORD_RE.match(word):
-            raise TextError(f"lexicon word {str(word)[:40]!r} must be one word of letters, digits, ' or -")
-        if not isinstance(value, str):
-            raise TextError(f"lexicon entry {word!r}: the pronunciation must be a string")
-        value = value.strip()
-        key = word.lower()
-        if len(value) > 2 and value.startswith("/") and value.endswith("/"):
-            ipa[key] = value[1:-1].strip()
-            if not ipa[key] or len(ipa[key]) > 200:
-                raise TextError(f"lexicon entry {word!r}: IPA must be 1 to 200 characters")
-        elif _RESPELLING_RE.match(value):
-            respell[key] = value
-        else:
-            raise TextError(
-                f"lexicon entry {word!r}: use a respelling of letters and spaces, or IPA between slashes like /nwɪn/"
-            )
+    for word, value in _checked_object(data).items():
+        key, pron, is_ipa = _entry(word, value, id_map)
+        (ipa if is_ipa else respell)[key] = pron
     return Lexicon(respell, ipa)
 
 
-def load_lexicon(path: str | Path) -> Lexicon:
+def forgiving_lexicon(data: object, id_map: Mapping[str, object] | None = None) -> tuple[Lexicon, list[str]]:
+    """Every good entry, and one line per entry skipped: how a file edited by hand is read (one bad
+    entry must not take every request down). A file that is not an object of at most MAX_ENTRIES still
+    raises TextError."""
+    respell: dict[str, str] = {}
+    ipa: dict[str, str] = {}
+    skipped: list[str] = []
+    for word, value in _checked_object(data).items():
+        try:
+            key, pron, is_ipa = _entry(word, value, id_map)
+        except TextError as e:
+            skipped.append(str(e))
+            continue
+        (ipa if is_ipa else respell)[key] = pron
+    return Lexicon(respell, ipa), skipped
+
+
+def load_lexicon(path: str | Path, id_map: Mapping[str, object] | None = None) -> Lexicon:
     """Read and validate a lexicon file; TextError (one line) for anything wrong with it."""
+    return parse_lexicon(read_lexicon_json(path), id_map)
+
+
+def read_lexicon_json(path: str | Path) -> object:
+    """A lexicon file's decoded JSON, unvalidated; TextError (one line) when it cannot be read or decoded."""
     path = Path(path)
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
@@ -113,7 +144,7 @@ def load_lexicon(path: str | Path) -> Lexicon:
         raise TextError(f"lexicon {path.name} is not UTF-8") from None
     except json.JSONDecodeError as e:
         raise TextError(f"lexicon {path.name} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
-    return parse_lexicon(data)
+    return data
 
 
 def saved_lexicon_path() -> Path:
@@ -122,36 +153,12 @@ def saved_lexicon_path() -> Path:
     return settings.value("TTS_APP_VOICES_DIR") / LEXICON_FILE
 
 
-def save_lexicon(lexicon: Lexicon, path: str | Path | None = None) -> Path:
-    """Write atomically (a reader never sees half a file)."""
+def save_lexicon(lexicon: Lexicon | Mapping[str, str], path: str | Path | None = None) -> Path:
+    """Write a Lexicon, or a file's own entries as they are, atomically (a reader never sees half a file)."""
+    entries = lexicon.to_json_dict() if isinstance(lexicon, Lexicon) else dict(lexicon)
     path = Path(path) if path is not None else saved_lexicon_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(lexicon.to_json_dict(), ensure_ascii=False, indent=1, sort_keys=True), encoding="utf-8")
+    tmp.write_text(json.dumps(entries, ensure_ascii=False, indent=1, sort_keys=True), encoding="utf-8")
     tmp.replace(path)
     return path
-
-
-_CACHE_LOCK = threading.Lock()
-_CACHE: dict[Path, tuple[float, Lexicon]] = {}
-
-
-def saved_lexicon() -> Lexicon | None:
-    """The saved lexicon, re-read only when the file changed; None when there is none or it is broken."""
-    path = saved_lexicon_path()
-    try:
-        mtime = path.stat().st_mtime
-    except OSError:
-        return None
-    with _CACHE_LOCK:
-        hit = _CACHE.get(path)
-        if hit is not None and hit[0] == mtime:
-            return hit[1]
-    try:
-        lex = load_lexicon(path)
-    except TextError as e:
-        _LOGGER.warning("saved lexicon ignored: %s", e)
-        return None
-    with _CACHE_LOCK:
-        _CACHE[path] = (mtime, lex)
-    return lex

@@ -28,8 +28,9 @@ class VoiceEntry:
 
 
 def voices_dir() -> Path:
-    """Where saved voices live: $TTS_APP_VOICES_DIR, else ~/.cache/tts_app/voices."""
-    return settings.value(VOICES_DIR_ENV)
+    """Where saved voices (and the server's lexicon) live: $TTS_APP_VOICES_DIR, else ``voices`` in the app's cache
+    folder (settings.cache_root: the one rule of every folder the app keeps)."""
+    return settings.value(VOICES_DIR_ENV) or settings.cache_root() / "voices"
 
 
 def check_name(name: str) -> str:

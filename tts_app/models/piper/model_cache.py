@@ -1,8 +1,8 @@
 """Files kept between runs for one voice and runtime version: OpenVINO's compiled-model
 cache and the input shapes the engine met (warmed at the next load).
 
-Location: ``$TTS_APP_CACHE_DIR`` or ``$XDG_CACHE_HOME/tts_app`` (default ``~/.cache/tts_app``),
-then ``ov/<voice file hash>-<openvino version>``. A cache that cannot be created is skipped
+Location: ``ov/<voice file hash>-<openvino version>`` under the app's cache folder
+(tts_app.settings.cache_root). A cache that cannot be created is skipped
 with a warning: it only saves time.
 """
 
@@ -27,10 +27,7 @@ _lock = threading.Lock()
 
 
 def cache_root() -> Path:
-    configured = settings.value("TTS_APP_CACHE_DIR")
-    if configured is not None:
-        return configured
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tts_app"
+    return settings.cache_root()
 
 
 def file_digest(path: str) -> str:

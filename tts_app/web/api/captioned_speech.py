@@ -73,7 +73,7 @@ async def create_captioned_speech(request: Request) -> Response:
     if isinstance(encoder, JSONResponse):
         return encoder
 
-    if not body.stream:
+    if not submitted.stream:
         pieces = await whole_encoded(request, handle, encoder, client)
         if isinstance(pieces, Response):
             return pieces

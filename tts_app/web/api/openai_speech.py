@@ -4,7 +4,9 @@ Request fields follow OpenAI's: ``model`` (required, as OpenAI requires it), ``i
 aliases, see voice_aliases.py), ``response_format`` (mp3 by default, opus, aac, flac,
 wav, pcm; see audio_formats.py), ``speed`` (config.SPEED_MIN to SPEED_MAX) and
 ``instructions`` (accepted and ignored: this model takes no style prompt). The body
-streams as the engine produces audio. ``pcm`` is raw signed 16-bit little-endian mono
+streams as the engine produces audio (a WAV only to a client that streams: streams());
+``stream_format`` ``sse`` sends it as OpenAI's speech events instead (web/api/sse.py; refused for
+tts-1 and tts-1-hd, as OpenAI refuses it). ``pcm`` is raw signed 16-bit little-endian mono
 at the engine's sample rate (OpenAI's own pcm is 24 kHz; ours is the model's rate,
 22,050 Hz for the default Piper voice, never resampled). The ``X-Sample-Rate`` header
 states the rate the body decodes at: the model's, except Opus (always 48 kHz). Extensions: ``seed``, ``voice_strength``, ``stream`` (false returns a
@@ -45,10 +47,11 @@ from tts_app.audio.formats import (
 from tts_app.web.api.client_id import client_id
 from tts_app.web.api.disconnect import ClientGone, until_disconnect
 from tts_app.web.api.limits import BodyError, read_json_body
+from tts_app.web.api.sse import MEDIA_TYPE as SSE_MEDIA_TYPE, speech_events, usage
 from tts_app.web.api.openapi_docs import BINARY, GUARD_ERRORS, JSON_OBJECT, json_body, replies
 from tts_app.catalog.voice_aliases import VoiceAliasError, api_voice_names, library_voice
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
-from tts_app.models.available import EMBEDDED_ID, capabilities_of
+from tts_app.models.available import EMBEDDED_ID, OPENAI_MODELS, capabilities_of
 from tts_app.models.capabilities import API_INPUT_CHARS
 from tts_app.web.shutdown import shutting_down
 from tts_app.catalog.voices import DEFAULT_VOICE
@@ -59,7 +62,7 @@ router = APIRouter()
 
 MODEL_ID = EMBEDDED_ID
 # Names OpenAI clients send by default; all of them mean the one model served here.
-MODEL_ALIASES = frozenset({MODEL_ID, "tts-1", "tts-1-hd", "gpt-4o-mini-tts", "default"})
+MODEL_ALIASES = frozenset({MODEL_ID, *OPENAI_MODELS, "default"})
 MAX_INPUT_CHARS = API_INPUT_CHARS  # one number: /v1/models reports it too
 
 
@@ -74,8 +77,8 @@ class SpeechRequest(BaseModel):
     response_format: Literal["mp3", "opus", "aac", "flac", "wav", "pcm"] = DEFAULT_FORMAT
     speed: float = Field(default=1.0, ge=SPEED_MIN, le=SPEED_MAX)
     instructions: str | None = Field(default=None, max_length=MAX_INPUT_CHARS)  # accepted, ignored (no style prompt)
-    stream_format: Literal["audio"] = "audio"  # OpenAI's "sse" is not offered
-    stream: bool = True
+    stream_format: Literal["audio"] = "audio"  # server-sent events: the OpenAI route only (OpenAISpeechRequest)
+    stream: bool | None = None  # None: streamed, except a WAV for a client that reads it whole (streams())
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     voice_strength: float = Field(default=1.0, ge=0.0, le=1.0)
     normalize: bool | None = None  # false reads numbers, dates and abbreviations as written; null: the model's own way
@@ -84,9 +87,11 @@ class SpeechRequest(BaseModel):
 
 
 class OpenAISpeechRequest(SpeechRequest):
-    """``POST /v1/audio/speech``'s body: OpenAI requires ``model`` (any alias of a served model)."""
+    """``POST /v1/audio/speech``'s body: OpenAI requires ``model`` (any alias of a served model); ``stream_format``
+    ``sse`` streams OpenAI's speech events (web/api/sse.py)."""
 
     model: str
+    stream_format: Literal["audio", "sse"] = "audio"  # type: ignore[assignment]
 
 
 async def until_shutdown(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -121,7 +126,8 @@ def _validation_error(exc: ValidationError) -> JSONResponse:
         allowed = str(first.get("ctx", {}).get("expected", "")).replace("'", "").replace(" or ", ", ")
         message = f"response_format must be one of: {allowed or ', '.join(FORMATS)}"
     elif first.get("type") == "literal_error" and param == "stream_format":
-        message = "stream_format must be 'audio' (server-sent events are not offered)"
+        allowed = str(first.get("ctx", {}).get("expected", "")).replace("'", "").replace(" or ", ", ")
+        message = f"stream_format must be one of: {allowed}" + ("" if "sse" in allowed else " (server-sent events: /v1/audio/speech)")
     elif first.get("type") == "missing":
         message = f"'{param}' is required"
     else:
@@ -162,6 +168,28 @@ class Submitted:
     engine: Any  # tts_app.engine.Engine
     handle: Any  # tts_app.engine.RequestHandle
     client: str  # the visitor's key, computed once at the route's edge (client_id) and handed down
+    stream: bool  # the reply goes out as the audio comes (streams())
+
+
+# The official openai client marks a request whose reply it reads as it comes (``with_streaming_response``:
+# "stream"); its plain ``speech.create`` reads the whole body and sends no mark.
+STREAMING_READER_HEADER = "x-stainless-raw-response"
+
+
+def streams(body: SpeechRequest, request: Request) -> bool:
+    """Whether the reply goes out as the audio is made, or whole with a header that states its length.
+
+    ``stream`` in the body decides. Without it every format streams (its first audio leaves at once)
+    except WAV: a WAV header states the file's length before its audio, so a streamed WAV can only say
+    "unknown" (0xFFFFFFFF, which Python's ``wave`` reads as 27 hours). A WAV therefore goes whole, its
+    header true, unless the client says it reads as the audio comes (the official client's streaming
+    response, or ``"stream": true``). Speech events (``stream_format`` sse) always stream.
+    """
+    if body.stream_format == "sse":
+        return True
+    if body.stream is not None:
+        return body.stream
+    return body.response_format != "wav" or request.headers.get(STREAMING_READER_HEADER) == "stream"
 
 
 async def read_body(request: Request, schema: type[BaseModel], max_bytes: int | None = None) -> Any:
@@ -276,6 +304,23 @@ async def with_first(first: Any, audio: AsyncIterator[Any]) -> AsyncIterator[Any
         yield chunk
 
 
+# OpenAI serves speech events for its gpt-4o-mini-tts models (OPENAI_MODELS) and refuses them for these.
+SSE_REFUSED_MODELS = frozenset({"tts-1", "tts-1-hd"})
+
+
+def sse_refusal(body: SpeechRequest) -> JSONResponse | None:
+    """A 400 for ``stream_format: "sse"`` where OpenAI refuses it (tts-1, tts-1-hd) or with ``"stream": false``."""
+    if body.stream_format != "sse":
+        return None
+    if body.model in SSE_REFUSED_MODELS:
+        return error_response(400, f"stream_format 'sse' is not supported for {body.model}; use gpt-4o-mini-tts, or stream_format 'audio'",
+                              param="stream_format", code="unsupported_value")  # fmt: skip
+    if body.stream is False:
+        return error_response(400, "stream_format 'sse' streams; drop \"stream\": false or use stream_format 'audio'",
+                              param="stream", code="invalid_value")  # fmt: skip
+    return None
+
+
 async def submit_speech(request: Request, schema: type[SpeechRequest], client: str) -> Submitted | JSONResponse:
     """Read, validate and submit a speech request for ``client`` (the route's client_id); an OpenAI-shaped 4xx/5xx
     response when it cannot run."""
@@ -284,23 +329,28 @@ async def submit_speech(request: Request, schema: type[SpeechRequest], client: s
         return body
     if not body.input.strip():
         return error_response(400, "input is empty", param="input", code="invalid_value")
+    refused = sse_refusal(body)
+    if refused is not None:
+        return refused
     from tts_app.engine import EngineBusy, SpeechParams, UnsupportedParameter  # the engine package is heavy; imported on first request
     from tts_app.engine.input_processing import resolve_params
     from tts_app.catalog.engines import LOAD_RETRY_S, LOADING_RETRY_S, ModelLoadFailed, ModelLoading, ModelUnavailable, engine_for, model_voice_names  # one engine per model, created on first use
-    from tts_app.text import parse_lexicon, saved_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
+    from tts_app.catalog.server_lexicon import server_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
+    from tts_app.text import parse_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
 
     model_id = MODEL_ID if body.model in MODEL_ALIASES else body.model
     voice, refused = api_voice(body.voice, await asyncio.to_thread(model_voice_names, model_id))
     if refused is not None:
         return refused
     capabilities = capabilities_of(model_id)
+    stream = streams(body, request)
     try:
         # The server's own words go only to a model that reads a lexicon; a request's own words are its ask.
-        lexicon = await asyncio.to_thread(saved_lexicon) if capabilities is None or capabilities.lexicon else None
+        lexicon = await asyncio.to_thread(server_lexicon) if capabilities is None or capabilities.lexicon else None
         if body.lexicon:
             lexicon = parse_lexicon({**(lexicon.to_json_dict() if lexicon else {}), **body.lexicon})
         params = SpeechParams(
-            body.seed, body.speed, voice, None, body.voice_strength, body.normalize, lexicon, body.language, body.stream,
+            body.seed, body.speed, voice, None, body.voice_strength, body.normalize, lexicon, body.language, stream,
             client,
         )  # fmt: skip
         if capabilities is not None:  # before the model is loaded or anything queued
@@ -319,7 +369,7 @@ async def submit_speech(request: Request, schema: type[SpeechRequest], client: s
         return error_response(503, str(exc), code="engine_busy", error_type="server_error", retry_after_s=exc.retry_after_s)
     except ValueError as exc:
         return error_response(400, str(exc), param="input", code="invalid_value")
-    return Submitted(body, engine, handle, client)
+    return Submitted(body, engine, handle, client, stream)
 
 
 def open_audio_encoder(fmt: str, submitted: Submitted) -> Encoder | JSONResponse:
@@ -350,14 +400,14 @@ async def first_audio(request: Request, handle: Any, audio: AsyncIterator[Any]) 
         return None, error_response(500, "speech synthesis failed; see the server log", code="synthesis_failed", error_type="server_error")
 
 
-@router.post("/v1/audio/speech", response_model=None, openapi_extra=json_body(SpeechRequest),
-             responses=replies(200, {f.media_type: BINARY for f in FORMATS.values()}, *GUARD_ERRORS, 429, 499, 500, 503))
+@router.post("/v1/audio/speech", response_model=None, openapi_extra=json_body(OpenAISpeechRequest),
+             responses=replies(200, {f.media_type: BINARY for f in FORMATS.values()} | {SSE_MEDIA_TYPE: BINARY}, *GUARD_ERRORS, 429, 499, 500, 503))
 async def create_speech(request: Request) -> Response:
     """Synthesize ``input`` and stream it back as mp3 (default), opus, aac, flac, wav or pcm.
 
     OpenAI voice names are aliases of voices here; ``instructions`` is accepted and
-    ignored (this model takes no style prompt); ``"stream": false`` returns a
-    complete file whose header states its length.
+    ignored (this model takes no style prompt); ``"stream": false``, and a WAV for a client
+    that reads the body whole (streams()), return a complete file whose header states its length.
     """
     client = client_id(request)  # who asks, once, here at the edge: everything below is handed it
     submitted = await submit_speech(request, OpenAISpeechRequest, client)
@@ -371,7 +421,7 @@ async def create_speech(request: Request) -> Response:
     if isinstance(encoder, JSONResponse):
         return encoder
 
-    if not body.stream:
+    if not submitted.stream:
         pieces = await whole_encoded(request, handle, encoder, client)
         if isinstance(pieces, Response):
             return pieces
@@ -393,4 +443,7 @@ async def create_speech(request: Request) -> Response:
             handle.cancel()
             encoder.release()
 
+    if body.stream_format == "sse":  # the same chunks, framed as OpenAI's speech events
+        events = speech_events(body_chunks(), lambda: usage(len(body.input), handle.metrics.audio_s))
+        return StreamingResponse(events, media_type=SSE_MEDIA_TYPE, headers=headers)
     return StreamingResponse(body_chunks(), media_type=media_type, headers=headers)

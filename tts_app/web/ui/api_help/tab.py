@@ -7,7 +7,9 @@ from typing import Any
 
 import gradio as gr
 
+from tts_app.catalog.voice_aliases import OPENAI_VOICES
 from tts_app.models.available import EMBEDDED_ID as MODEL_ID
+from tts_app.models.available import OPENAI_MODELS
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 
 
@@ -29,6 +31,10 @@ def page_origin(request: Any) -> str:
     return f"{'https' if secure else 'http'}://{host}"
 
 
+def _names(names: tuple[str, ...]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
 def api_help_markdown(origin: str = DEFAULT_ORIGIN) -> str:
     """Markdown describing the OpenAI-compatible endpoint and the named Gradio endpoints, with ``origin`` in the snippets."""
     return f"""
@@ -39,13 +45,14 @@ both batch together). The body streams as audio is produced.
 
 | field | meaning |
 |---|---|
-| `model` | `{MODEL_ID}` (OpenAI names such as `tts-1` are accepted as aliases) |
+| `model` | `{MODEL_ID}`; OpenAI's names are aliases of it: {_names(OPENAI_MODELS)} |
 | `input` | the text, up to 4,096 characters |
-| `voice` | a built-in or operator-saved voice name (not a voice saved on the page: those are the visitor's alone), `default` (the model's own voice), or an OpenAI name (`alloy`, `nova`, ...: aliases, see the README) (`GET /v1/audio/voices` lists them) |
+| `voice` | a built-in or operator-saved voice name (not a voice saved on the page: those are the visitor's alone), `default` (the model's own voice), or one of OpenAI's {len(OPENAI_VOICES)} names, each an alias of a voice here: {_names(OPENAI_VOICES)} (`GET /v1/audio/voices` lists them all) |
 | `response_format` | `mp3` (default), `opus`, `aac`, `flac`, `wav` or `pcm` (16-bit little-endian mono at the rate in the `X-Sample-Rate` header) |
 | `speed` | {SPEED_MIN:g} to {SPEED_MAX:g}; the length scales as 1/speed |
 | `instructions` | accepted and ignored (this model takes no style prompt) |
-| `seed`, `voice_strength`, `stream` | extensions: sampling seed, voice-matching strength 0 to 1, `false` for a complete file whose header states its length |
+| `stream_format` | `audio` (default) or `sse`: `speech.audio.delta` events (`audio`: base64 of the next piece of the body, any `response_format`), then one `speech.audio.done` with `usage` (input characters, audio milliseconds); refused for `tts-1`/`tts-1-hd`, as OpenAI does |
+| `seed`, `voice_strength`, `stream` | extensions: sampling seed, voice-matching strength 0 to 1, `false` for a complete file whose header states its length (a `wav` without `stream` is sent whole too, unless the openai client streams it: `with_streaming_response`) |
 
 ```bash
 curl -s {origin}/v1/audio/speech -H 'Content-Type: application/json' \\

@@ -15,6 +15,7 @@ import gradio as gr
 import numpy as np
 
 from tts_app.backends.params import SpeechParams
+from tts_app.catalog.server_lexicon import lexicon_phonemes
 from tts_app.text import parse_lexicon
 from tts_app.web.ui.common.user_error import UserError
 from tts_app.web.ui.session.owner import owner_of
@@ -45,16 +46,14 @@ def lexicon_rows(request: gr.Request = None) -> list[list[str]]:  # type: ignore
 
 
 def _id_map() -> Any:
-    from tts_app.catalog.shared_engine import get_engine  # start-up: the shared engine loads on first use
-
-    return get_engine().backend.model.config.phoneme_id_map
+    """The phonemes an entry's IPA may use: the same check as ``python -m tts_app lexicon set`` makes."""
+    return lexicon_phonemes()
 
 
 def save_rows(rows: Any, request: gr.Request = None) -> str:  # type: ignore[assignment]
     """Validate the table and keep it as this visitor's entries; gr.Error with the first problem."""
     try:
-        lex = parse_lexicon(_rows_to_dict(rows))
-        lex.check(_id_map())
+        lex = parse_lexicon(_rows_to_dict(rows), _id_map())
         VISITOR_LEXICONS.put(owner_of(request), lex)
     except ValueError as exc:  # TextError is one; so are the caps
         raise UserError(str(exc)) from exc

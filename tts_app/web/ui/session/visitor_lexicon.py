@@ -55,9 +55,10 @@ VISITOR_LEXICONS = VisitorLexicons()
 
 def lexicon_for(owner: str | None) -> Any | None:
     """The lexicon of ``owner``'s runs: the server's, with the visitor's entries laid over it."""
-    from tts_app.text import Lexicon, saved_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
+    from tts_app.catalog.server_lexicon import server_lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
+    from tts_app.text import Lexicon  # start-up: the text stack (espeak, lexicons) loads on first use
 
-    server, mine = saved_lexicon(), VISITOR_LEXICONS.get(owner)
+    server, mine = server_lexicon(), VISITOR_LEXICONS.get(owner)
     if mine is None or server is None:
         return mine if mine is not None else server
     # Both are validated already: a word of the visitor's replaces the server's, whichever kind either is.
