@@ -268,6 +268,12 @@ def cache_root(env: Mapping[str, str] | None = None) -> Path:
     return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "tts_app"
 
 
+def voices_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where the operator's saved voices and the server's lexicon live: ``$TTS_APP_VOICES_DIR``, else
+    ``voices`` in the app's cache folder (cache_root). Here, not in tts_app.voice, so the text side reads it too."""
+    return value("TTS_APP_VOICES_DIR", env) or cache_root(env) / "voices"
+
+
 def problems(env: Mapping[str, str] | None = None) -> list[str]:
     """One line per variable set to a value it does not accept (settings that fall back warn instead)."""
     found = []

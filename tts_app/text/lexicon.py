@@ -148,9 +148,8 @@ def read_lexicon_json(path: str | Path) -> object:
 
 
 def saved_lexicon_path() -> Path:
-    """The server's lexicon: lexicon.json next to the saved voices ($TTS_APP_VOICES_DIR; the text side imports no
-    voice code for it)."""
-    return settings.value("TTS_APP_VOICES_DIR") / LEXICON_FILE
+    """The server's lexicon: lexicon.json next to the saved voices (settings.voices_dir)."""
+    return settings.voices_dir() / LEXICON_FILE
 
 
 def save_lexicon(lexicon: Lexicon | Mapping[str, str], path: str | Path | None = None) -> Path:

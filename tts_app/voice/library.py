@@ -14,7 +14,6 @@ from tts_app.voice.profile import PROFILE_SUFFIX, VoiceProfile, load_profile, ma
 
 logger = logging.getLogger(__name__)
 
-VOICES_DIR_ENV = "TTS_APP_VOICES_DIR"
 RESERVED_NAMES = frozenset({"default", "none"})
 _AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".aiff", ".aif")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")
@@ -30,7 +29,7 @@ class VoiceEntry:
 def voices_dir() -> Path:
     """Where saved voices (and the server's lexicon) live: $TTS_APP_VOICES_DIR, else ``voices`` in the app's cache
     folder (settings.cache_root: the one rule of every folder the app keeps)."""
-    return settings.value(VOICES_DIR_ENV) or settings.cache_root() / "voices"
+    return settings.voices_dir()
 
 
 def check_name(name: str) -> str:
