@@ -163,6 +163,22 @@ def test_ab_blind_pair_and_reveal(client: Client) -> None:
     assert "Sample 1" in revealed and "seed 1" in revealed and "seed 2" in revealed
 
 
+def test_blind_ab_file_names_say_nothing_of_the_sides(client: Client) -> None:
+    """Blind, the players' files are named by their place only (they were ab-A.wav and ab-B.wav, matching the
+    reveal); the reveal then names the sides, here two voices."""
+    for _ in range(3):
+        left, right, message, *_ = client.predict(
+            "The birch canoe slid on the smooth planks.", True,
+            "piper-joe-medium", "lj_female_us", 1.0, 0, 1.0,
+            "piper-joe-medium", "f5_ref_en", 1.0, 0, 1.0,
+            api_name="/ab_render",
+        )
+        assert (Path(left).name, Path(right).name) == ("sample-1.wav", "sample-2.wav")
+        assert "lj_female_us" not in message and "f5_ref_en" not in message
+        revealed = client.predict(api_name="/ab_reveal")
+        assert "lj_female_us" in revealed and "f5_ref_en" in revealed
+
+
 def _warmed_and_idle(stats: dict) -> bool:
     return stats["finished"] >= len(WARM_UP_LINES) and stats["queued"] == 0 and stats["active"] == 0
 

@@ -713,3 +713,39 @@ def test_a_document_job_survives_a_reload(server: str, browser: Any, artifacts_d
     assert len(audio) / rate > 3
     page.close()
     again.close()
+
+
+def _history_text(page: Any) -> str:
+    _open_tab(page, "History")
+    time.sleep(0.8)
+    return page.inner_text("#history-table")
+
+
+def test_blind_ab_tells_nothing_before_the_reveal(server: str, browser: Any) -> None:
+    """Blind A/B of two voices: nothing readable on the page (file names, links, titles, History rows) names a side
+    before the reveal (the players were ab-A.wav/ab-B.wav, History said "A/B A · lj_female_us"); after a vote History
+    says which was which, and the visitor's tally shows."""
+    page = _open(browser, server, {"width": 1280, "height": 800})
+    _open_tab(page, "A/B listening")
+    page.click("#ab-render")
+    page.wait_for_function("() => document.querySelector('#ab-reveal')?.innerText.includes('Blind mode')", timeout=120_000)
+    page.wait_for_selector("#ab-right a[download]", timeout=30_000)
+    readable = page.evaluate("""() => [...document.querySelectorAll('#ab-left *, #ab-right *')].flatMap(e =>
+        [e.getAttribute('download'), e.getAttribute('href'), e.getAttribute('src'), e.getAttribute('title'),
+         e.getAttribute('aria-label'), e.children.length ? null : e.textContent]).filter(Boolean)""")
+    downloads = page.eval_on_selector_all("#ab-left a[download], #ab-right a[download]", "els => els.map(e => e.href)")
+    assert [d.rsplit("/", 1)[-1] for d in downloads] == ["sample-1.wav", "sample-2.wav"], downloads
+    for value in readable:
+        assert not any(tell in value for tell in ("ab-A", "ab-B", "lj_female_us", "f5_ref_en")), value
+    before = _history_text(page)
+    assert "A/B sample 1" in before and "A/B sample 2" in before, before
+    assert "lj_female_us" not in before and "f5_ref_en" not in before, before
+
+    _open_tab(page, "A/B listening")
+    page.click("#ab-prefer-1")
+    page.wait_for_function("() => document.querySelector('#ab-reveal')?.innerText.includes('You preferred')", timeout=30_000)
+    board = page.inner_text("#ab-reveal")
+    assert "Your blind preferences" in board and "lj_female_us" in board and "f5_ref_en" in board, board
+    after = _history_text(page)
+    assert "lj_female_us" in after and "f5_ref_en" in after and "preferred" in after, after
+    page.close()

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tts_app.web.ui.history.preferences import tally_csv
 from tts_app.web.ui.session.files import new_file
 
 HISTORY_HEADERS = [
@@ -51,6 +52,10 @@ class Take:
     full_file: str | None = None
     note: str = ""
     created: float = field(default_factory=time.time)
+    pair: int = 0  # an A/B side: its pair's number in this session (0: not an A/B take)
+    position: int = 0  # an A/B side: its player, sample 1 (left) or 2
+    contender: str = ""  # an A/B side: its name in the preference tally (preferences.py), once revealed
+    preferred: bool | None = None  # an A/B side voted on blind: whether it was the one preferred
 
 
 def add_take(history: list[dict[str, Any]] | None, take: Take) -> list[dict[str, Any]]:
@@ -104,7 +109,8 @@ def _csv_text(history: list[dict[str, Any]]) -> str:
 
 
 def history_zip(history: list[dict[str, Any]] | None, session: str | None) -> str | None:
-    """One zip of every take: its audio files, plus takes.json (all fields) and takes.csv (the table)."""
+    """One zip of every take: its audio files, plus takes.json (all fields), takes.csv (the table) and
+    preferences.csv (the visitor's blind A/B tally)."""
     takes = list(history or [])
     if not takes:
         return None
@@ -129,6 +135,7 @@ def history_zip(history: list[dict[str, Any]] | None, session: str | None) -> st
             records.append(record)
         archive.writestr("takes.json", json.dumps(records, indent=2))
         archive.writestr("takes.csv", _csv_text(takes))
+        archive.writestr("preferences.csv", tally_csv(takes))  # the blind A/B tally (preferences.py)
     return str(path)
 
 
