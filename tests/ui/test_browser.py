@@ -15,6 +15,7 @@ import base64
 import io
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -748,4 +749,27 @@ def test_blind_ab_tells_nothing_before_the_reveal(server: str, browser: Any) -> 
     assert "Your blind preferences" in board and "lj_female_us" in board and "f5_ref_en" in board, board
     after = _history_text(page)
     assert "lj_female_us" in after and "f5_ref_en" in after and "preferred" in after, after
+    page.close()
+
+
+def test_a_stopped_run_keeps_its_take_in_history(server: str, browser: Any) -> None:
+    """Stop after a line finished: the status says how many finished and how many were cancelled, the joined player
+    holds what was made, and History lists the stopped take (it was missing, its joined file empty)."""
+    _wait_engine_idle(server)
+    page = _open(browser, server, {"width": 1280, "height": 800})
+    page.locator("#streaming-toggle input[type=checkbox]").uncheck()
+    page.locator("#text-input textarea").fill("\n".join(["Short first line.", *[LONG_LINE] * 5]))
+    page.click("#generate-btn")
+    page.wait_for_selector("#line-players .line-player a[download]", timeout=120_000)
+    page.click("#stop-btn")
+    _wait_status(page, "Stopped:", timeout_ms=60_000)
+    status = _status(page)
+    found = re.search(r"Stopped: (\d) of 6 lines finished, (\d) cancelled", status)
+    assert found and 1 <= int(found.group(1)) < 6 and int(found.group(1)) + int(found.group(2)) == 6, status
+    page.wait_for_selector("#full-player a[download]", timeout=30_000)
+    joined = page.eval_on_selector("#full-player a[download]", "e => e.href")
+    audio, rate = sf.read(io.BytesIO(httpx.get(joined, timeout=30).content), dtype="float32")
+    assert len(audio) / rate > 0.5
+    rows = _history_text(page)
+    assert "speak · stopped" in rows, rows
     page.close()

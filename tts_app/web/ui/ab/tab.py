@@ -309,7 +309,7 @@ def build_ab_tab(history: gr.State) -> tuple[list[gr.Dropdown], list[gr.Dropdown
         prefer_left = gr.Button("Prefer sample 1", size="sm", elem_id="ab-prefer-1")
         prefer_right = gr.Button("Prefer sample 2", size="sm", elem_id="ab-prefer-2")
         reveal_btn = gr.Button("Reveal", size="sm", variant="secondary", elem_id="ab-reveal-btn")
-    reveal_md = gr.Markdown(elem_id="ab-reveal")
+    reveal_md = gr.Markdown(label="A/B result", elem_id="ab-reveal")
     state = gr.State(None)
 
     controls = side_a.as_list() + side_b.as_list()

@@ -22,16 +22,18 @@ from tts_app.web.ui.common.model_picker import check_model, model_label
 from tts_app.web.ui.common.text_lines import TextLimitError, parse_lines
 from tts_app.web.ui.common.user_error import UserError
 from tts_app.web.ui.history.takes import Take, add_take
-from tts_app.web.ui.session.active_runs import ActiveRuns
+from tts_app.web.ui.session.active_runs import ActiveRuns, Run
 from tts_app.web.ui.session.owner import owner_of
 from tts_app.web.ui.session.visitor_lexicon import lexicon_for
 from tts_app.web.ui.speak.captions_view import EMPTY as EMPTY_CAPTIONS
 from tts_app.web.ui.speak.captions_view import captions_html
 from tts_app.web.live_channel import LIVE_CHANNELS, LiveChannel, LiveChannelsFull
+from tts_app.web.ui.speak.api_view import ApiView
 from tts_app.web.ui.speak.live_player import LIVE_IDLE, expected_gap_s, live_html
 from tts_app.web.ui.speak.run_files import RunFiles
 from tts_app.web.ui.speak.run_model import Event, LineFailed, RunStep, SpeakRun, next_batch, pump
 from tts_app.web.ui.speak.safe_start import SafeStart
+from tts_app.web.ui.speak.stopping import settle, stopped_status
 from tts_app.web.ui.speak.stream_pacer import prebuffer_for
 from tts_app.web.ui.voices.voice_input import (
     MODE_BUILTIN,
@@ -97,9 +99,6 @@ def _queue_note(handles: Sequence[Any]) -> tuple[int, str]:
     estimate = min(h.eta_s() for h in waiting)  # the engine's own prediction (its learnt capacity)
     wait = f", about {estimate:.1f} s to wait" if estimate is not None else ""
     return len(waiting), f"{ahead} request{'s' if ahead != 1 else ''} ahead in the engine queue{wait}"
-
-
-STOP_WAIT_S = 10.0  # Stop's answer waits at most this long for the run's handler to end
 
 
 def _stopped(handles: Sequence[Any]) -> bool:
@@ -208,6 +207,24 @@ def _progress_status(run: SpeakRun, handles: Sequence[Any]) -> str:
     return f"**{doing}** {run.finished_count} of {len(run.lines)} lines done{queued}"
 
 
+def _take(form: SpeakForm, run: SpeakRun, files: RunFiles, voice_label: str, summary: dict[str, Any], full_path: str,
+          stopped: bool = False) -> Take:
+    """The run's History take: its lines, voice, settings and figures, the line files made and the joined one."""
+    speed, seed, strength = _settings_values(form.speed, form.seed, form.voice_strength)  # checked at the run's start
+    return Take(
+        kind="speak · stopped" if stopped else "speak",
+        lines=[line.text for line in run.lines],
+        voice=voice_label,
+        voice_strength=strength,
+        speed=speed,
+        seed=seed,
+        streaming=bool(form.streaming),
+        figures=summary,
+        line_files=files.line_files(len(run.lines)),
+        full_file=full_path,
+    )
+
+
 def _done_status(summary: dict[str, Any], count: int) -> str:
     model = f" with {summary['model']}" if summary.get("model") else ""
     return (
@@ -228,16 +245,22 @@ async def generate(
     are cleared, so nothing under the error looks like this run's result. The run's engine requests
     are in ``runs`` while it lasts, so Stop can cancel them.
     """
+    entry = runs.begin(owner_of(request) or "anonymous")  # from the click on: a Stop while the model loads counts
+    view = None if form.live_player else ApiView(outputs)  # an API caller gets every output, the status as plain text
     try:
-        async for update in _generate(form, history, request, outputs, runs):
-            yield update
+        async for update in _generate(form, history, request, outputs, runs, entry):
+            yield view.complete(update) if view else update
     except gr.Error as exc:
-        yield _start_updates(outputs, f"⚠ **Not spoken:** {exc.message}") | {outputs.live: LIVE_IDLE}
+        failed = _start_updates(outputs, f"⚠ **Not spoken:** {exc.message}") | {outputs.live: LIVE_IDLE}
+        yield view.complete(failed) if view else failed
         raise
+    finally:
+        runs.end(entry)
 
 
 async def _generate(
-    form: SpeakForm, history: list[dict[str, Any]] | None, request: gr.Request, outputs: SpeakOutputs, runs: ActiveRuns
+    form: SpeakForm, history: list[dict[str, Any]] | None, request: gr.Request, outputs: SpeakOutputs, runs: ActiveRuns,
+    entry: Run,
 ) -> AsyncIterator[dict[Any, Any]]:
     session = owner_of(request) or "anonymous"
     try:
@@ -270,9 +293,12 @@ async def _generate(
     params, note = spoken_without(await asyncio.to_thread(_run_params, asked, session), lines, engine, model_label(model_id))
     if note:
         gr.Warning(note)
+    if entry.stopped:  # Stop came while the model loaded or the voice was analysed: nothing was submitted
+        yield {outputs.status: stopped_status(0, len(lines))}
+        return
     ahead = engine.stats()  # before this run joins: the rows its first line's next window may wait for
     handles = await asyncio.to_thread(_submit_all, engine, lines, params)
-    runs.add(session, handles)
+    runs.attach(entry, handles)  # cancelled at once if Stop came meanwhile
     stats = engine.stats()
     prebuffer_s = prebuffer_for(float(stats.get("step_time_s") or 0.0), int(stats.get("rows_stepped") or 0), len(lines))
     live_gap_s = expected_gap_s(
@@ -303,8 +329,23 @@ async def _generate(
         yield start
         while not run.complete:
             batch, getter = await next_batch(events, getter, STATUS_EVERY_S)
-            if _stopped(handles):  # Stop (or the page gone): no later update may turn the status back to waiting
-                yield {outputs.status: f"■ **Stopped:** {run.finished_count} of {len(lines)} lines finished."}
+            if entry.stopped or _stopped(handles):  # Stop (or the page gone): no later update may say waiting again
+                made = await settle(pumps, events, getter, handles)  # what the lines made up to the stop
+                getter = None
+                for index in run.feed(made, metrics_of).finished:
+                    files.add_line(run, index)
+                summary = run.finish()
+                full_path = files.finish(run, run.made()) if run.has_audio else None
+                entry.outcome = stopped_status(run.finished_count, len(lines))
+                yield {
+                    outputs.full: full_path,
+                    outputs.files: files.listing(),
+                    outputs.lines: files.line_items(run),
+                    outputs.captions: captions_html(run.take_lines(), run_id),
+                    outputs.figures: run.figures.table(),
+                    outputs.history: add_take(history, _take(form, run, files, voice_label, summary, full_path, stopped=True)) if full_path else history,
+                    outputs.status: entry.outcome,
+                }
                 return
             if not batch:
                 if channel is not None:
@@ -326,25 +367,13 @@ async def _generate(
             for seg in gate.flush():
                 channel.put(seg)
         summary = run.finish()
-        full_path = files.finish(run)
-        take = Take(
-            kind="speak",
-            lines=list(lines),
-            voice=voice_label,
-            voice_strength=strength_value,
-            speed=speed_value,
-            seed=seed_value,
-            streaming=bool(form.streaming),
-            figures=summary,
-            line_files=files.line_files(len(run.lines)),
-            full_file=full_path,
-        )
+        full_path = files.finish(run, run.joined())
         yield {
             outputs.full: full_path,
             outputs.files: files.listing(),
             outputs.captions: captions_html(run.take_lines(), run_id),
             outputs.figures: run.figures.table(),
-            outputs.history: add_take(history, take),
+            outputs.history: add_take(history, _take(form, run, files, voice_label, summary, full_path)),
             outputs.status: _done_status(summary, len(run.lines)),
         }
     finally:
@@ -357,7 +386,6 @@ async def _generate(
         if getter is not None:
             getter.cancel()
         files.release()  # served (the last update named them) or stopped: the store's caps apply again
-        runs.remove(session, handles)
 
 
 def _step_updates(
@@ -387,20 +415,6 @@ def _step_updates(
     if run.has_audio:
         last[outputs.status] = _progress_status(run, handles)
     return updates + ([last] if last else [])
-
-
-async def stop(request: gr.Request, runs: ActiveRuns) -> str:
-    """Cancel the engine requests of this session's run (no other session's), and answer once the run's handler
-    has ended: every update it sent is then before this one, so none can turn the status back to Speaking… (one
-    in flight as Stop came did, and the run, cancelled, sent nothing after it)."""
-    session = owner_of(request) or "anonymous"
-    count = runs.cancel(session)
-    deadline = time.monotonic() + STOP_WAIT_S
-    while runs.open_runs(session) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    if count:
-        return f"■ **Stopped:** cancelled {count} engine request{'s' if count != 1 else ''}."
-    return "■ Nothing was running."
 
 
 def voice_report(

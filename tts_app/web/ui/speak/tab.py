@@ -14,7 +14,7 @@ from tts_app.web.ui.common.model_picker import model_dropdown
 from tts_app.web.ui.common.run_figures import FIGURE_HEADERS, FIGURE_TYPES, FIGURE_WIDTHS
 from tts_app.web.ui.common.text_lines import MAX_LINE_CHARS, MAX_LINES
 from tts_app.web.ui.session.active_runs import ActiveRuns
-from tts_app.web.ui.speak import captions_view, handlers
+from tts_app.web.ui.speak import captions_view, handlers, stopping
 from tts_app.web.ui.speak.live_player import LIVE_IDLE
 from tts_app.web.ui.speak.voice_step import VoiceStep, build_voice_step, wire_voice_step
 from tts_app.web.ui.voices.voice_input import MODE_BUILTIN
@@ -186,14 +186,14 @@ def wire_speak_tab(demo: gr.Blocks, tab: SpeakTab, runs: ActiveRuns) -> None:
             yield update
 
     async def stop(request: gr.Request) -> str:
-        """Cancel the engine requests of this session's run (no other session's)."""
-        return await handlers.stop(request, runs)
+        """Cancel the engine requests of this session's run (no other session's); says what finished and what was cancelled."""
+        return await stopping.stop(request, runs)
 
     voice = tab.voice
     tab.streaming.change(lambda on: gr.update(visible=bool(on)), tab.streaming, outputs.live, queue=False, api_visibility="private")
     # The page, unlike an API caller, plays the stream itself: it says so once loaded.
     demo.load(lambda: True, None, tab.live_flag, queue=False, api_visibility="private")
-    run = tab.generate_btn.click(
+    tab.generate_btn.click(
         generate,
         [
             tab.text, voice.mode, voice.builtin, voice.upload, voice.strength, tab.speed, tab.seed, tab.streaming,
@@ -203,6 +203,7 @@ def wire_speak_tab(demo: gr.Blocks, tab: SpeakTab, runs: ActiveRuns) -> None:
         api_name="generate",
         show_progress="hidden",  # the status box tells progress and errors: no per-output spinners or "Error" pills
     )
-    tab.stop_btn.click(stop, None, outputs.status, cancels=[run], api_name="stop")
+    # No ``cancels``: the run's handler sees the Stop, keeps what was made (History, the joined file) and ends.
+    tab.stop_btn.click(stop, None, outputs.status, api_name="stop")
     gr.api(handlers.engine_stats, api_name="engine_stats")
     wire_voice_step(demo, voice)

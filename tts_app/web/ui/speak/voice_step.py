@@ -96,7 +96,7 @@ def build_voice_step() -> VoiceStep:
         0.0, 1.0, value=1.0, step=0.05, label="Voice-matching strength",
         info="0 keeps the model's own voice; 1 matches the reference as closely as it can.",
     )
-    report = gr.Markdown(elem_id="reference-report")
+    report = gr.Markdown(label="Reference report", elem_id="reference-report")  # its name in the API tab
     return VoiceStep(
         first_voice, mode, pick_row, builtin, delete_btn, preview, upload, voice_text, save_row, save_name, save_btn,
         library_status, strength, report,
