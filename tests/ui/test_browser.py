@@ -404,7 +404,7 @@ def _expect_refusal(page: Any, message: str) -> None:
     page.screenshot(path=str(ARTIFACTS_REFUSED), full_page=True)
     assert page.evaluate(ERROR_PILLS_JS) == []
     assert page.locator("#full-player a[download]").count() == 0
-    assert page.locator("#run-figures tbody tr").count() == 0
+    assert page.locator("#run-timeline .tl-row").count() == 0
     toasts = page.evaluate(VISIBLE_ERROR_TOASTS_JS)
     assert len(toasts) == 1 and message in toasts[0], toasts
 
@@ -416,7 +416,7 @@ def test_refused_runs_leave_the_page_readable(server: str, browser: Any, artifac
     page.click("#generate-btn")
     _wait_status(page, "Done")
     page.wait_for_selector("#full-player a[download]", timeout=30_000)
-    page.wait_for_selector("#run-figures tbody tr", state="attached", timeout=30_000)
+    page.wait_for_selector("#run-timeline .tl-row", state="attached", timeout=30_000)
 
     page.locator("#text-input textarea").fill("")
     _expect_refusal(page, "Enter some text")
@@ -431,12 +431,69 @@ def test_refused_runs_leave_the_page_readable(server: str, browser: Any, artifac
     page.close()
 
 
+# Header cells whose text is cut (an element narrower than its content: "li…", "TTFA …") or whose right edge lies
+# past the table's visible box (a column one must scroll to see).
+CUT_HEADERS_JS = """sel => { const box = document.querySelector(sel).getBoundingClientRect();
+    return [...document.querySelectorAll(sel + ' thead th')].filter(th => th.offsetParent !== null)
+      .filter(th => th.getBoundingClientRect().right > box.right + 1
+        || [th, ...th.querySelectorAll('*')].some(e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1))
+      .map(th => th.innerText.trim()); }"""
+IN_VIEW_JS = """sel => { const r = document.querySelector(sel).getBoundingClientRect();
+    return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; }"""
+TIMELINE_JS = """() => [...document.querySelectorAll('#run-timeline .tl-row')].map(r => ({
+    height: r.getBoundingClientRect().height, right: r.getBoundingClientRect().right,
+    bar: r.querySelector('.tl-track').getBoundingClientRect().width, title: r.title }))"""
+
+
+def test_the_speak_tab_on_a_laptop_and_a_phone(server: str, browser: Any, artifacts_dir: Path) -> None:
+    """At 1280x800 a visitor scrolls to Generate and clicks: the status, the live player and the captions are on
+    screen with it (they were 576-706 px above it). The run's timeline reads on both screens (the figures table showed
+    one character a line on a phone); History's headers are whole at 1280 px, the Pronunciation table's on a phone."""
+    page = _open(browser, server, {"width": 1280, "height": 800})
+    page.locator("#text-input textarea").fill("\n".join(LINES[:3]))
+    page.locator("#generate-btn").scroll_into_view_if_needed()
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    page.wait_for_selector("#run-timeline .tl-row", timeout=30_000)
+    time.sleep(0.5)
+    page.screenshot(path=str(artifacts_dir / "laptop_1280x800_speak.png"))  # the screen as the visitor sees it
+    for sel in ("#generate-btn", "#run-status", "#live-player", "#live-captions"):
+        assert page.evaluate(IN_VIEW_JS, sel), sel
+    rows = page.evaluate(TIMELINE_JS)
+    assert len(rows) == 3 and all(r["height"] < 40 and r["bar"] > 200 for r in rows), rows
+    assert "first audio at" in rows[0]["title"] and "waiting for the engine" in rows[0]["title"], rows
+    _open_tab(page, "History")
+    time.sleep(0.8)
+    assert page.evaluate(CUT_HEADERS_JS, "#history-table") == []
+    page.screenshot(path=str(artifacts_dir / "laptop_1280x800_history.png"))
+    page.close()
+
+    page = _open(browser, server, PHONE)
+    page.locator("#text-input textarea").fill("\n".join(LINES[:3]))
+    page.locator("#generate-btn").scroll_into_view_if_needed()
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    page.wait_for_selector("#run-timeline .tl-row", timeout=30_000)
+    time.sleep(1.0)
+    assert page.evaluate(IN_VIEW_JS, "#run-status")  # the click brought the outputs into view
+    page.screenshot(path=str(artifacts_dir / "phone_390x844_speak.png"))
+    page.locator("#run-timeline").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / "phone_390x844_timeline.png"))
+    rows = page.evaluate(TIMELINE_JS)
+    assert len(rows) == 3 and all(r["height"] < 40 and r["bar"] > 120 and r["right"] <= PHONE["width"] for r in rows), rows
+    _open_tab(page, "Pronunciation")
+    time.sleep(0.8)
+    assert page.evaluate(CUT_HEADERS_JS, "#lexicon-table") == []
+    page.screenshot(path=str(artifacts_dir / "phone_390x844_pronunciation.png"))
+    page.close()
+
+
 def test_phone_layout_never_scrolls_sideways(server: str, browser: Any, artifacts_dir: Path) -> None:
     page = _open(browser, server, PHONE)
     page.locator("#text-input textarea").fill("\n".join(LINES[:2]))
     page.click("#generate-btn")
     _wait_status(page, "Done")
-    page.wait_for_selector("#run-figures table", timeout=30_000)
+    page.wait_for_selector("#run-timeline .tl-row", timeout=30_000)
     widths = {}
     cell_heights: list[float] = []
     for tab in TABS:
@@ -444,7 +501,7 @@ def test_phone_layout_never_scrolls_sideways(server: str, browser: Any, artifact
         time.sleep(0.8)
         widths[tab] = page.evaluate("() => document.scrollingElement.scrollWidth")
         cell_heights += page.eval_on_selector_all(  # tables keep one line per cell (no letter-per-line columns)
-            "#run-figures thead th, #run-figures tbody td, #history-table thead th, #history-table tbody td",
+            "#run-timeline .tl-row, #history-table thead th, #history-table tbody td",
             "els => els.filter(e => e.offsetParent !== null).map(e => e.getBoundingClientRect().height)",
         )
         if tab == "Document":
@@ -456,22 +513,17 @@ def test_phone_layout_never_scrolls_sideways(server: str, browser: Any, artifact
 
 
 def test_desktop_tables_show_every_column_and_the_snippets_name_this_server(server: str, browser: Any, artifacts_dir: Path) -> None:
-    """At 1280 px the run's figures and the history show every column (total, RTF, batch and stall were cut off), and
-    the API tab's snippets name the address the page came from, port included (they said http://HOST/)."""
+    """At 1280 px the history shows every column, its headers whole, and the API tab's snippets name the address the
+    page came from, port included (they said http://HOST/)."""
     page = _open(browser, server, {"width": 1280, "height": 900})
     page.locator("#text-input textarea").fill("\n".join(LINES[:2]))
     page.click("#generate-btn")
     _wait_status(page, "Done")
-    page.wait_for_selector("#run-figures table", timeout=30_000)
-    # Header cells whose right edge lies past the table's visible box (a column one must scroll to see).
-    hidden = """sel => { const box = document.querySelector(sel).getBoundingClientRect();
-        return [...document.querySelectorAll(sel + ' thead th')].filter(th => th.offsetParent !== null
-          && th.getBoundingClientRect().right > box.right + 1).map(th => th.innerText.trim()); }"""
-    assert page.evaluate(hidden, "#run-figures") == []
+    page.wait_for_selector("#run-timeline .tl-row", timeout=30_000)
     page.screenshot(path=str(artifacts_dir / "desktop_1280_speak.png"), full_page=True)
     _open_tab(page, "History")
     time.sleep(0.8)
-    assert page.evaluate(hidden, "#history-table") == []
+    assert page.evaluate(CUT_HEADERS_JS, "#history-table") == []
     _open_tab(page, "API")
     time.sleep(0.8)
     snippets = page.inner_text("#api-help")
@@ -772,4 +824,23 @@ def test_a_stopped_run_keeps_its_take_in_history(server: str, browser: Any) -> N
     assert len(audio) / rate > 0.5
     rows = _history_text(page)
     assert "speak · stopped" in rows, rows
+    page.close()
+
+
+def test_an_upload_never_keeps_the_last_documents_title(server: str, browser: Any, tmp_path: Path) -> None:
+    """A title typed for one document, then notes.md uploaded: the title box is cleared and the files are notes.*
+    (they were Lighthouse.wav/.srt, the last document's title)."""
+    page = _open(browser, server, {"width": 1280, "height": 800})
+    _open_tab(page, "Document")
+    page.locator("#document-title input, #document-title textarea").first.fill("Lighthouse")
+    notes = tmp_path / "notes.md"
+    notes.write_text("Just a line of notes, with no heading.\n", encoding="utf-8")
+    page.locator("#document-upload input[type=file]").set_input_files(str(notes))
+    page.wait_for_function("() => document.querySelector('#document-text textarea')?.value.includes('Just a line')", timeout=30_000)
+    assert page.locator("#document-title input, #document-title textarea").first.input_value() == ""
+    page.click("#document-read")
+    page.wait_for_function("() => document.querySelector('#document-progress .doc-progress')?.dataset.status === 'finished'",
+                           timeout=120_000)
+    link = page.eval_on_selector("#document-progress a[href$='captions.srt']", "e => e.href")
+    assert 'filename="notes.srt"' in httpx.get(link, timeout=30).headers["content-disposition"]
     page.close()

@@ -19,8 +19,6 @@ FIGURE_HEADERS = [
     "stall (s)",  # how long a 1x player started at the first audio waited for more
 ]
 FIGURE_TYPES = ["str", "str", "number", "number", "number", "number", "number", "str", "number"]
-# Shares of the table's width: the text gets the most; numbers of five characters, headers on two lines.
-FIGURE_WIDTHS = ["7%", "21%", "10%", "10%", "9%", "9%", "9%", "15%", "10%"]
 
 
 def _round(value: Any, digits: int = 3) -> float | None:

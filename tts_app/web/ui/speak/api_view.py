@@ -10,10 +10,7 @@ stream, so an update without new audio sends None (the stream's file, no new pie
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # the handlers import this module
-    from tts_app.web.ui.speak.handlers import SpeakOutputs
+from typing import Any
 
 _BOLD = re.compile(r"\*\*([^*\n]{1,400})\*\*")  # the page's status uses bold only; bounded, linear
 
@@ -30,11 +27,12 @@ def _is_update(value: Any) -> bool:
 class ApiView:
     """Turns the handler's partial updates into complete ones for an API caller."""
 
-    def __init__(self, outputs: SpeakOutputs) -> None:
+    def __init__(self, outputs: Any) -> None:  # the run's handlers.SpeakOutputs (which imports this module)
         self._outputs = outputs
         self._last: dict[Any, Any] = {
             outputs.full: None, outputs.files: [], outputs.status: "", outputs.figures: [], outputs.captions: "",
             outputs.live: "",  # an API caller has no page player: it streams through the HLS stream
+            outputs.timeline: "",
         }  # fmt: skip
 
     def complete(self, update: dict[Any, Any]) -> dict[Any, Any]:

@@ -19,6 +19,8 @@ from tts_app.models.available import EMBEDDED_ID
 from tts_app.catalog.shared_engine import engine_loaded, get_engine
 from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.ui.common.model_picker import check_model, model_label
+from tts_app.web.ui.common.run_timeline import EMPTY as EMPTY_TIMELINE
+from tts_app.web.ui.common.run_timeline import timeline_html
 from tts_app.web.ui.common.text_lines import TextLimitError, parse_lines
 from tts_app.web.ui.common.user_error import UserError
 from tts_app.web.ui.history.takes import Take, add_take
@@ -32,8 +34,9 @@ from tts_app.web.ui.speak.api_view import ApiView
 from tts_app.web.ui.speak.live_player import LIVE_IDLE, expected_gap_s, live_html
 from tts_app.web.ui.speak.run_files import RunFiles
 from tts_app.web.ui.speak.run_model import Event, LineFailed, RunStep, SpeakRun, next_batch, pump
+from tts_app.web.ui.speak.run_status import done_status, progress_status, stopped_status, waiting_status
 from tts_app.web.ui.speak.safe_start import SafeStart
-from tts_app.web.ui.speak.stopping import settle, stopped_status
+from tts_app.web.ui.speak.stopping import settle
 from tts_app.web.ui.speak.stream_pacer import prebuffer_for
 from tts_app.web.ui.voices.voice_input import (
     MODE_BUILTIN,
@@ -67,9 +70,11 @@ class SpeakOutputs:
     history: gr.State
     captions: gr.HTML
     live: gr.HTML  # the page's own low-latency player (live_player.py)
+    timeline: gr.HTML  # the run's picture (run_timeline.py); the figures table is the API's, hidden in the page
 
     def as_list(self) -> list[Any]:
-        return [self.stream, self.full, self.files, self.status, self.figures, self.lines, self.history, self.captions, self.live]
+        return [self.stream, self.full, self.files, self.status, self.figures, self.lines, self.history, self.captions, self.live,
+                self.timeline]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -90,34 +95,11 @@ class SpeakForm:
     live_player: bool = False  # the page plays the stream itself from /live/{token} (API callers: HLS)
 
 
-def _queue_note(handles: Sequence[Any]) -> tuple[int, str]:
-    """How many of ``handles`` still wait in the engine queue, and a note on their place and wait."""
-    waiting = [h for h in handles if h.status.value == "waiting"]
-    if not waiting:
-        return 0, ""
-    ahead = min(h.queue_position() for h in waiting)
-    estimate = min(h.eta_s() for h in waiting)  # the engine's own prediction (its learnt capacity)
-    wait = f", about {estimate:.1f} s to wait" if estimate is not None else ""
-    return len(waiting), f"{ahead} request{'s' if ahead != 1 else ''} ahead in the engine queue{wait}"
-
-
 def _stopped(handles: Sequence[Any]) -> bool:
     """Whether the run's requests were cancelled (Stop, or its page gone), or are being: a request that waits
     in the queue is marked cancelled only at the engine's next step, which on a loaded machine came after
     Stop's answer (the status went on saying Starting… and froze there)."""
     return any(h.cancel_asked or h.status.value == "cancelled" for h in handles)
-
-
-def _waiting_status(handles: Sequence[Any], started: float) -> str:
-    elapsed = time.perf_counter() - started
-    waiting, note = _queue_note(handles)
-    if not waiting:
-        return f"**Decoding…** {len(handles)} line{'s' if len(handles) != 1 else ''} in the engine ({elapsed:.1f} s)"
-    if waiting == len(handles):
-        if min(h.queue_position() for h in handles) == 0:
-            return f"**Starting…** ({elapsed:.1f} s)"  # nothing ahead: the engine is gathering this batch
-        return f"**Queued:** {note} ({elapsed:.1f} s so far)"
-    return f"**Decoding…** {len(handles) - waiting} of {len(handles)} lines running; the other {waiting}: {note} ({elapsed:.1f} s)"
 
 
 def resolve_page_params(params: SpeechParams) -> SpeechParams:
@@ -196,15 +178,8 @@ def _start_updates(outputs: SpeakOutputs, status: str) -> dict[Any, Any]:
     """The first update of an accepted run: clear the last run's outputs (a refused run leaves them)."""
     return {
         outputs.status: status, outputs.figures: [], outputs.files: None, outputs.full: None, outputs.lines: [],
-        outputs.captions: EMPTY_CAPTIONS,
+        outputs.captions: EMPTY_CAPTIONS, outputs.timeline: EMPTY_TIMELINE,
     }  # fmt: skip
-
-
-def _progress_status(run: SpeakRun, handles: Sequence[Any]) -> str:
-    waiting, note = _queue_note(handles)
-    queued = f"; {waiting} waiting, {note}" if waiting else ""
-    doing = "Speaking…" if run.streaming else "Decoding…"
-    return f"**{doing}** {run.finished_count} of {len(run.lines)} lines done{queued}"
 
 
 def _take(form: SpeakForm, run: SpeakRun, files: RunFiles, voice_label: str, summary: dict[str, Any], full_path: str,
@@ -222,16 +197,6 @@ def _take(form: SpeakForm, run: SpeakRun, files: RunFiles, voice_label: str, sum
         figures=summary,
         line_files=files.line_files(len(run.lines)),
         full_file=full_path,
-    )
-
-
-def _done_status(summary: dict[str, Any], count: int) -> str:
-    model = f" with {summary['model']}" if summary.get("model") else ""
-    return (
-        f"✓ **Done{model}:** {count} line{'s' if count != 1 else ''}, "
-        f"{summary['audio_s']:.1f} s of audio in {summary['total_s']:.1f} s "
-        f"(first audio {summary['time_to_first_audio_s'] or 0:.2f} s, RTF {summary['rtf'] or 0:.2f}, "
-        f"max batch {summary['max_batch']})"
     )
 
 
@@ -319,7 +284,7 @@ async def _generate(
         return handles[index].metrics.as_dict()
 
     try:
-        start = _start_updates(outputs, _waiting_status(handles, started))
+        start = _start_updates(outputs, waiting_status(handles, started))
         if channel is not None:
             start[outputs.live] = live_html(channel.token, channel.sample_rate, live_gap_s, run_id)
             start[outputs.stream] = gr.update(visible=False)  # a fallback run may have shown it
@@ -343,6 +308,7 @@ async def _generate(
                     outputs.lines: files.line_items(run),
                     outputs.captions: captions_html(run.take_lines(), run_id),
                     outputs.figures: run.figures.table(),
+                    outputs.timeline: timeline_html(run.figures),
                     outputs.history: add_take(history, _take(form, run, files, voice_label, summary, full_path, stopped=True)) if full_path else history,
                     outputs.status: entry.outcome,
                 }
@@ -352,7 +318,7 @@ async def _generate(
                     for seg in gate.feed():  # a run held to its limit goes out without new audio
                         channel.put(seg)
                 if not run.has_audio:
-                    yield {outputs.status: _waiting_status(handles, started)}
+                    yield {outputs.status: waiting_status(handles, started)}
                 continue
             try:
                 step = run.feed(batch, metrics_of)
@@ -373,8 +339,9 @@ async def _generate(
             outputs.files: files.listing(),
             outputs.captions: captions_html(run.take_lines(), run_id),
             outputs.figures: run.figures.table(),
+            outputs.timeline: timeline_html(run.figures),
             outputs.history: add_take(history, _take(form, run, files, voice_label, summary, full_path)),
-            outputs.status: _done_status(summary, len(run.lines)),
+            outputs.status: done_status(summary, len(run.lines)),
         }
     finally:
         if channel is not None:
@@ -409,11 +376,12 @@ def _step_updates(
         updates.extend({outputs.stream: wav_bytes(seg, run.sample_rate)} for seg in step.segments)
     last = updates.pop() if updates else {}
     if step.finished:
-        last.update({outputs.lines: files.line_items(run), outputs.files: files.listing(), outputs.figures: run.figures.table()})
+        last.update({outputs.lines: files.line_items(run), outputs.files: files.listing(), outputs.figures: run.figures.table(),
+                     outputs.timeline: timeline_html(run.figures)})  # fmt: skip
     if step.new_words or step.finished:
         last[outputs.captions] = captions_html(run.take_lines(), run_id)
     if run.has_audio:
-        last[outputs.status] = _progress_status(run, handles)
+        last[outputs.status] = progress_status(run, handles)
     return updates + ([last] if last else [])
 
 

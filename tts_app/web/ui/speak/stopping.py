@@ -19,14 +19,10 @@ import gradio as gr
 from tts_app.web.ui.session.active_runs import ActiveRuns
 from tts_app.web.ui.session.owner import owner_of
 from tts_app.web.ui.speak.run_model import Event
+from tts_app.web.ui.speak.run_status import stopped_status
 
 STOP_WAIT_S = 10.0  # Stop's answer waits at most this long for the run's handler to end
 SETTLE_S = 5.0  # a stopped run waits at most this long for its cancelled requests to end
-
-
-def stopped_status(finished: int, total: int) -> str:
-    """The status of a stopped run: how many of its lines finished and how many were cancelled."""
-    return f"■ Stopped: {finished} of {total} line{'s' if total != 1 else ''} finished, {total - finished} cancelled."
 
 
 async def settle(

@@ -11,7 +11,8 @@ import gradio as gr
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.models.available import EMBEDDED_ID
 from tts_app.web.ui.common.model_picker import model_dropdown
-from tts_app.web.ui.common.run_figures import FIGURE_HEADERS, FIGURE_TYPES, FIGURE_WIDTHS
+from tts_app.web.ui.common import run_timeline
+from tts_app.web.ui.common.run_figures import FIGURE_HEADERS, FIGURE_TYPES
 from tts_app.web.ui.common.text_lines import MAX_LINE_CHARS, MAX_LINES
 from tts_app.web.ui.session.active_runs import ActiveRuns
 from tts_app.web.ui.speak import captions_view, handlers, stopping
@@ -35,6 +36,15 @@ EXAMPLES = [
         "The meeting moved to 3:30 p.m. in room 101."
     ],
 ]
+
+
+# In the page, on Generate: where the outputs column is not beside the form (a phone), bring its top into view.
+SHOW_OUTPUTS_JS = """() => {
+  const out = document.querySelector('#speak-outputs'), btn = document.querySelector('#generate-btn');
+  if (!out || !btn) return;
+  const o = out.getBoundingClientRect(), b = btn.getBoundingClientRect();
+  if (o.top >= b.bottom - 1 || o.bottom <= 0 || o.top >= window.innerHeight) out.scrollIntoView({behavior: 'smooth', block: 'start'});
+}"""
 
 
 @dataclass
@@ -95,6 +105,7 @@ def _build_outputs(history: gr.State, line_items: gr.State) -> tuple[handlers.Sp
     live = gr.HTML(LIVE_IDLE, label="Live stream", show_label=False, elem_id="live-player", padding=False)
     live_flag = gr.State(False)
     captions = gr.HTML(captions_view.EMPTY, label="Captions", show_label=False, elem_id="live-captions", padding=False)
+    timeline = gr.HTML(run_timeline.EMPTY, label="Run timeline", show_label=False, elem_id="run-timeline", padding=False)
     gr.Markdown(
         "Each line gets its own player and download below as soon as it is done.",
         elem_classes=["muted"], elem_id="line-players-hint",
@@ -104,16 +115,15 @@ def _build_outputs(history: gr.State, line_items: gr.State) -> tuple[handlers.Sp
     full = gr.Audio(label="All lines, one file", interactive=False, type="filepath", elem_id="full-player")
     with gr.Accordion("Downloads", open=False):
         files = gr.File(label="Line files and the joined file", file_count="multiple", interactive=False)
+    # The figures as a table are the API's (/generate's fifth value); the page shows the timeline above instead.
     figures = gr.Dataframe(
         headers=FIGURE_HEADERS,
         datatype=FIGURE_TYPES,
         label="Figures for this run (seconds; RTF = compute time / audio time)",
         interactive=False,
-        wrap=True,  # headers wrap: at 1280 px every column fits the half-width column (it cut off total, RTF, stall)
-        column_widths=FIGURE_WIDTHS,
-        elem_id="run-figures",
+        visible=False,
     )
-    outputs = handlers.SpeakOutputs(stream, full, files, status, figures, line_items, history, captions, live)
+    outputs = handlers.SpeakOutputs(stream, full, files, status, figures, line_items, history, captions, live, timeline)
     return outputs, live_flag
 
 
@@ -148,7 +158,9 @@ def build_speak_tab(history: gr.State) -> SpeakTab:
                 generate_btn = gr.Button("Generate", variant="primary", scale=3, elem_id="generate-btn")
                 stop_btn = gr.Button("Stop", variant="stop", scale=1, elem_id="stop-btn")
 
-        with gr.Column(scale=6, min_width=300):
+        # On a wide screen the outputs column stays in view while the form scrolls (theme.py: sticky), so Generate
+        # and what it makes are on screen together at 1280x800; stacked on a phone, a click scrolls to them.
+        with gr.Column(scale=6, min_width=300, elem_id="speak-outputs"):
             outputs, live_flag = _build_outputs(history, line_items)
     return SpeakTab(voice, text, model, speed, seed, streaming, normalize, generate_btn, stop_btn, live_flag, outputs)
 
@@ -193,6 +205,7 @@ def wire_speak_tab(demo: gr.Blocks, tab: SpeakTab, runs: ActiveRuns) -> None:
     tab.streaming.change(lambda on: gr.update(visible=bool(on)), tab.streaming, outputs.live, queue=False, api_visibility="private")
     # The page, unlike an API caller, plays the stream itself: it says so once loaded.
     demo.load(lambda: True, None, tab.live_flag, queue=False, api_visibility="private")
+    tab.generate_btn.click(None, None, None, js=SHOW_OUTPUTS_JS, queue=False, api_visibility="private")
     tab.generate_btn.click(
         generate,
         [
