@@ -50,7 +50,7 @@ def _pieces(playlist: object) -> int:
 
 
 def _check_final(outputs: tuple, n_lines: int) -> dict:
-    _stream, full, files, status, figures, captions, live = outputs
+    _stream, full, files, status, figures, captions, live, _timeline = outputs
     assert "data-token" not in str(live)  # an API caller streams through /generate, not the page's player
     assert status.startswith("✓"), status
     assert len(files) == 3 * (n_lines + 1), files  # a WAV a line, the joined WAV, then SRT and VTT of each
@@ -257,10 +257,10 @@ def test_generate_returns_what_the_api_tab_says(client: Client, streaming: bool)
     assert len(updates) >= 3
     for update in updates:
         assert not _update_dicts(update), update
-        _stream, full, files, status, figures, captions, live = update
+        _stream, full, files, status, figures, captions, live, timeline = update
         assert isinstance(status, str) and status and "**" not in status, status
         assert isinstance(files, list) and (full is None or isinstance(full, str)) and isinstance(figures, dict)
-        assert isinstance(captions, str) and live == ""
+        assert isinstance(captions, str) and live == "" and isinstance(timeline, str)
     assert updates[-1][3].startswith("✓ Done: 3 lines"), updates[-1][3]
 
 
@@ -280,7 +280,7 @@ def test_normalisation_toggle_reaches_the_engine(client: Client) -> None:
 
     def speak(normalize: bool) -> np.ndarray:
         job = client.submit(text, OWN, None, None, 1.0, 1.0, 0, False, "", normalize, api_name="/generate")
-        _stream, full, _files, status, _figures, _captions, _live = job.result()
+        _stream, full, _files, status, _figures, _captions, _live, _timeline = job.result()
         assert status.startswith("✓"), status
         audio, _rate = sf.read(full, dtype="float32")
         return audio
