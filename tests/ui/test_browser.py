@@ -844,3 +844,37 @@ def test_an_upload_never_keeps_the_last_documents_title(server: str, browser: An
     link = page.eval_on_selector("#document-progress a[href$='captions.srt']", "e => e.href")
     assert 'filename="notes.srt"' in httpx.get(link, timeout=30).headers["content-disposition"]
     page.close()
+
+
+STATUS_LOG_JS = (
+    "() => { window.__statuses = []; new MutationObserver(() => {"
+    " const t = document.querySelector('#run-status')?.innerText;"
+    " if (t && window.__statuses[window.__statuses.length - 1] !== t) window.__statuses.push(t); })"
+    ".observe(document.body, {childList: true, subtree: true, characterData: true}); }"
+)
+
+
+def test_each_figure_means_one_thing_and_says_so(server: str, browser: Any) -> None:
+    """Five lines streamed: while the first plays the status gives no wait estimate (it said "4 waiting, 0 requests
+    ahead, about 2.3 s to wait"); History's queue figure is the take's wait for its first line, never past its first
+    audio (it summed the lines' waits: 5.3 s for a take heard at 0.70 s); every History header and the status box
+    have a tooltip saying what they mean."""
+    _wait_engine_idle(server)
+    page = _open(browser, server, {"width": 1280, "height": 800})
+    page.evaluate(STATUS_LOG_JS)
+    page.locator("#text-input textarea").fill("\n".join(LINES))
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    speaking = [s for s in page.evaluate("() => window.__statuses") if "Speaking" in s]
+    assert speaking and not [s for s in speaking if "to wait" in s or "0 requests ahead" in s], speaking
+    assert page.evaluate("() => document.querySelector('#run-status').title").startswith("What this run is doing")
+    _open_tab(page, "History")
+    time.sleep(0.8)
+    headers = page.eval_on_selector_all("#history-table thead th",
+                                        "els => els.map(e => [e.textContent.replace(/[\\s\u22ee]+/g, ' ').trim(), e.title])")
+    assert headers and all(len(tip) > len(name) + 10 for name, tip in headers), headers  # a sentence, not the name
+    names = [name for name, _tip in headers]
+    cells = page.eval_on_selector_all("#history-table tbody tr:first-child td", "els => els.map(e => e.textContent.trim())")
+    row = dict(zip(names, cells))
+    assert float(row["queue (s)"]) <= float(row["first audio (s)"]), (names, cells)
+    page.close()

@@ -107,6 +107,7 @@ def test_figures_table_and_summary() -> None:
     assert [row[0] for row in table] == ["1", "2", "run"]
     summary = figures.summary()
     assert summary["max_batch"] == 2 and summary["audio_s"] == 3.0 and summary["rtf"] == 0.4
+    assert summary["queue_wait_s"] == 0.01 and table[-1][2] == 0.01  # the run's wait: until its first line started
     assert describe_batches([3, 3, 1]) == "3×2, 1×1 (max 3)"
 
 

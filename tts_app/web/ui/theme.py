@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import gradio as gr
 
+from tts_app.web.ui.common.tooltips import tooltip_script
 from tts_app.web.ui.documents.tab import JOB_URL_SCRIPT
+from tts_app.web.ui.history.takes import HISTORY_TIPS
 from tts_app.web.ui.speak.captions_view import CAPTION_SCRIPT
 from tts_app.web.ui.speak.live_player import LIVE_PLAYER_SCRIPT
+from tts_app.web.ui.speak.run_status import STATUS_TIP
 
 # Local font stacks only: a Space or a laptop offline must not wait on a font CDN.
 _SANS = ["Inter", "ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "Roboto", "sans-serif"]
@@ -143,4 +146,5 @@ APP_HEAD = (
     + LIVE_PLAYER_SCRIPT
     + CAPTION_SCRIPT
     + JOB_URL_SCRIPT
+    + tooltip_script({"#history-table": HISTORY_TIPS}, {"#run-status": STATUS_TIP})
 )

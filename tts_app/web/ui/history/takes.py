@@ -14,25 +14,29 @@ from typing import Any
 from tts_app.web.ui.history.preferences import tally_csv
 from tts_app.web.ui.session.files import new_file
 
-HISTORY_HEADERS = [
-    "take",
-    "time",
-    "kind",
-    "text",
-    "voice",
-    "match",
-    "speed",
-    "seed",
-    "live",
-    "TTFA (s)",
-    "total (s)",
-    "RTF",
-    "batch",
-    "wait (s)",
-]
-HISTORY_TYPES = ["number", "str", "str", "str", "str", "number", "number", "number", "str", "number", "number", "number", "number", "number"]
-# Shares of the page's width: every column shows at 1280 px, the text cut to its share (a phone scrolls instead).
-HISTORY_WIDTHS = ["5%", "8%", "6%", "21%", "11%", "5%", "5%", "5%", "4%", "6%", "6%", "6%", "6%", "6%"]
+# Each column: its header, what its figure means (the header's tooltip, theme.py's script), its type, its share of
+# the page's width (every column shows at 1280 px, the text cut to its share; a phone scrolls instead).
+HISTORY_COLUMNS = [
+    ("take", "The take's number in this session", "number", "4%"),
+    ("time", "When the take was made (the server's clock)", "str", "7%"),
+    ("kind", "speak, speak · stopped (what was made before Stop), or an A/B sample (its side shown after the reveal)", "str", "10%"),
+    ("text", "Its first line, and how many more", "str", "19%"),
+    ("voice", "The voice spoken in", "str", "11%"),
+    ("match", "Voice-matching strength: 0 the model's own voice, 1 as close to the reference as it can", "number", "5%"),
+    ("speed", "Speaking rate (1 is the model's own)", "number", "5%"),
+    ("seed", "The sampling seed: the same seed, text and settings give the same audio", "number", "4%"),
+    ("live", "Streamed while it was made (yes) or played once made (no)", "str", "4%"),
+    ("first audio (s)", "Seconds from the click to the first audio", "number", "7%"),
+    ("total (s)", "Seconds from the click to the end of the last line", "number", "6%"),
+    ("RTF", "Time to make it over its length: below 1 is faster than real time", "number", "5%"),
+    ("max batch", "The most requests the engine stepped together while making it", "number", "6%"),
+    ("queue (s)", "Seconds the take waited for the engine before its first line was decoded "
+                  "(its later lines start as the listener needs them)", "number", "7%"),
+]  # fmt: skip
+HISTORY_HEADERS = [name for name, _tip, _type, _width in HISTORY_COLUMNS]
+HISTORY_TIPS = {name: tip for name, tip, _type, _width in HISTORY_COLUMNS}
+HISTORY_TYPES = [kind for _name, _tip, kind, _width in HISTORY_COLUMNS]
+HISTORY_WIDTHS = [width for _name, _tip, _type, width in HISTORY_COLUMNS]
 MAX_TAKES = 200  # a session keeps its latest takes only
 
 

@@ -1,4 +1,4 @@
-"""The Speak tab's status line: what the run is doing now, in words, one figure one meaning."""
+"""The Speak tab's status line: what the run is doing now, in words, one figure one meaning (STATUS_TIP says each)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from tts_app.web.ui.speak.run_model import SpeakRun
+
+STATUS_TIP = (
+    "What this run is doing now. Before its first audio: requests ahead of it in the engine's queue and the engine's "
+    "estimate of the wait until its first line starts. Then: lines done (finished of asked), decoding (being made "
+    "now), not started (the engine starts them as the listener needs them, or after the requests ahead). Done: "
+    "first audio is seconds from the click to the first sound; RTF is the time to make it over its length."
+)
 
 
 def queue_note(handles: Sequence[Any]) -> tuple[int, str]:
@@ -33,10 +40,19 @@ def waiting_status(handles: Sequence[Any], started: float) -> str:
 
 
 def progress_status(run: SpeakRun, handles: Sequence[Any]) -> str:
-    waiting, note = queue_note(handles)
-    queued = f"; {waiting} waiting, {note}" if waiting else ""
+    """The status once audio plays: lines done, decoding, not started (no wait estimate: the listener hears audio,
+    and a later line's start is the scheduler's to time; it said "about 2.3 s to wait" while the first line played)."""
+    running = sum(1 for h in handles if h.status.value == "running")
+    waiting = [h for h in handles if h.status.value == "waiting"]
+    parts = [f"{run.finished_count} of {len(run.lines)} lines done"]
+    if running:
+        parts.append(f"{running} decoding")
+    if waiting:
+        ahead = min(h.queue_position() for h in waiting)
+        others = f" ({ahead} request{'s' if ahead != 1 else ''} ahead in the engine queue)" if ahead else ""
+        parts.append(f"{len(waiting)} not started{others}")
     doing = "Speaking…" if run.streaming else "Decoding…"
-    return f"**{doing}** {run.finished_count} of {len(run.lines)} lines done{queued}"
+    return f"**{doing}** " + ", ".join(parts)
 
 
 def done_status(summary: dict[str, Any], count: int) -> str:
