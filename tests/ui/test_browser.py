@@ -454,11 +454,11 @@ def test_the_speak_tab_on_a_laptop_and_a_phone(server: str, browser: Any, artifa
     page.locator("#generate-btn").scroll_into_view_if_needed()
     page.click("#generate-btn")
     _wait_status(page, "Done")
-    page.wait_for_selector("#run-timeline .tl-row", timeout=30_000)
-    time.sleep(0.5)
+    time.sleep(1.0)
     page.screenshot(path=str(artifacts_dir / "laptop_1280x800_speak.png"))  # the screen as the visitor sees it
     for sel in ("#generate-btn", "#run-status", "#live-player", "#live-captions"):
         assert page.evaluate(IN_VIEW_JS, sel), sel
+    page.wait_for_selector("#run-timeline .tl-row", timeout=30_000)
     rows = page.evaluate(TIMELINE_JS)
     assert len(rows) == 3 and all(r["height"] < 40 and r["bar"] > 200 for r in rows), rows
     assert "first audio at" in rows[0]["title"] and "waiting for the engine" in rows[0]["title"], rows
@@ -877,4 +877,25 @@ def test_each_figure_means_one_thing_and_says_so(server: str, browser: Any) -> N
     cells = page.eval_on_selector_all("#history-table tbody tr:first-child td", "els => els.map(e => e.textContent.trim())")
     row = dict(zip(names, cells))
     assert float(row["queue (s)"]) <= float(row["first audio (s)"]), (names, cells)
+    page.close()
+
+
+SHARE_BUTTONS_JS = """() => [...document.querySelectorAll('button, a')].filter(e => e.offsetParent !== null
+    && /share/i.test((e.getAttribute('aria-label') || '') + ' ' + (e.getAttribute('title') || '')))
+    .map(e => (e.closest('[id]')?.id || '?') + ': ' + (e.getAttribute('aria-label') || e.getAttribute('title')))"""
+
+
+def test_no_share_button_off_spaces(server: str, browser: Any) -> None:
+    """Off a Space, no player shows Gradio's Share button (it only said "Must be on Spaces to share"); download stays."""
+    page = _open(browser, server, {"width": 1280, "height": 800})
+    page.locator("#text-input textarea").fill(LINES[0])
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    page.wait_for_selector("#full-player a[download]", timeout=30_000)
+    assert page.locator("#voice-preview a[download], #voice-preview button[aria-label*='ownload']").count() >= 1
+    assert page.evaluate(SHARE_BUTTONS_JS) == []
+    _open_tab(page, "A/B listening")
+    page.click("#ab-render")
+    page.wait_for_selector("#ab-right a[download]", timeout=120_000)
+    assert page.evaluate(SHARE_BUTTONS_JS) == []
     page.close()

@@ -282,3 +282,17 @@ def test_model_selector_lists_what_is_here_and_refuses_the_rest(tmp_path, monkey
     assert [model_id for _label, model_id in model_choices()] == [EMBEDDED_ID, CHATTERBOX_ID]
     assert "Chatterbox is a GPU model" in model_help() and "Qwen3-TTS is" not in model_help()
     assert check_model(CHATTERBOX_ID) == CHATTERBOX_ID
+
+
+@pytest.mark.parametrize("space", ["", "someone/tts"])
+def test_players_offer_share_on_a_space_only(monkeypatch: pytest.MonkeyPatch, space: str) -> None:
+    """Gradio's Share posts to the Space's discussions: the page's players offer it on a Space, and nowhere else."""
+    import gradio as gr  # here: it loads gradio, which the rest of this file does not need
+
+    from tts_app.web.ui.layout import build_demo
+
+    monkeypatch.setenv("SPACE_ID", space)
+    demo = build_demo()
+    players = [b for b in demo.blocks.values() if isinstance(b, gr.Audio) and not b.streaming]
+    assert len(players) >= 5
+    assert all(("share" in (p.buttons or [])) == bool(space) for p in players), [(p.label, p.buttons) for p in players]

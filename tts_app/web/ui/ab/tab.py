@@ -15,6 +15,7 @@ from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for
 from tts_app.backends.params import SpeechParams
 from tts_app.web.guards.client_identity import visitor_key
+from tts_app.web.ui.common.players import player_buttons
 from tts_app.web.ui.common.model_picker import check_model, model_dropdown
 from tts_app.web.ui.common.run_figures import RunFigures
 from tts_app.web.ui.common.text_lines import MAX_LINE_CHARS
@@ -303,8 +304,8 @@ def build_ab_tab(history: gr.State) -> tuple[list[gr.Dropdown], list[gr.Dropdown
         blind = gr.Checkbox(value=True, label="Blind: hide which side is which until revealed")
         render = gr.Button("Render A and B", variant="primary", elem_id="ab-render")
     with gr.Row():
-        left = gr.Audio(label="Sample 1", interactive=False, elem_id="ab-left")
-        right = gr.Audio(label="Sample 2", interactive=False, elem_id="ab-right")
+        left = gr.Audio(label="Sample 1", interactive=False, buttons=player_buttons(), elem_id="ab-left")
+        right = gr.Audio(label="Sample 2", interactive=False, buttons=player_buttons(), elem_id="ab-right")
     with gr.Row():
         prefer_left = gr.Button("Prefer sample 1", size="sm", elem_id="ab-prefer-1")
         prefer_right = gr.Button("Prefer sample 2", size="sm", elem_id="ab-prefer-2")

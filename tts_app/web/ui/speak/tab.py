@@ -10,6 +10,7 @@ import gradio as gr
 
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.models.available import EMBEDDED_ID
+from tts_app.web.ui.common.players import player_buttons
 from tts_app.web.ui.common.model_picker import model_dropdown
 from tts_app.web.ui.common import run_timeline
 from tts_app.web.ui.common.run_figures import FIGURE_HEADERS, FIGURE_TYPES
@@ -80,7 +81,7 @@ def _render_line_players(items: list[dict[str, str]] | None) -> None:
             value=item["path"],
             label=f"Line {item['index']} · {text}",
             interactive=False,
-            buttons=["download"],
+            buttons=player_buttons(),
             key=f"line-{item['index']}-{item['path']}",
             elem_classes=["line-player"],
         )
@@ -112,7 +113,7 @@ def _build_outputs(history: gr.State, line_items: gr.State) -> tuple[handlers.Sp
     )
     with gr.Column(elem_id="line-players"):
         gr.render(inputs=[line_items])(_render_line_players)
-    full = gr.Audio(label="All lines, one file", interactive=False, type="filepath", elem_id="full-player")
+    full = gr.Audio(label="All lines, one file", interactive=False, type="filepath", buttons=player_buttons(), elem_id="full-player")
     with gr.Accordion("Downloads", open=False):
         files = gr.File(label="Line files and the joined file", file_count="multiple", interactive=False)
     # The figures as a table are the API's (/generate's fifth value); the page shows the timeline above instead.

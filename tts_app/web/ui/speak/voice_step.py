@@ -7,6 +7,8 @@ from typing import Any
 
 import gradio as gr
 
+from tts_app.web.ui.common.players import player_buttons
+
 from tts_app.web.ui.session.owner import owner_of
 from tts_app.web.ui.speak import handlers
 from tts_app.web.ui.voices.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin, is_own_voice, voice_choices
@@ -71,6 +73,7 @@ def build_voice_step() -> VoiceStep:
             interactive=False,
             scale=3,
             min_width=200,
+            buttons=player_buttons(),  # share only on a Space
             elem_id="voice-preview",
         )
     upload = gr.Audio(
@@ -78,6 +81,7 @@ def build_voice_step() -> VoiceStep:
         type="filepath",
         label="Reference clip: upload (wav, flac, mp3, ogg) or record",
         visible=False,
+        buttons=player_buttons(),
         elem_id="reference-upload",
     )
     voice_text = gr.Textbox(
