@@ -150,8 +150,8 @@ def _take_of(position: int, side: dict[str, Any], figures: dict[str, Any], path:
     """One sample's History take. A blind one names its place only (sample 1 or 2), never its side or settings:
     everything that tells the sides apart (voice, model, seed, figures) waits for the reveal."""
     if not shown:
-        return Take(kind=f"A/B sample {position}", lines=[text], voice=BLIND_VOICE, voice_strength=None, speed=None,  # type: ignore[arg-type]
-                    seed=None, streaming=False, figures={}, line_files=[path], pair=pair, position=position)  # type: ignore[arg-type]  # fmt: skip
+        return Take(kind=f"A/B sample {position}", lines=[text], voice=BLIND_VOICE, voice_strength=None, speed=None,
+                    seed=None, streaming=False, figures={}, line_files=[path], pair=pair, position=position)  # fmt: skip
     return Take(kind=f"A/B {position} = {side['label']}", lines=[text], voice=side["voice"], voice_strength=side["strength"],
                 speed=side["speed"], seed=side["seed"], streaming=False, figures=figures, line_files=[path],
                 note=side["model"], pair=pair, position=position, contender=contender(side))  # fmt: skip
@@ -194,7 +194,8 @@ async def render_pair(
     if len(utterance) > MAX_LINE_CHARS:
         raise UserError(f"The text has {len(utterance):,} characters; the limit is {MAX_LINE_CHARS:,}.")
     session = owner_of(request)
-    sides = [_side_settings(*side_values[:5], owner=session), _side_settings(*side_values[5:10], owner=session)]
+    per_side = len(side_values) // 2  # each side's controls, in SideControls.as_list order (a new choice adds one)
+    sides = [_side_settings(*side_values[:per_side], owner=session), _side_settings(*side_values[per_side:], owner=session)]
     handles = await asyncio.to_thread(_submit_pair, utterance, sides, session, visitor_key(request))
     order = ["A", "B"]
     if blind:

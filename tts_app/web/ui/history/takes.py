@@ -47,9 +47,9 @@ class Take:
     kind: str
     lines: list[str]
     voice: str
-    voice_strength: float
-    speed: float
-    seed: int
+    voice_strength: float | None  # None: hidden (a blind A/B sample before its reveal)
+    speed: float | None
+    seed: int | None
     streaming: bool
     figures: dict[str, Any]
     line_files: list[str]

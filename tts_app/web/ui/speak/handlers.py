@@ -259,7 +259,8 @@ async def _generate(
     if note:
         gr.Warning(note)
     if entry.stopped:  # Stop came while the model loaded or the voice was analysed: nothing was submitted
-        yield {outputs.status: stopped_status(0, len(lines))}
+        entry.outcome = stopped_status(0, len(lines))
+        yield {outputs.status: entry.outcome}
         return
     ahead = engine.stats()  # before this run joins: the rows its first line's next window may wait for
     handles = await asyncio.to_thread(_submit_all, engine, lines, params)
@@ -300,18 +301,10 @@ async def _generate(
                 for index in run.feed(made, metrics_of).finished:
                     files.add_line(run, index)
                 summary = run.finish()
-                full_path = files.finish(run, run.made()) if run.has_audio else None
+                full_path = files.finish(run, run.made()) if run.has_audio else None  # what was made, kept
                 entry.outcome = stopped_status(run.finished_count, len(lines))
-                yield {
-                    outputs.full: full_path,
-                    outputs.files: files.listing(),
-                    outputs.lines: files.line_items(run),
-                    outputs.captions: captions_html(run.take_lines(), run_id),
-                    outputs.figures: run.figures.table(),
-                    outputs.timeline: timeline_html(run.figures),
-                    outputs.history: add_take(history, _take(form, run, files, voice_label, summary, full_path, stopped=True)) if full_path else history,
-                    outputs.status: entry.outcome,
-                }
+                take = _take(form, run, files, voice_label, summary, full_path, stopped=True) if full_path else None
+                yield _final_updates(outputs, run, files, run_id, history, take, entry.outcome, stopped=True)
                 return
             if not batch:
                 if channel is not None:
@@ -334,15 +327,8 @@ async def _generate(
                 channel.put(seg)
         summary = run.finish()
         full_path = files.finish(run, run.joined())
-        yield {
-            outputs.full: full_path,
-            outputs.files: files.listing(),
-            outputs.captions: captions_html(run.take_lines(), run_id),
-            outputs.figures: run.figures.table(),
-            outputs.timeline: timeline_html(run.figures),
-            outputs.history: add_take(history, _take(form, run, files, voice_label, summary, full_path)),
-            outputs.status: done_status(summary, len(run.lines)),
-        }
+        take = _take(form, run, files, voice_label, summary, full_path)
+        yield _final_updates(outputs, run, files, run_id, history, take, done_status(summary, len(run.lines)))
     finally:
         if channel is not None:
             channel.close()  # its reader ends after what is queued (an unopened one expires)
@@ -353,6 +339,24 @@ async def _generate(
         if getter is not None:
             getter.cancel()
         files.release()  # served (the last update named them) or stopped: the store's caps apply again
+
+
+def _final_updates(
+    outputs: SpeakOutputs, run: SpeakRun, files: RunFiles, run_id: str, history: list[dict[str, Any]] | None,
+    take: Take | None, status: str, stopped: bool = False,
+) -> dict[Any, Any]:
+    """The last update of a run, done or stopped: its files, captions, figures and timeline, its take in History
+    (the line players only when stopped: a done run showed each as it finished, and a new list re-renders them)."""
+    return {
+        outputs.full: files.full or None,
+        outputs.files: files.listing(),
+        **({outputs.lines: files.line_items(run)} if stopped else {}),
+        outputs.captions: captions_html(run.take_lines(), run_id),
+        outputs.figures: run.figures.table(),
+        outputs.timeline: timeline_html(run.figures),
+        outputs.history: add_take(history, take) if take is not None else history,
+        outputs.status: status,
+    }
 
 
 def _step_updates(
