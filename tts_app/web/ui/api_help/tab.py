@@ -96,7 +96,7 @@ Each named endpoint and what it returns (every update of a streaming one holds a
 | `/reference_report` | voice mode, built-in voice, reference clip, what the clip says | the voice's report (Markdown) |
 | `/ab_render` | text, blind, then side A and side B (model, voice, strength, seed, speed) | sample 1 and sample 2 (WAV paths named by place only), a message (Markdown) |
 | `/ab_reveal` | nothing | which sample was which and this session's blind tally (Markdown) |
-| `/read_document` | text, Markdown, title, voice mode, built-in voice, upload, what the clip says, strength, speed, seed, the document's file (optional) | the progress box (HTML; `data-job` is the job id, `data-status` its state); the files are named by the title, else the first heading, else the file's name |
+| `/read_document` | text, Markdown, title, voice mode, built-in voice, upload, what the clip says, strength, speed, seed | the progress box (HTML; `data-job` is the job id, `data-status` its state); the files are named by the title, else the first heading, else "Document" |
 | `/stop_document` | nothing | the progress box once the job has stopped (`data-status="cancelled"`) |
 | `/engine_stats` | nothing | the engine's counters (a dict) |
 """

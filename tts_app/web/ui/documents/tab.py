@@ -85,29 +85,30 @@ def progress_html(p: dict[str, Any], queue_position: int = 0) -> str:
     return "\n".join(lines) + "</div>"
 
 
-def load_file(path: str | None) -> tuple[Any, Any]:
-    """An uploaded .txt/.md file's text for the document box, and the title box cleared: the title of the text
-    read before is not this file's (a typed title still wins; empty, the job takes the first heading or the
-    file's name)."""
+def load_file(path: str | None) -> tuple[Any, Any, Any]:
+    """An uploaded .txt/.md file's text for the document box, the title box cleared (the title of the text read
+    before is not this file's; a typed title still wins) and the file's name, the job's title when the text has
+    no heading either."""
     if not path:
-        return gr.skip(), gr.skip()
+        return gr.skip(), gr.skip(), ""
     file = Path(path)
     if file.suffix.lower() not in (".txt", ".md", ".markdown"):
         raise UserError("Upload a .txt or .md file.")
     if file.stat().st_size > MAX_UPLOAD_BYTES:
         raise UserError(f"That file is over {MAX_UPLOAD_BYTES // 1_000_000:.1f} MB; the limit is 200,000 characters.")
     try:
-        return file.read_text(encoding="utf-8-sig"), ""
+        return file.read_text(encoding="utf-8-sig"), "", file.stem[:200]
     except UnicodeDecodeError as exc:
         raise UserError("That file is not UTF-8 text.") from exc
 
 
 def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str | None, upload: str | None,
-          voice_text: str | None, strength: float, speed: float, seed: float, document_file: str | None = None,
+          voice_text: str | None, strength: float, speed: float, seed: float, file_name: str | None = None,
           request: gr.Request | None = None) -> tuple[str, str]:  # fmt: skip
     """Start a job with the Speak tab's voice and settings; returns (job id, progress box); the timer starts after.
 
-    Its title names its files: the typed one, else the document's first heading, else the uploaded file's name."""
+    Its title names its files: the typed one, else the document's first heading, else ``file_name`` (the page's
+    upload: page state, not an API parameter), else "Document"."""
     from tts_app.documents import ClientJobsFull, JobsBusy, document_jobs, page_client  # start-up: the document jobs load on first use
     from tts_app.backends.params import SpeechParams  # start-up: with the document jobs
     from tts_app.text import TextError  # start-up: the text stack (espeak, lexicons) loads on first use
@@ -123,8 +124,8 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
     settings = resolve_page_params(asked)  # now: the job outlives the upload
     try:  # caps checked before the text is parsed, and parsed in turn (documents/parse_gate.py)
         clients = page_client(visitor_key(request))  # the page's visitor, not its (free) session hash
-        untitled = Path(document_file).stem[:200] if document_file else "Document"
-        job = document_jobs().admit(text, bool(markdown), settings, (title or "").strip()[:200], clients, untitled or "Document")
+        untitled = (file_name or "").strip()[:200] or "Document"
+        job = document_jobs().admit(text, bool(markdown), settings, (title or "").strip()[:200], clients, untitled)
     except TextError as exc:
         raise UserError(str(exc)) from exc
     except JobsBusy as exc:
@@ -192,11 +193,12 @@ def build_document_tab(speak_inputs: list[Any]) -> tuple[gr.State, gr.HTML, gr.T
         with gr.Column(scale=5, min_width=300):
             box = gr.HTML(IDLE, label="Document progress", show_label=False, elem_id="document-progress")
     timer = gr.Timer(POLL_S, active=False)
-    upload.change(load_file, upload, [text, title], api_visibility="private")
+    file_name = gr.State("")  # the uploaded file's name (cleared with the upload)
+    upload.change(load_file, upload, [text, title, file_name], api_visibility="private")
     # show_progress="hidden" everywhere: the box is its own progress; Gradio's queue text
     # ("processing | 0.3/4.6s") flickered inside it on every event.
     # The API returns what it documents (the progress box), never a timer's update: the page starts its timer after.
-    read_btn.click(start, [text, markdown, title, *speak_inputs, upload], [job_id, box], api_name="read_document",
+    read_btn.click(start, [text, markdown, title, *speak_inputs, file_name], [job_id, box], api_name="read_document",
                    show_progress="hidden").success(lambda: gr.Timer(active=True), None, timer, api_visibility="private")  # fmt: skip
     timer.tick(poll, job_id, [box, timer], show_progress="hidden", api_visibility="private")
     stop_btn.click(stop, job_id, box, api_name="stop_document", show_progress="hidden")
