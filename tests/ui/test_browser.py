@@ -198,7 +198,7 @@ def server(artifacts_dir: Path, path_without_ffmpeg: str, tmp_path_factory: pyte
 
 def _wait_ready(base: str, timeout_s: float = 300.0) -> None:
     deadline = time.monotonic() + timeout_s
-    while httpx.get(f"{base}/readyz", timeout=10).status_code != 200:
+    while httpx.get(f"{base}/readyz", timeout=60).status_code != 200:  # a loaded machine answered after 10 s
         assert time.monotonic() < deadline, "the engine did not load"
         time.sleep(0.25)
     assert httpx.get(f"{base}/healthz", timeout=10).json() == {"status": "ok", "engine": "ready"}
