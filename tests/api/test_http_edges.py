@@ -141,8 +141,12 @@ def test_documents_busy_then_stop_document_from_the_page(server: str) -> None:
     # Another visitor's Stop stops nothing of the owner's: its page holds no job.
     other.predict(api_name="/stop_document")
     assert status() in ("queued", "running")
-    box = _box(owner.predict(api_name="/stop_document"))
+    stopped = owner.predict(api_name="/stop_document")
+    box = _box(stopped)
     assert _job_id(box) == job_id
+    # What the API tab says: the progress box after the stop (it was the box from before it, data-status="running",
+    # and a timer's {'__type__': 'update'} beside it).
+    assert isinstance(stopped, str) and 'data-status="cancelled"' in box, stopped
     _until(lambda: status() == "cancelled", "the owner's Stop to cancel the job")
 
 

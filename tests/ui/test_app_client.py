@@ -44,8 +44,13 @@ def _generate(client: Client, text: str, mode: str = OWN, builtin: str | None = 
     return client.submit(text, mode, builtin, clip, strength, speed, seed, streaming, api_name="/generate")
 
 
+def _pieces(playlist: object) -> int:
+    """How many pieces the live stream's HLS playlist (what /generate's first output is for an API caller) lists."""
+    return open(playlist, encoding="utf-8").read().count("#EXTINF") if isinstance(playlist, str) and playlist else 0
+
+
 def _check_final(outputs: tuple, n_lines: int) -> dict:
-    _stream, full, files, status, figures, captions, live = outputs
+    _stream, full, files, status, figures, captions, live, _timeline = outputs
     assert "data-token" not in str(live)  # an API caller streams through /generate, not the page's player
     assert status.startswith("✓"), status
     assert len(files) == 3 * (n_lines + 1), files  # a WAV a line, the joined WAV, then SRT and VTT of each
@@ -72,8 +77,7 @@ def _check_final(outputs: tuple, n_lines: int) -> dict:
 def test_reference_clip_three_lines_streaming(client: Client) -> None:
     job = _generate(client, THREE_LINES, mode=UPLOAD, clip=handle_file(str(VOICES / "f5_ref_en.wav")), streaming=True)
     updates = list(job)
-    streamed = [u[0] for u in updates if isinstance(u[0], str) and u[0]]
-    assert len(streamed) >= 2, "the live player should get several chunks"
+    assert _pieces(updates[-1][0]) >= 2, "the live stream should get several pieces"
     final = _check_final(job.outputs()[-1], 3)
     run = final["rows"][-1]
     assert run[3] is not None and run[4] is not None and run[3] < run[4]  # first audio before the end
@@ -85,7 +89,7 @@ def test_reference_clip_three_lines_streaming(client: Client) -> None:
 def test_builtin_voice_three_lines_not_streaming(client: Client) -> None:
     job = _generate(client, THREE_LINES, mode=BUILTIN, builtin="lj_female_us", streaming=False)
     updates = list(job)
-    assert not any(isinstance(u[0], str) and u[0] for u in updates), "no live chunks when streaming is off"
+    assert not any(_pieces(u[0]) for u in updates), "no live pieces when streaming is off"
     _check_final(job.outputs()[-1], 3)
 
 
@@ -148,6 +152,31 @@ def test_stop_cancels_the_engine_requests(app_server: str) -> None:
         time.sleep(0.2)
 
 
+def test_stop_counts_what_it_cancelled_and_keeps_what_was_made(app_server: str) -> None:
+    """Stop after the first of 8 lines finished: it says how many finished and how many it cancelled (it said
+    "cancelled 8 engine requests" after 1 of 8 had finished), and the run's last outputs keep the finished
+    lines' files and a joined file of what was made (it was empty)."""
+    session = _client(app_server)
+    long_line = " ".join(["This sentence is long so the run takes a while to decode."] * 14)
+    job = _generate(session, "\n".join(["Short first line.", *[long_line] * 7]), streaming=False)
+    deadline = time.monotonic() + 120
+    while not any(isinstance(u, tuple) and isinstance(u[2], list) and u[2] for u in job.outputs()):  # a line file is out
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    message = session.predict(api_name="/stop")
+    found = re.fullmatch(r"■ Stopped: (\d) of 8 lines finished, (\d) cancelled\.", message)
+    assert found, message
+    finished, cancelled = int(found.group(1)), int(found.group(2))
+    assert 1 <= finished < 8 and finished + cancelled == 8, message
+    job.result(timeout=60)  # the run ends by itself, with what it made
+    _stream, full, files, status, *_ = job.outputs()[-1]
+    assert status == message
+    line_wavs = [f for f in files if re.search(r"line-\d+\.wav$", f)]
+    assert len(line_wavs) == finished, files
+    made = sum(sf.info(f).duration for f in line_wavs)
+    assert full and sf.info(full).duration >= made > 0.5, (full, made)
+
+
 def _ab_pair(client: Client, blind: bool) -> tuple[np.ndarray, np.ndarray, str]:
     """The two samples of an A/B render (A: seed 1, B: seed 2, same voice) as the page places them, and its text."""
     left, right, message, *_ = client.predict(
@@ -173,6 +202,22 @@ def test_ab_blind_pair_and_reveal(client: Client) -> None:
     for seed, again in ((1, seed_1), (2, seed_2)):
         assert by_seed[seed].shape == again.shape and np.abs(by_seed[seed] - again).max() <= 1e-3, f"seed {seed}"
     assert seed_1.shape != seed_2.shape or np.abs(seed_1 - seed_2).max() > 0.05, "two seeds gave the same audio"
+
+
+def test_blind_ab_file_names_say_nothing_of_the_sides(client: Client) -> None:
+    """Blind, the players' files are named by their place only (they were ab-A.wav and ab-B.wav, matching the
+    reveal); the reveal then names the sides, here two voices."""
+    for _ in range(3):
+        left, right, message, *_ = client.predict(
+            "The birch canoe slid on the smooth planks.", True,
+            "piper-joe-medium", "lj_female_us", 1.0, 0, 1.0,
+            "piper-joe-medium", "f5_ref_en", 1.0, 0, 1.0,
+            api_name="/ab_render",
+        )
+        assert (Path(left).name, Path(right).name) == ("sample-1.wav", "sample-2.wav")
+        assert "lj_female_us" not in message and "f5_ref_en" not in message
+        revealed = client.predict(api_name="/ab_reveal")
+        assert "lj_female_us" in revealed and "f5_ref_en" in revealed
 
 
 def _warmed_and_idle(stats: dict) -> bool:
@@ -208,6 +253,29 @@ def test_generate_reads_well_in_gradio_client(client: Client) -> None:
     assert "Status" in labels, labels
 
 
+def _update_dicts(value: object) -> bool:
+    if isinstance(value, dict):
+        return "__type__" in value or any(_update_dicts(v) for v in value.values())
+    return isinstance(value, (list, tuple)) and any(_update_dicts(v) for v in value)
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_generate_returns_what_the_api_tab_says(client: Client, streaming: bool) -> None:
+    """Every update of /generate holds the values the API tab lists (it held {'__type__': 'update'} for every output
+    an update left out), the status as plain text (it was Markdown), and no page player for an API caller."""
+    job = _generate(client, THREE_LINES, streaming=streaming)
+    job.result()
+    updates = job.outputs()
+    assert len(updates) >= 3
+    for update in updates:
+        assert not _update_dicts(update), update
+        _stream, full, files, status, figures, captions, live, timeline = update
+        assert isinstance(status, str) and status and "**" not in status, status
+        assert isinstance(files, list) and (full is None or isinstance(full, str)) and isinstance(figures, dict)
+        assert isinstance(captions, str) and live == "" and isinstance(timeline, str)
+    assert updates[-1][3].startswith("✓ Done: 3 lines"), updates[-1][3]
+
+
 def test_typed_transcript_shows_in_the_reference_report(client: Client) -> None:
     """The voice panel's "What the clip says" box reaches the profile: the report names the typed words."""
     clip = handle_file(str(VOICES / "lj_female_us.wav"))
@@ -224,7 +292,7 @@ def test_normalisation_toggle_reaches_the_engine(client: Client) -> None:
 
     def speak(normalize: bool) -> np.ndarray:
         job = client.submit(text, OWN, None, None, 1.0, 1.0, 0, False, "", normalize, api_name="/generate")
-        _stream, full, _files, status, _figures, _captions, _live = job.result()
+        _stream, full, _files, status, _figures, _captions, _live, _timeline = job.result()
         assert status.startswith("✓"), status
         audio, _rate = sf.read(full, dtype="float32")
         return audio

@@ -15,6 +15,7 @@ import base64
 import io
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -197,7 +198,7 @@ def server(artifacts_dir: Path, path_without_ffmpeg: str, tmp_path_factory: pyte
 
 def _wait_ready(base: str, timeout_s: float = 300.0) -> None:
     deadline = time.monotonic() + timeout_s
-    while httpx.get(f"{base}/readyz", timeout=10).status_code != 200:
+    while httpx.get(f"{base}/readyz", timeout=60).status_code != 200:  # a loaded machine answered after 10 s
         assert time.monotonic() < deadline, "the engine did not load"
         time.sleep(0.25)
     assert httpx.get(f"{base}/healthz", timeout=10).json() == {"status": "ok", "engine": "ready"}
@@ -404,7 +405,7 @@ def _expect_refusal(page: Any, message: str) -> None:
     page.screenshot(path=str(ARTIFACTS_REFUSED), full_page=True)
     assert page.evaluate(ERROR_PILLS_JS) == []
     assert page.locator("#full-player a[download]").count() == 0
-    assert page.locator("#run-figures tbody tr").count() == 0
+    assert page.locator("#run-timeline .tl-row").count() == 0
     toasts = page.evaluate(VISIBLE_ERROR_TOASTS_JS)
     assert len(toasts) == 1 and message in toasts[0], toasts
 
@@ -416,7 +417,7 @@ def test_refused_runs_leave_the_page_readable(server: str, browser: Any, artifac
     page.click("#generate-btn")
     _wait_status(page, "Done")
     page.wait_for_selector("#full-player a[download]", timeout=30_000)
-    page.wait_for_selector("#run-figures tbody tr", state="attached", timeout=30_000)
+    page.wait_for_selector("#run-timeline .tl-row", state="attached", timeout=30_000)
 
     page.locator("#text-input textarea").fill("")
     _expect_refusal(page, "Enter some text")
@@ -431,12 +432,69 @@ def test_refused_runs_leave_the_page_readable(server: str, browser: Any, artifac
     page.close()
 
 
+# Header cells whose text is cut (an element narrower than its content: "li…", "TTFA …") or whose right edge lies
+# past the table's visible box (a column one must scroll to see).
+CUT_HEADERS_JS = """sel => { const box = document.querySelector(sel).getBoundingClientRect();
+    return [...document.querySelectorAll(sel + ' thead th')].filter(th => th.offsetParent !== null)
+      .filter(th => th.getBoundingClientRect().right > box.right + 1
+        || [th, ...th.querySelectorAll('*')].some(e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1))
+      .map(th => th.innerText.trim()); }"""
+IN_VIEW_JS = """sel => { const r = document.querySelector(sel).getBoundingClientRect();
+    return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; }"""
+TIMELINE_JS = """() => [...document.querySelectorAll('#run-timeline .tl-row')].map(r => ({
+    height: r.getBoundingClientRect().height, right: r.getBoundingClientRect().right,
+    bar: r.querySelector('.tl-track').getBoundingClientRect().width, title: r.title }))"""
+
+
+def test_the_speak_tab_on_a_laptop_and_a_phone(server: str, browser: Any, artifacts_dir: Path) -> None:
+    """At 1280x800 a visitor scrolls to Generate and clicks: the status, the live player and the captions are on
+    screen with it (they were 576-706 px above it). The run's timeline reads on both screens (the figures table showed
+    one character a line on a phone); History's headers are whole at 1280 px, the Pronunciation table's on a phone."""
+    page = _open(browser, server, {"width": 1280, "height": 800})
+    page.locator("#text-input textarea").fill("\n".join(LINES[:3]))
+    page.locator("#generate-btn").scroll_into_view_if_needed()
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    time.sleep(1.0)
+    page.screenshot(path=str(artifacts_dir / "laptop_1280x800_speak.png"))  # the screen as the visitor sees it
+    for sel in ("#generate-btn", "#run-status", "#live-player", "#live-captions"):
+        assert page.evaluate(IN_VIEW_JS, sel), sel
+    page.wait_for_selector("#run-timeline .tl-row", timeout=30_000)
+    rows = page.evaluate(TIMELINE_JS)
+    assert len(rows) == 3 and all(r["height"] < 40 and r["bar"] > 200 for r in rows), rows
+    assert "first audio at" in rows[0]["title"] and "waiting for the engine" in rows[0]["title"], rows
+    _open_tab(page, "History")
+    time.sleep(0.8)
+    assert page.evaluate(CUT_HEADERS_JS, "#history-table") == []
+    page.screenshot(path=str(artifacts_dir / "laptop_1280x800_history.png"))
+    page.close()
+
+    page = _open(browser, server, PHONE)
+    page.locator("#text-input textarea").fill("\n".join(LINES[:3]))
+    page.locator("#generate-btn").scroll_into_view_if_needed()
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    page.wait_for_selector("#run-timeline .tl-row", timeout=30_000)
+    time.sleep(1.0)
+    assert page.evaluate(IN_VIEW_JS, "#run-status")  # the click brought the outputs into view
+    page.screenshot(path=str(artifacts_dir / "phone_390x844_speak.png"))
+    page.locator("#run-timeline").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / "phone_390x844_timeline.png"))
+    rows = page.evaluate(TIMELINE_JS)
+    assert len(rows) == 3 and all(r["height"] < 40 and r["bar"] > 120 and r["right"] <= PHONE["width"] for r in rows), rows
+    _open_tab(page, "Pronunciation")
+    time.sleep(0.8)
+    assert page.evaluate(CUT_HEADERS_JS, "#lexicon-table") == []
+    page.screenshot(path=str(artifacts_dir / "phone_390x844_pronunciation.png"))
+    page.close()
+
+
 def test_phone_layout_never_scrolls_sideways(server: str, browser: Any, artifacts_dir: Path) -> None:
     page = _open(browser, server, PHONE)
     page.locator("#text-input textarea").fill("\n".join(LINES[:2]))
     page.click("#generate-btn")
     _wait_status(page, "Done")
-    page.wait_for_selector("#run-figures table", timeout=30_000)
+    page.wait_for_selector("#run-timeline .tl-row", timeout=30_000)
     widths = {}
     cell_heights: list[float] = []
     for tab in TABS:
@@ -444,7 +502,7 @@ def test_phone_layout_never_scrolls_sideways(server: str, browser: Any, artifact
         time.sleep(0.8)
         widths[tab] = page.evaluate("() => document.scrollingElement.scrollWidth")
         cell_heights += page.eval_on_selector_all(  # tables keep one line per cell (no letter-per-line columns)
-            "#run-figures thead th, #run-figures tbody td, #history-table thead th, #history-table tbody td",
+            "#run-timeline .tl-row, #history-table thead th, #history-table tbody td",
             "els => els.filter(e => e.offsetParent !== null).map(e => e.getBoundingClientRect().height)",
         )
         if tab == "Document":
@@ -456,22 +514,17 @@ def test_phone_layout_never_scrolls_sideways(server: str, browser: Any, artifact
 
 
 def test_desktop_tables_show_every_column_and_the_snippets_name_this_server(server: str, browser: Any, artifacts_dir: Path) -> None:
-    """At 1280 px the run's figures and the history show every column (total, RTF, batch and stall were cut off), and
-    the API tab's snippets name the address the page came from, port included (they said http://HOST/)."""
+    """At 1280 px the history shows every column, its headers whole, and the API tab's snippets name the address the
+    page came from, port included (they said http://HOST/)."""
     page = _open(browser, server, {"width": 1280, "height": 900})
     page.locator("#text-input textarea").fill("\n".join(LINES[:2]))
     page.click("#generate-btn")
     _wait_status(page, "Done")
-    page.wait_for_selector("#run-figures table", timeout=30_000)
-    # Header cells whose right edge lies past the table's visible box (a column one must scroll to see).
-    hidden = """sel => { const box = document.querySelector(sel).getBoundingClientRect();
-        return [...document.querySelectorAll(sel + ' thead th')].filter(th => th.offsetParent !== null
-          && th.getBoundingClientRect().right > box.right + 1).map(th => th.innerText.trim()); }"""
-    assert page.evaluate(hidden, "#run-figures") == []
+    page.wait_for_selector("#run-timeline .tl-row", timeout=30_000)
     page.screenshot(path=str(artifacts_dir / "desktop_1280_speak.png"), full_page=True)
     _open_tab(page, "History")
     time.sleep(0.8)
-    assert page.evaluate(hidden, "#history-table") == []
+    assert page.evaluate(CUT_HEADERS_JS, "#history-table") == []
     _open_tab(page, "API")
     time.sleep(0.8)
     snippets = page.inner_text("#api-help")
@@ -714,3 +767,136 @@ def test_a_document_job_survives_a_reload(server: str, browser: Any, artifacts_d
     assert len(audio) / rate > 3
     page.close()
     again.close()
+
+
+def _history_text(page: Any) -> str:
+    _open_tab(page, "History")
+    time.sleep(0.8)
+    return page.inner_text("#history-table")
+
+
+def test_blind_ab_tells_nothing_before_the_reveal(server: str, browser: Any) -> None:
+    """Blind A/B of two voices: nothing readable on the page (file names, links, titles, History rows) names a side
+    before the reveal (the players were ab-A.wav/ab-B.wav, History said "A/B A · lj_female_us"); after a vote History
+    says which was which, and the visitor's tally shows."""
+    page = _open(browser, server, {"width": 1280, "height": 800})
+    _open_tab(page, "A/B listening")
+    page.click("#ab-render")
+    page.wait_for_function("() => document.querySelector('#ab-reveal')?.innerText.includes('Blind mode')", timeout=120_000)
+    page.wait_for_selector("#ab-right a[download]", timeout=30_000)
+    readable = page.evaluate("""() => [...document.querySelectorAll('#ab-left *, #ab-right *')].flatMap(e =>
+        [e.getAttribute('download'), e.getAttribute('href'), e.getAttribute('src'), e.getAttribute('title'),
+         e.getAttribute('aria-label'), e.children.length ? null : e.textContent]).filter(Boolean)""")
+    downloads = page.eval_on_selector_all("#ab-left a[download], #ab-right a[download]", "els => els.map(e => e.href)")
+    assert [d.rsplit("/", 1)[-1] for d in downloads] == ["sample-1.wav", "sample-2.wav"], downloads
+    for value in readable:
+        assert not any(tell in value for tell in ("ab-A", "ab-B", "lj_female_us", "f5_ref_en")), value
+    before = _history_text(page)
+    assert "A/B sample 1" in before and "A/B sample 2" in before, before
+    assert "lj_female_us" not in before and "f5_ref_en" not in before, before
+
+    _open_tab(page, "A/B listening")
+    page.click("#ab-prefer-1")
+    page.wait_for_function("() => document.querySelector('#ab-reveal')?.innerText.includes('You preferred')", timeout=30_000)
+    board = page.inner_text("#ab-reveal")
+    assert "Your blind preferences" in board and "lj_female_us" in board and "f5_ref_en" in board, board
+    after = _history_text(page)
+    assert "lj_female_us" in after and "f5_ref_en" in after and "preferred" in after, after
+    page.close()
+
+
+def test_a_stopped_run_keeps_its_take_in_history(server: str, browser: Any) -> None:
+    """Stop after a line finished: the status says how many finished and how many were cancelled, the joined player
+    holds what was made, and History lists the stopped take (it was missing, its joined file empty)."""
+    _wait_engine_idle(server)
+    page = _open(browser, server, {"width": 1280, "height": 800})
+    page.locator("#streaming-toggle input[type=checkbox]").uncheck()
+    page.locator("#text-input textarea").fill("\n".join(["Short first line.", *[LONG_LINE] * 5]))
+    page.click("#generate-btn")
+    page.wait_for_selector("#line-players .line-player a[download]", timeout=120_000)
+    page.click("#stop-btn")
+    _wait_status(page, "Stopped:", timeout_ms=60_000)
+    status = _status(page)
+    found = re.search(r"Stopped: (\d) of 6 lines finished, (\d) cancelled", status)
+    assert found and 1 <= int(found.group(1)) < 6 and int(found.group(1)) + int(found.group(2)) == 6, status
+    page.wait_for_selector("#full-player a[download]", timeout=30_000)
+    joined = page.eval_on_selector("#full-player a[download]", "e => e.href")
+    audio, rate = sf.read(io.BytesIO(httpx.get(joined, timeout=30).content), dtype="float32")
+    assert len(audio) / rate > 0.5
+    rows = _history_text(page)
+    assert "speak · stopped" in rows, rows
+    page.close()
+
+
+def test_an_upload_never_keeps_the_last_documents_title(server: str, browser: Any, tmp_path: Path) -> None:
+    """A title typed for one document, then notes.md uploaded: the title box is cleared and the files are notes.*
+    (they were Lighthouse.wav/.srt, the last document's title)."""
+    page = _open(browser, server, {"width": 1280, "height": 800})
+    _open_tab(page, "Document")
+    page.locator("#document-title input, #document-title textarea").first.fill("Lighthouse")
+    notes = tmp_path / "notes.md"
+    notes.write_text("Just a line of notes, with no heading.\n", encoding="utf-8")
+    page.locator("#document-upload input[type=file]").set_input_files(str(notes))
+    page.wait_for_function("() => document.querySelector('#document-text textarea')?.value.includes('Just a line')", timeout=30_000)
+    assert page.locator("#document-title input, #document-title textarea").first.input_value() == ""
+    page.click("#document-read")
+    page.wait_for_function("() => document.querySelector('#document-progress .doc-progress')?.dataset.status === 'finished'",
+                           timeout=120_000)
+    link = page.eval_on_selector("#document-progress a[href$='captions.srt']", "e => e.href")
+    assert 'filename="notes.srt"' in httpx.get(link, timeout=30).headers["content-disposition"]
+    page.close()
+
+
+STATUS_LOG_JS = (
+    "() => { window.__statuses = []; new MutationObserver(() => {"
+    " const t = document.querySelector('#run-status')?.innerText;"
+    " if (t && window.__statuses[window.__statuses.length - 1] !== t) window.__statuses.push(t); })"
+    ".observe(document.body, {childList: true, subtree: true, characterData: true}); }"
+)
+
+
+def test_each_figure_means_one_thing_and_says_so(server: str, browser: Any) -> None:
+    """Five lines streamed: while the first plays the status gives no wait estimate (it said "4 waiting, 0 requests
+    ahead, about 2.3 s to wait"); History's queue figure is the take's wait for its first line, never past its first
+    audio (it summed the lines' waits: 5.3 s for a take heard at 0.70 s); every History header and the status box
+    have a tooltip saying what they mean."""
+    _wait_engine_idle(server)
+    page = _open(browser, server, {"width": 1280, "height": 800})
+    page.evaluate(STATUS_LOG_JS)
+    page.locator("#text-input textarea").fill("\n".join(LINES))
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    speaking = [s for s in page.evaluate("() => window.__statuses") if "Speaking" in s]
+    assert speaking and not [s for s in speaking if "to wait" in s or "0 requests ahead" in s], speaking
+    assert page.evaluate("() => document.querySelector('#run-status').title").startswith("What this run is doing")
+    _open_tab(page, "History")
+    time.sleep(0.8)
+    headers = page.eval_on_selector_all("#history-table thead th",
+                                        "els => els.map(e => [e.textContent.replace(/[\\s\u22ee]+/g, ' ').trim(), e.title])")
+    assert headers and all(len(tip) > len(name) + 10 for name, tip in headers), headers  # a sentence, not the name
+    names = [name for name, _tip in headers]
+    cells = page.eval_on_selector_all("#history-table tbody tr:first-child td", "els => els.map(e => e.textContent.trim())")
+    row = dict(zip(names, cells))
+    assert float(row["queue (s)"]) <= float(row["first audio (s)"]), (names, cells)
+    page.close()
+
+
+SHARE_BUTTONS_JS = """() => [...document.querySelectorAll('button, a')].filter(e => e.offsetParent !== null
+    && /share/i.test((e.getAttribute('aria-label') || '') + ' ' + (e.getAttribute('title') || '')))
+    .map(e => (e.closest('[id]')?.id || '?') + ': ' + (e.getAttribute('aria-label') || e.getAttribute('title')))"""
+
+
+def test_no_share_button_off_spaces(server: str, browser: Any) -> None:
+    """Off a Space, no player shows Gradio's Share button (it only said "Must be on Spaces to share"); download stays."""
+    page = _open(browser, server, {"width": 1280, "height": 800})
+    page.locator("#text-input textarea").fill(LINES[0])
+    page.click("#generate-btn")
+    _wait_status(page, "Done")
+    page.wait_for_selector("#full-player a[download]", timeout=30_000)
+    assert page.locator("#voice-preview a[download], #voice-preview button[aria-label*='ownload']").count() >= 1
+    assert page.evaluate(SHARE_BUTTONS_JS) == []
+    _open_tab(page, "A/B listening")
+    page.click("#ab-render")
+    page.wait_for_selector("#ab-right a[download]", timeout=120_000)
+    assert page.evaluate(SHARE_BUTTONS_JS) == []
+    page.close()

@@ -107,6 +107,7 @@ def test_figures_table_and_summary() -> None:
     assert [row[0] for row in table] == ["1", "2", "run"]
     summary = figures.summary()
     assert summary["max_batch"] == 2 and summary["audio_s"] == 3.0 and summary["rtf"] == 0.4
+    assert summary["queue_wait_s"] == 0.01 and table[-1][2] == 0.01  # the run's wait: until its first line started
     assert describe_batches([3, 3, 1]) == "3×2, 1×1 (max 3)"
 
 
@@ -138,47 +139,64 @@ def test_history_lists_takes_and_zips_them(tmp_path) -> None:
     assert history_zip([], "unit-test-session") is None
 
 
-def test_active_runs_cancel_only_that_session() -> None:
-    class Handle:
-        cancelled = False
+class _Handle:
+    """An engine request handle as far as the page's run registry sees it."""
 
-        def cancel(self) -> None:
-            self.cancelled = True
+    def __init__(self, done: bool = False) -> None:
+        self.done, self.cancelled = done, False
 
+    @property
+    def cancel_asked(self) -> bool:
+        return self.cancelled
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+def test_active_runs_cancel_only_that_session_and_count_what_they_cancelled() -> None:
     runs = ActiveRuns()
-    mine, theirs = [Handle(), Handle()], [Handle()]
+    mine, theirs = [_Handle(done=True), _Handle(), _Handle()], [_Handle()]
     runs.add("me", mine)
-    runs.add("them", theirs)
-    assert runs.cancel("me") == 2
-    assert all(h.cancelled for h in mine) and not theirs[0].cancelled
-    runs.remove("them", theirs)
-    assert runs.cancel("them") == 0
+    theirs_run = runs.add("them", theirs)
+    cancelled = runs.cancel("me")
+    assert (cancelled.cancelled, cancelled.total, cancelled.finished) == (2, 3, 1)  # the finished line is not counted
+    assert all(h.cancelled for h in mine[1:]) and not theirs[0].cancelled
+    assert runs.cancel("me").cancelled == 0  # a second Stop cancels nothing more
+    runs.end(theirs_run)
+    assert runs.cancel("them").total == 0
+
+
+def test_a_stop_while_the_run_starts_cancels_its_requests_as_they_come() -> None:
+    runs = ActiveRuns()
+    run = runs.begin("me")  # loading the model, analysing the voice: nothing submitted yet
+    assert runs.cancel("me").total == 0 and run.stopped and runs.sessions() == []
+    late = [_Handle(), _Handle()]
+    runs.attach(run, late)
+    assert all(h.cancelled for h in late)
+    again = runs.begin("me")  # the next click is a run of its own, not stopped
+    runs.attach(again, [fresh := _Handle()])
+    assert not fresh.cancelled and runs.sessions() == ["me"]
 
 
 def test_stop_cancels_in_the_page_registry_it_is_given() -> None:
     """Stop reads the registry its page owns (build_demo makes one per page), not a module-level one."""
-    from tts_app.web.ui.speak.handlers import stop  # here: it loads gradio, which the rest of this file does not need
-
-    class Handle:
-        cancelled = False
-
-        def cancel(self) -> None:
-            self.cancelled = True
+    from tts_app.web.ui.speak.stopping import stop  # here: it loads gradio, which the rest of this file does not need
 
     page_a, page_b = ActiveRuns(), ActiveRuns()
-    run = Handle()
+    handle = _Handle()
     request = SimpleNamespace(session_hash="visitor")
 
     async def scenario() -> None:
-        page_a.add("visitor", [run])
-        assert await stop(request, page_b) == "■ Nothing was running." and not run.cancelled  # another page's registry
+        run = page_a.add("visitor", [handle])
+        assert await stop(request, page_b) == "■ Nothing was running." and not handle.cancelled  # another page's registry
         # Stop answers once the run's handler has ended (removed its handles): an update the run sent as Stop
         # came lands before Stop's, never after it (the status went back to Speaking… and stayed there).
         answer = asyncio.create_task(stop(request, page_a))
         await asyncio.sleep(0.3)
-        assert run.cancelled and not answer.done() and page_a.open_runs("visitor") == 1
-        page_a.remove("visitor", [run])
-        assert (await answer).startswith("■ **Stopped:** cancelled 1 engine request")
+        assert handle.cancelled and not answer.done() and page_a.open_runs("visitor") == 1
+        run.outcome = "■ Stopped: 0 of 1 line finished, 1 cancelled."  # the handler's own account
+        page_a.end(run)
+        assert await answer == run.outcome
         assert page_a.open_runs("visitor") == 0
 
     asyncio.run(scenario())
@@ -264,3 +282,17 @@ def test_model_selector_lists_what_is_here_and_refuses_the_rest(tmp_path, monkey
     assert [model_id for _label, model_id in model_choices()] == [EMBEDDED_ID, CHATTERBOX_ID]
     assert "Chatterbox is a GPU model" in model_help() and "Qwen3-TTS is" not in model_help()
     assert check_model(CHATTERBOX_ID) == CHATTERBOX_ID
+
+
+@pytest.mark.parametrize("space", ["", "someone/tts"])
+def test_players_offer_share_on_a_space_only(monkeypatch: pytest.MonkeyPatch, space: str) -> None:
+    """Gradio's Share posts to the Space's discussions: the page's players offer it on a Space, and nowhere else."""
+    import gradio as gr  # here: it loads gradio, which the rest of this file does not need
+
+    from tts_app.web.ui.layout import build_demo
+
+    monkeypatch.setenv("SPACE_ID", space)
+    demo = build_demo()
+    players = [b for b in demo.blocks.values() if isinstance(b, gr.Audio) and not b.streaming]
+    assert len(players) >= 5
+    assert all(("share" in (p.buttons or [])) == bool(space) for p in players), [(p.label, p.buttons) for p in players]

@@ -51,6 +51,12 @@ class _Request:
     def __init__(self) -> None:
         self.cancelled = False
 
+    done = False  # a request still running: Stop counts it
+
+    @property
+    def cancel_asked(self) -> bool:
+        return self.cancelled
+
     def cancel(self) -> None:
         self.cancelled = True
 

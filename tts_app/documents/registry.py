@@ -86,10 +86,13 @@ class DocumentJobs:
         self._lock = threading.Lock()
 
     def admit(
-        self, text: str, markdown: bool, settings: DocumentSettings, title: str, clients: Sequence[tuple[str, int]] = ()
+        self, text: str, markdown: bool, settings: DocumentSettings, title: str, clients: Sequence[tuple[str, int]] = (),
+        untitled: str = "Document",
     ) -> DocumentJob:
         """Check the size and every cap, then parse ``text`` (in turn) and start its job: a refused client's
-        text is never parsed. TextError for a bad text; ClientJobsFull, JobsBusy as ``start``."""
+        text is never parsed. TextError for a bad text; ClientJobsFull, JobsBusy as ``start``.
+
+        The job's title (its files' names): ``title``, else the document's first heading, else ``untitled``."""
         check_document_size(text)
         reservation = self.reserve(clients)
         try:
@@ -98,7 +101,7 @@ class DocumentJobs:
                     document = parse_document(text, markdown)
             except ParseBusy as exc:
                 raise JobsBusy(str(exc), PARSE_RETRY_AFTER_S) from exc
-            return self.start(document, settings, title, clients, reservation)
+            return self.start(document, settings, title or document.first_heading or untitled, clients, reservation)
         finally:
             self.release(reservation)  # a no-op once the job took its place
 

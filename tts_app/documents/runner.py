@@ -119,5 +119,7 @@ def run_job(job: DocumentJob, engine: Any, active: list[Any]) -> None:
         wav.close()
         if "wav" not in job.files and wav.samples:
             job.files["wav"] = job.wav_path  # what was read before a stop or a failure
+            if job.words:
+                job.files.update(write_captions(job.folder, job.words))  # and its captions, for the part read
         job.end(outcome)  # its status changes last, its text is dropped
         logger.info("document job %s %s: %d of %d pieces, %.1f s of audio", job.id, job.status.value, job.pieces_done, len(pieces), job.audio_s)

@@ -42,6 +42,11 @@ class ParsedDocument:
     def chars(self) -> int:
         return sum(len(p.text) for p in self.pieces)
 
+    @property
+    def first_heading(self) -> str:
+        """The title of the first chapter that has a heading ("" for a text without one)."""
+        return next((self.chapters[p.chapter] for p in self.pieces if p.heading), "")
+
 
 def _blocks(text: str, markdown: bool) -> list[tuple[str, str]]:
     """("heading" | "para", text) in order; Markdown structure read when ``markdown``."""

@@ -17,6 +17,12 @@ class _Handle:
     def __init__(self) -> None:
         self.cancelled = False
 
+    done = False  # a request still running: Stop counts it
+
+    @property
+    def cancel_asked(self) -> bool:
+        return self.cancelled
+
     def cancel(self) -> None:
         self.cancelled = True
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import gradio as gr
 
+from tts_app.web.ui.common.tooltips import tooltip_script
 from tts_app.web.ui.documents.tab import JOB_URL_SCRIPT
+from tts_app.web.ui.history.takes import HISTORY_TIPS
 from tts_app.web.ui.speak.captions_view import CAPTION_SCRIPT
 from tts_app.web.ui.speak.live_player import LIVE_PLAYER_SCRIPT
+from tts_app.web.ui.speak.run_status import STATUS_TIP
 
 # Local font stacks only: a Space or a laptop offline must not wait on a font CDN.
 _SANS = ["Inter", "ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "Roboto", "sans-serif"]
@@ -63,15 +66,43 @@ footer { opacity: 0.75; }
 .toast-messages .toast-message-item:not(:last-child), .toast-title .toast-count { display: none; }
 /* Tables scroll sideways inside their own box, never the page (phones): their content must not set
    the column's width (contain: inline-size), and they never squeeze a column to a letter per line. */
-#run-figures, #history-table, #lexicon-table { contain: inline-size; max-width: 100%; }
-#history-table th, #history-table td { white-space: nowrap; }
-/* The run's figures fit their half of a desktop page (headers on two lines, column_widths); on a narrower
-   screen the table keeps a readable width and scrolls inside its box. */
+#history-table, #lexicon-table { contain: inline-size; max-width: 100%; }
+#history-table td { white-space: nowrap; }
+/* Headers wrap onto a second line rather than being cut ("li…", "TTFA …" at 1280 px; the Pronunciation
+   table's on a phone). */
+#history-table th, #history-table th *, #lexicon-table th, #lexicon-table th * { white-space: normal !important;
+  text-overflow: clip !important; overflow-wrap: normal; word-break: normal; }
 @media (max-width: 900px) {
-  #run-figures table { min-width: 1120px; }
   #history-table table { min-width: 1500px; }
-  #run-figures th, #run-figures td, #run-figures th *, #run-figures td * { white-space: nowrap !important; }
 }
+/* Wide screens: the Speak tab's outputs stay in view beside the form while it scrolls to Generate. Gradio's
+   container clips with overflow: hidden, which makes it a scroll box and keeps sticky from working; clip does not. */
+.gradio-container { overflow: clip !important; }
+@media (min-width: 900px) {
+  #speak-outputs { position: sticky; top: 0.5rem; align-self: flex-start; max-height: calc(100vh - 5rem); overflow-y: auto; }
+  /* Taller than the screen: the column scrolls, its parts keep their height and one column (Gradio's wraps). */
+  #speak-outputs { flex-wrap: nowrap !important; }
+  #speak-outputs > * { flex-shrink: 0; }
+}
+/* The run's timeline (run_timeline.py): a bar a line on one time axis; percent widths, so any screen reads it. */
+#run-timeline .run-timeline { font-size: 0.82rem; font-variant-numeric: tabular-nums; padding: 0.4rem 0.2rem; }
+#run-timeline .tl-head, #run-timeline .tl-row { display: grid; grid-template-columns: 2.2rem 1fr 7.2rem; gap: 0.4rem; align-items: center; }
+#run-timeline .tl-head { color: var(--body-text-color-subdued); grid-template-columns: 2.2rem 1fr 1fr 7.2rem; }
+#run-timeline .tl-head span:nth-child(3) { text-align: right; }
+#run-timeline .tl-row { margin: 0.18rem 0; }
+#run-timeline .tl-track { position: relative; height: 0.9rem; border-radius: 4px; background: var(--background-fill-secondary); }
+#run-timeline .tl-track span { position: absolute; top: 0; bottom: 0; }
+#run-timeline .tl-figs { text-align: right; white-space: nowrap; }
+#run-timeline .tl-wait { background: repeating-linear-gradient(45deg, #cbd5e1 0 4px, #e2e8f0 4px 8px); }
+#run-timeline .tl-decode { background: #a5b4fc; }
+#run-timeline .tl-audio { background: #4f46e5; border-radius: 0 4px 4px 0; }
+#run-timeline .tl-legend { display: flex; flex-wrap: wrap; gap: 0.3rem 0.9rem; margin-top: 0.35rem; color: var(--body-text-color-subdued); }
+#run-timeline .tl-key::before { content: ""; display: inline-block; width: 0.8rem; height: 0.6rem; margin-right: 0.3rem; border-radius: 2px; vertical-align: baseline; }
+#run-timeline .tl-key.tl-wait, #run-timeline .tl-key.tl-decode, #run-timeline .tl-key.tl-audio { background: none; }
+#run-timeline .tl-key.tl-wait::before { background: repeating-linear-gradient(45deg, #cbd5e1 0 3px, #e2e8f0 3px 6px); }
+#run-timeline .tl-key.tl-decode::before { background: #a5b4fc; }
+#run-timeline .tl-key.tl-audio::before { background: #4f46e5; }
+#run-timeline .tl-summary { margin-top: 0.25rem; }
 #api-help { contain: inline-size; overflow-wrap: anywhere; }
 #api-help pre, #api-help table { display: block; max-width: 100%; overflow-x: auto; }
 #api-help table { border: none; border-collapse: collapse; }
@@ -115,4 +146,5 @@ APP_HEAD = (
     + LIVE_PLAYER_SCRIPT
     + CAPTION_SCRIPT
     + JOB_URL_SCRIPT
+    + tooltip_script({"#history-table": HISTORY_TIPS}, {"#run-status": STATUS_TIP})
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import gradio as gr
@@ -15,10 +15,12 @@ from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for
 from tts_app.backends.params import SpeechParams
 from tts_app.web.guards.client_identity import visitor_key
+from tts_app.web.ui.common.players import player_buttons
 from tts_app.web.ui.common.model_picker import check_model, model_dropdown
 from tts_app.web.ui.common.run_figures import RunFigures
 from tts_app.web.ui.common.text_lines import MAX_LINE_CHARS
 from tts_app.web.ui.common.user_error import UserError
+from tts_app.web.ui.history.preferences import contender, tally_markdown
 from tts_app.web.ui.history.takes import Take, add_take
 from tts_app.web.ui.session.files import new_file
 from tts_app.web.ui.session.owner import owner_of
@@ -141,25 +143,68 @@ async def _to_file(handle: Any, path: str) -> None:
     await handle.aresult()  # the request's error or cancellation, as before (its audio is forgotten: cheap)
 
 
+BLIND_VOICE = "hidden until revealed"
+
+
+def _take_of(position: int, side: dict[str, Any], figures: dict[str, Any], path: str, text: str, pair: int, shown: bool) -> Take:
+    """One sample's History take. A blind one names its place only (sample 1 or 2), never its side or settings:
+    everything that tells the sides apart (voice, model, seed, figures) waits for the reveal."""
+    if not shown:
+        return Take(kind=f"A/B sample {position}", lines=[text], voice=BLIND_VOICE, voice_strength=None, speed=None,
+                    seed=None, streaming=False, figures={}, line_files=[path], pair=pair, position=position)  # fmt: skip
+    return Take(kind=f"A/B {position} = {side['label']}", lines=[text], voice=side["voice"], voice_strength=side["strength"],
+                speed=side["speed"], seed=side["seed"], streaming=False, figures=figures, line_files=[path],
+                note=side["model"], pair=pair, position=position, contender=contender(side))  # fmt: skip
+
+
+def _revealed_history(history: list[dict[str, Any]] | None, state: dict[str, Any]) -> list[dict[str, Any]]:
+    """``history`` with the pair of ``state`` shown as it was: each sample's side, settings and figures, and its vote."""
+    takes = [dict(take) for take in history or []]
+    vote = state.get("vote")
+    for take in takes:
+        if take.get("pair") != state["pair"] or take.get("position") not in (1, 2):
+            continue
+        position = int(take["position"])
+        label = state["order"][position - 1]
+        side = {**state["sides"][label], "label": label}
+        shown = asdict(_take_of(position, side, state["figures"][label], take["line_files"][0], take["lines"][0], state["pair"], True))
+        shown["kind"] += " · preferred" if vote == label else ""
+        shown["preferred"] = None if vote is None else vote == label
+        take.update({k: v for k, v in shown.items() if k not in ("created", "take")})
+    return takes
+
+
 async def render_pair(
     text: str,
     blind: bool,
     history: list[dict[str, Any]] | None,
+    previous: dict[str, Any] | None,
     request: gr.Request,
     *side_values: Any,
 ) -> tuple[Any, ...]:
-    """Render A and B in one engine batch; returns left player, right player, reveal text, A/B state, history."""
+    """Render A and B in one engine batch; returns left player, right player, the message, A/B state, history.
+
+    Blind, the players get the sides in a random order under names of their place (sample-1.wav,
+    sample-2.wav: one random folder each), and History lists them by place until the reveal. A pair
+    still unrevealed when the next is rendered is shown in History then (it can no longer be voted on).
+    """
     utterance = " ".join(line.strip() for line in (text or "").splitlines() if line.strip())
     if not utterance:
         raise UserError("Enter a sentence to compare.")
     if len(utterance) > MAX_LINE_CHARS:
         raise UserError(f"The text has {len(utterance):,} characters; the limit is {MAX_LINE_CHARS:,}.")
     session = owner_of(request)
-    sides = [_side_settings(*side_values[:5], owner=session), _side_settings(*side_values[5:10], owner=session)]
+    per_side = len(side_values) // 2  # each side's controls, in SideControls.as_list order (a new choice adds one)
+    sides = [_side_settings(*side_values[:per_side], owner=session), _side_settings(*side_values[per_side:], owner=session)]
     handles = await asyncio.to_thread(_submit_pair, utterance, sides, session, visitor_key(request))
-    paths = [str(new_file(session, f"ab-{label}", ".wav")) for label in "AB"]
+    order = ["A", "B"]
+    if blind:
+        random.shuffle(order)
+    by_label = dict(zip("AB", handles, strict=True))
+    # Named by place, not by side: the name, the player's download and its URL say nothing of which is which.
+    paths = [str(new_file(session, f"sample-{position}", ".wav")) for position in (1, 2)]
     try:
-        await asyncio.gather(*(_to_file(h, path) for h, path in zip(handles, paths, strict=True)))
+        await asyncio.gather(*(_to_file(by_label[label], path) for label, path in zip(order, paths, strict=True)))
     except Exception as exc:  # noqa: BLE001 - an engine failure becomes a message in the page, not a trace
         logger.exception("A/B render failed")
         raise gr.Error(f"Rendering failed: {exc}") from exc
@@ -167,72 +212,67 @@ async def render_pair(
         for handle in handles:
             handle.cancel()
 
-    order = ["A", "B"]
-    if blind:
-        random.shuffle(order)
-    state = {"order": order, "sides": {"A": sides[0], "B": sides[1]}, "blind": bool(blind), "votes": []}
-    takes = history
-    for label, handle, path in zip("AB", handles, paths, strict=True):
-        figures = RunFigures()
-        figures.add_line(1, utterance, handle.metrics.as_dict())
+    takes = list(history or [])
+    if previous and previous.get("blind") and not previous.get("revealed"):
+        takes = _revealed_history(takes, previous)
+    pair = max((int(t.get("pair") or 0) for t in takes), default=0) + 1
+    figures = {}
+    for label, handle in by_label.items():
+        run = RunFigures()
         metrics = handle.metrics.as_dict()
-        figures.total_s = metrics.get("total_s")
-        figures.time_to_first_audio_s = metrics.get("time_to_first_audio_s")
-        side = state["sides"][label]
-        takes = add_take(
-            takes,
-            Take(
-                kind=f"A/B {label}",
-                lines=[utterance],
-                voice=side["voice"],
-                voice_strength=side["strength"],
-                speed=side["speed"],
-                seed=side["seed"],
-                streaming=False,
-                figures=figures.summary(),
-                line_files=[path],
-                note=side["model"],
-            ),
-        )
-    by_label = dict(zip("AB", paths, strict=True))
-    left, right = by_label[order[0]], by_label[order[1]]
+        run.add_line(1, utterance, metrics)
+        run.total_s = metrics.get("total_s")
+        run.time_to_first_audio_s = metrics.get("time_to_first_audio_s")
+        figures[label] = run.summary()
+    state = {"pair": pair, "order": order, "sides": {"A": sides[0], "B": sides[1]}, "blind": bool(blind),
+             "revealed": not blind, "vote": None, "figures": figures}  # fmt: skip
+    for position, (label, path) in enumerate(zip(order, paths, strict=True), start=1):  # in place order: take numbers say nothing
+        take = _take_of(position, {**sides["AB".index(label)], "label": label}, figures[label], path, utterance, pair, not blind)
+        takes = add_take(takes, take)
     if blind:
         message = "**Blind mode:** listen to both, pick the one you prefer, then reveal which was which."
     else:
         message = _reveal_text(state).replace("**Revealed.**", "Blind mode is off:")
-    return left, right, message, state, takes
+    return paths[0], paths[1], message, state, takes
 
 
-def _reveal_text(state: dict[str, Any], choice: str | None = None) -> str:
+def _reveal_text(state: dict[str, Any], history: list[dict[str, Any]] | None = None, note: str = "") -> str:
     order = state["order"]
     sides = state["sides"]
     lines = [f"- **Sample 1** was **{order[0]}**: {_describe(sides[order[0]])}",
-             f"- **Sample 2** was **{order[1]}**: {_describe(sides[order[1]])}"]
+             f"- **Sample 2** was **{order[1]}**: {_describe(sides[order[1]])}"]  # fmt: skip
     header = "**Revealed.**"
-    if choice is not None:
-        header = f"**You preferred {choice}**, which was **{order[0] if choice == 'Sample 1' else order[1]}**."
-    tally = state.get("votes", [])
-    if tally:
-        wins_a = sum(1 for v in tally if v == "A")
-        header += f" Votes this session: A {wins_a}, B {len(tally) - wins_a}."
-    return "\n".join([header, *lines])
+    vote = state.get("vote")
+    if vote is not None:
+        header = f"**You preferred sample {order.index(vote) + 1}**, which was **{vote}**."
+    if note:
+        header += f" {note}"
+    board = tally_markdown(history)
+    return "\n".join([header, *lines, *(["", board] if board else [])])
 
 
-def reveal(state: dict[str, Any] | None) -> str:
-    """Show which sample was which."""
+def reveal(state: dict[str, Any] | None, history: list[dict[str, Any]] | None = None) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    """Show which sample was which, here and in History; returns the message, the A/B state and the history."""
     if not state:
         raise UserError("Render a pair first.")
-    return _reveal_text(state)
+    shown = {**state, "revealed": True}
+    takes = _revealed_history(history, shown) if state.get("blind") else list(history or [])
+    return _reveal_text(shown, takes), shown, takes
 
 
-def prefer(choice: str, state: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
-    """Record a preference for the left (Sample 1) or right (Sample 2) player, then reveal."""
+def prefer(choice: str, state: dict[str, Any] | None, history: list[dict[str, Any]] | None = None) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    """Record a preference for the left (Sample 1) or right (Sample 2) player, then reveal.
+
+    Only a blind pair's first vote before its reveal counts in the tally: a vote after seeing the
+    sides (or with blind off) would not be a blind one."""
     if not state:
         raise UserError("Render a pair first.")
-    new_state = dict(state)
+    if not state.get("blind") or state.get("revealed") or state.get("vote") is not None:
+        why = "blind mode was off" if not state.get("blind") else "this pair was already revealed"
+        text, shown, takes = reveal(state, history)
+        return _reveal_text(shown, takes, f"(Not counted: {why}.)"), shown, takes
     picked = state["order"][0] if choice == "Sample 1" else state["order"][1]
-    new_state["votes"] = [*state.get("votes", []), picked]
-    return _reveal_text(new_state, choice), new_state
+    return reveal({**state, "vote": picked}, history)
 
 
 def _side_controls(label: str) -> SideControls:
@@ -265,13 +305,13 @@ def build_ab_tab(history: gr.State) -> tuple[list[gr.Dropdown], list[gr.Dropdown
         blind = gr.Checkbox(value=True, label="Blind: hide which side is which until revealed")
         render = gr.Button("Render A and B", variant="primary", elem_id="ab-render")
     with gr.Row():
-        left = gr.Audio(label="Sample 1", interactive=False, elem_id="ab-left")
-        right = gr.Audio(label="Sample 2", interactive=False, elem_id="ab-right")
+        left = gr.Audio(label="Sample 1", interactive=False, buttons=player_buttons(), elem_id="ab-left")
+        right = gr.Audio(label="Sample 2", interactive=False, buttons=player_buttons(), elem_id="ab-right")
     with gr.Row():
-        prefer_left = gr.Button("Prefer sample 1", size="sm")
-        prefer_right = gr.Button("Prefer sample 2", size="sm")
-        reveal_btn = gr.Button("Reveal", size="sm", variant="secondary")
-    reveal_md = gr.Markdown(elem_id="ab-reveal")
+        prefer_left = gr.Button("Prefer sample 1", size="sm", elem_id="ab-prefer-1")
+        prefer_right = gr.Button("Prefer sample 2", size="sm", elem_id="ab-prefer-2")
+        reveal_btn = gr.Button("Reveal", size="sm", variant="secondary", elem_id="ab-reveal-btn")
+    reveal_md = gr.Markdown(label="A/B result", elem_id="ab-reveal")
     state = gr.State(None)
 
     controls = side_a.as_list() + side_b.as_list()
@@ -280,24 +320,25 @@ def build_ab_tab(history: gr.State) -> tuple[list[gr.Dropdown], list[gr.Dropdown
         text: str,
         blind: bool,
         history: list[dict[str, Any]] | None,
+        previous: dict[str, Any] | None,
         a_model: str, a_voice: str, a_strength: float, a_seed: float, a_speed: float,
         b_model: str, b_voice: str, b_strength: float, b_seed: float, b_speed: float,
         request: gr.Request,
     ) -> tuple[Any, ...]:
         """Render ``text`` under settings A and B in one engine batch (blind: shuffled, labels hidden)."""
         return await render_pair(
-            text, blind, history, request,
+            text, blind, history, previous, request,
             a_model, a_voice, a_strength, a_seed, a_speed, b_model, b_voice, b_strength, b_seed, b_speed,
         )
 
     preset.change(preset_values, preset, controls, api_visibility="private", queue=False)
     render.click(
         ab_render,
-        [text, blind, history, *controls],
+        [text, blind, history, state, *controls],
         [left, right, reveal_md, state, history],
         api_name="ab_render",
     )
-    reveal_btn.click(reveal, state, reveal_md, api_name="ab_reveal")
-    prefer_left.click(lambda s: prefer("Sample 1", s), state, [reveal_md, state], api_visibility="private")
-    prefer_right.click(lambda s: prefer("Sample 2", s), state, [reveal_md, state], api_visibility="private")
+    reveal_btn.click(reveal, [state, history], [reveal_md, state, history], api_name="ab_reveal")
+    for button, choice in ((prefer_left, "Sample 1"), (prefer_right, "Sample 2")):
+        button.click(lambda s, h, c=choice: prefer(c, s, h), [state, history], [reveal_md, state, history], api_visibility="private")
     return [side_a.voice, side_b.voice], [side_a.model, side_b.model]

@@ -87,18 +87,25 @@ Invalid requests get a 4xx with `{{"error": {{"message": ..., "type": ..., "para
 import shutil
 from gradio_client import Client
 client = Client("{origin}/")
-stream, full, files, status, figures, captions, live = client.predict(
+stream, full, files, status, figures, captions, live, timeline = client.predict(
     "First line.\\nSecond line.", "Built-in voice", "lj_female_us", None, 1.0, 1.0, 0, False,
     api_name="/generate")
 shutil.copy(full, "lines.wav")  # every line in one WAV; `files` holds one per line
-print(status)
+print(status)  # "✓ Done: 2 lines, …"
 ```
 
-`/generate` returns seven values: the live stream (empty for an API caller), the joined file, the line files,
-the status line, the figures table, the captions (HTML) and the page's live player (empty for an API caller).
+Each named endpoint and what it returns (every update of a streaming one holds all of it; text is plain unless it says Markdown or HTML):
 
-`/generate` (text, voice mode, built-in voice, reference clip, strength, speed, seed, streaming, what the clip says, normalise text, model),
-`/stop`, `/reference_report`, `/ab_render`, `/ab_reveal`, `/engine_stats`, `/read_document`, `/stop_document`.
+| endpoint | takes | returns |
+|---|---|---|
+| `/generate` | text, voice mode, built-in voice, reference clip, strength, speed, seed, streaming, what the clip says, normalise text, model | 8 values: the live stream's HLS playlist (a file path; no pieces with streaming off), the joined WAV (None until the end), the files so far (a list: line WAVs, the joined WAV, SRT and VTT), the status line, the figures (`{{"headers", "data"}}`: a row a line, then the run's), the captions (HTML), the page's live player (`""` for an API caller) and the run's timeline (HTML) |
+| `/stop` | nothing | the status line of this session's stopped run (`■ Stopped: 1 of 8 lines finished, 7 cancelled.`) or `■ Nothing was running.`; the `/generate` job then ends with what was made |
+| `/reference_report` | voice mode, built-in voice, reference clip, what the clip says | the voice's report (Markdown) |
+| `/ab_render` | text, blind, then side A and side B (model, voice, strength, seed, speed) | sample 1 and sample 2 (WAV paths named by place only), a message (Markdown) |
+| `/ab_reveal` | nothing | which sample was which and this session's blind tally (Markdown) |
+| `/read_document` | text, Markdown, title, voice mode, built-in voice, upload, what the clip says, strength, speed, seed | the progress box (HTML; `data-job` is the job id, `data-status` its state); the files are named by the title, else the first heading, else "Document" |
+| `/stop_document` | nothing | the progress box once the job has stopped (`data-status="cancelled"`) |
+| `/engine_stats` | nothing | the engine's counters (a dict) |
 """
 
 

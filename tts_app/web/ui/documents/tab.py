@@ -9,6 +9,7 @@ growing WAV (GET /v1/documents/{id}/audio.wav).
 from __future__ import annotations
 
 import html
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from tts_app.web.ui.voices.voice_input import MODE_UPLOAD, VoiceChoiceError, voi
 
 MAX_UPLOAD_BYTES = 1_500_000  # 200,000 characters of UTF-8, and then some
 POLL_S = 1.0
+STOP_WAIT_S = 10.0  # Stop's answer waits at most this long for the job to be over
 IDLE = '<div class="muted">Paste a document or upload a .txt or .md file, then <b>Read document</b>.</div>'
 # Puts the shown job's id in the address bar, so a reload or a bookmark finds the job (page head).
 JOB_URL_SCRIPT = """<script>
@@ -83,25 +85,30 @@ def progress_html(p: dict[str, Any], queue_position: int = 0) -> str:
     return "\n".join(lines) + "</div>"
 
 
-def load_file(path: str | None) -> str:
-    """An uploaded .txt/.md file's text, for the document box."""
+def load_file(path: str | None) -> tuple[Any, Any, Any]:
+    """An uploaded .txt/.md file's text for the document box, the title box cleared (the title of the text read
+    before is not this file's; a typed title still wins) and the file's name, the job's title when the text has
+    no heading either."""
     if not path:
-        return gr.skip()
+        return gr.skip(), gr.skip(), ""
     file = Path(path)
     if file.suffix.lower() not in (".txt", ".md", ".markdown"):
         raise UserError("Upload a .txt or .md file.")
     if file.stat().st_size > MAX_UPLOAD_BYTES:
         raise UserError(f"That file is over {MAX_UPLOAD_BYTES // 1_000_000:.1f} MB; the limit is 200,000 characters.")
     try:
-        return file.read_text(encoding="utf-8-sig")
+        return file.read_text(encoding="utf-8-sig"), "", file.stem[:200]
     except UnicodeDecodeError as exc:
         raise UserError("That file is not UTF-8 text.") from exc
 
 
 def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str | None, upload: str | None,
-          voice_text: str | None, strength: float, speed: float, seed: float,
-          request: gr.Request | None = None) -> tuple[str, str, Any]:  # fmt: skip
-    """Start a job with the Speak tab's voice and settings; returns (job id, progress, timer)."""
+          voice_text: str | None, strength: float, speed: float, seed: float, file_name: str | None = None,
+          request: gr.Request | None = None) -> tuple[str, str]:  # fmt: skip
+    """Start a job with the Speak tab's voice and settings; returns (job id, progress box); the timer starts after.
+
+    Its title names its files: the typed one, else the document's first heading, else ``file_name`` (the page's
+    upload: page state, not an API parameter), else "Document"."""
     from tts_app.documents import ClientJobsFull, JobsBusy, document_jobs, page_client  # start-up: the document jobs load on first use
     from tts_app.backends.params import SpeechParams  # start-up: with the document jobs
     from tts_app.text import TextError  # start-up: the text stack (espeak, lexicons) loads on first use
@@ -117,12 +124,13 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
     settings = resolve_page_params(asked)  # now: the job outlives the upload
     try:  # caps checked before the text is parsed, and parsed in turn (documents/parse_gate.py)
         clients = page_client(visitor_key(request))  # the page's visitor, not its (free) session hash
-        job = document_jobs().admit(text, bool(markdown), settings, (title or "").strip()[:200] or "Document", clients)
+        untitled = (file_name or "").strip()[:200] or "Document"
+        job = document_jobs().admit(text, bool(markdown), settings, (title or "").strip()[:200], clients, untitled)
     except TextError as exc:
         raise UserError(str(exc)) from exc
     except JobsBusy as exc:
         raise UserError(f"Not started: {exc}." if isinstance(exc, ClientJobsFull) else f"The server is busy: {exc}.") from exc
-    return job.id, progress_html(job.progress(), document_jobs().queue_position(job.id)), gr.update(active=True)
+    return job.id, progress_html(job.progress(), document_jobs().queue_position(job.id))
 
 
 def poll(job_id: str | None) -> tuple[str, Any]:
@@ -136,11 +144,18 @@ def poll(job_id: str | None) -> tuple[str, Any]:
     return progress_html(progress, document_jobs().queue_position(job.id)), gr.update(active=not job.status.over)
 
 
-def stop(job_id: str | None) -> tuple[str, Any]:
+def stop(job_id: str | None) -> str:
+    """Stop the job; returns its progress box once it is over (its last piece cut short, its files written), or
+    after ``STOP_WAIT_S`` (it said "running" still: the job ends a moment after the cancel). The timer sees the
+    job over at its next tick and stops itself."""
     from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
 
-    document_jobs().cancel(job_id or "")
-    return poll(job_id)
+    jobs = document_jobs()
+    if jobs.cancel(job_id or ""):
+        deadline = time.monotonic() + STOP_WAIT_S
+        while (job := jobs.get(job_id or "")) is not None and not job.status.over and time.monotonic() < deadline:
+            time.sleep(0.05)
+    return poll(job_id)[0]
 
 
 def resume(request: gr.Request) -> tuple[str, str, Any, Any]:
@@ -169,19 +184,22 @@ def build_document_tab(speak_inputs: list[Any]) -> tuple[gr.State, gr.HTML, gr.T
                 upload = gr.File(label="…or upload .txt / .md", file_types=[".txt", ".md"], type="filepath",
                                  elem_id="document-upload")  # fmt: skip
                 with gr.Column(min_width=160):
-                    title = gr.Textbox(label="Title", value="Document", max_length=200, elem_id="document-title")
+                    title = gr.Textbox(label="Title", value="", placeholder="the first heading, else the file's name",
+                                       max_length=200, elem_id="document-title")  # fmt: skip
                     markdown = gr.Checkbox(value=True, label="Markdown (headings are chapters)", elem_id="document-markdown")
             with gr.Row():
                 read_btn = gr.Button("Read document", variant="primary", scale=3, elem_id="document-read")
                 stop_btn = gr.Button("Stop", variant="stop", scale=1, elem_id="document-stop")
         with gr.Column(scale=5, min_width=300):
-            box = gr.HTML(IDLE, elem_id="document-progress")
+            box = gr.HTML(IDLE, label="Document progress", show_label=False, elem_id="document-progress")
     timer = gr.Timer(POLL_S, active=False)
-    upload.change(load_file, upload, text, api_visibility="private")
+    file_name = gr.State("")  # the uploaded file's name (cleared with the upload)
+    upload.change(load_file, upload, [text, title, file_name], api_visibility="private")
     # show_progress="hidden" everywhere: the box is its own progress; Gradio's queue text
     # ("processing | 0.3/4.6s") flickered inside it on every event.
-    read_btn.click(start, [text, markdown, title, *speak_inputs], [job_id, box, timer], api_name="read_document",
-                   show_progress="hidden")  # fmt: skip
+    # The API returns what it documents (the progress box), never a timer's update: the page starts its timer after.
+    read_btn.click(start, [text, markdown, title, *speak_inputs, file_name], [job_id, box], api_name="read_document",
+                   show_progress="hidden").success(lambda: gr.Timer(active=True), None, timer, api_visibility="private")  # fmt: skip
     timer.tick(poll, job_id, [box, timer], show_progress="hidden", api_visibility="private")
-    stop_btn.click(stop, job_id, [box, timer], api_name="stop_document", show_progress="hidden")
+    stop_btn.click(stop, job_id, box, api_name="stop_document", show_progress="hidden")
     return job_id, box, timer

@@ -6,6 +6,8 @@ from typing import Any
 
 import gradio as gr
 
+from tts_app.web.ui.common.players import player_buttons
+
 from tts_app.web.ui.history.takes import HISTORY_HEADERS, HISTORY_TYPES, HISTORY_WIDTHS, history_table, history_zip, take_audio
 from tts_app.web.ui.session.owner import owner_of
 
@@ -38,7 +40,7 @@ def build_history_tab(history: gr.State) -> None:
         elem_classes=["wide-table"],
     )
     with gr.Row(equal_height=True):
-        take_player = gr.Audio(label="Selected take", interactive=False, scale=3, elem_id="take-player")
+        take_player = gr.Audio(label="Selected take", interactive=False, scale=3, buttons=player_buttons(), elem_id="take-player")
         zip_btn = gr.DownloadButton(
             "Download all takes (.zip)", value=None, interactive=False, scale=1, elem_id="history-zip"
         )

@@ -11,27 +11,32 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tts_app.web.ui.history.preferences import tally_csv
 from tts_app.web.ui.session.files import new_file
 
-HISTORY_HEADERS = [
-    "take",
-    "time",
-    "kind",
-    "text",
-    "voice",
-    "match",
-    "speed",
-    "seed",
-    "live",
-    "TTFA (s)",
-    "total (s)",
-    "RTF",
-    "batch",
-    "wait (s)",
-]
-HISTORY_TYPES = ["number", "str", "str", "str", "str", "number", "number", "number", "str", "number", "number", "number", "number", "number"]
-# Shares of the page's width: every column shows at 1280 px, the text cut to its share (a phone scrolls instead).
-HISTORY_WIDTHS = ["5%", "8%", "6%", "21%", "11%", "5%", "5%", "5%", "4%", "6%", "6%", "6%", "6%", "6%"]
+# Each column: its header, what its figure means (the header's tooltip, theme.py's script), its type, its share of
+# the page's width (every column shows at 1280 px, the text cut to its share; a phone scrolls instead).
+HISTORY_COLUMNS = [
+    ("take", "The take's number in this session", "number", "4%"),
+    ("time", "When the take was made (the server's clock)", "str", "7%"),
+    ("kind", "speak, speak · stopped (what was made before Stop), or an A/B sample (its side shown after the reveal)", "str", "10%"),
+    ("text", "Its first line, and how many more", "str", "19%"),
+    ("voice", "The voice spoken in", "str", "11%"),
+    ("match", "Voice-matching strength: 0 the model's own voice, 1 as close to the reference as it can", "number", "5%"),
+    ("speed", "Speaking rate (1 is the model's own)", "number", "5%"),
+    ("seed", "The sampling seed: the same seed, text and settings give the same audio", "number", "4%"),
+    ("live", "Streamed while it was made (yes) or played once made (no)", "str", "4%"),
+    ("first audio (s)", "Seconds from the click to the first audio", "number", "7%"),
+    ("total (s)", "Seconds from the click to the end of the last line", "number", "6%"),
+    ("RTF", "Time to make it over its length: below 1 is faster than real time", "number", "5%"),
+    ("max batch", "The most requests the engine stepped together while making it", "number", "6%"),
+    ("queue (s)", "Seconds the take waited for the engine before its first line was decoded "
+                  "(its later lines start as the listener needs them)", "number", "7%"),
+]  # fmt: skip
+HISTORY_HEADERS = [name for name, _tip, _type, _width in HISTORY_COLUMNS]
+HISTORY_TIPS = {name: tip for name, tip, _type, _width in HISTORY_COLUMNS}
+HISTORY_TYPES = [kind for _name, _tip, kind, _width in HISTORY_COLUMNS]
+HISTORY_WIDTHS = [width for _name, _tip, _type, width in HISTORY_COLUMNS]
 MAX_TAKES = 200  # a session keeps its latest takes only
 
 
@@ -42,15 +47,19 @@ class Take:
     kind: str
     lines: list[str]
     voice: str
-    voice_strength: float
-    speed: float
-    seed: int
+    voice_strength: float | None  # None: hidden (a blind A/B sample before its reveal)
+    speed: float | None
+    seed: int | None
     streaming: bool
     figures: dict[str, Any]
     line_files: list[str]
     full_file: str | None = None
     note: str = ""
     created: float = field(default_factory=time.time)
+    pair: int = 0  # an A/B side: its pair's number in this session (0: not an A/B take)
+    position: int = 0  # an A/B side: its player, sample 1 (left) or 2
+    contender: str = ""  # an A/B side: its name in the preference tally (preferences.py), once revealed
+    preferred: bool | None = None  # an A/B side voted on blind: whether it was the one preferred
 
 
 def add_take(history: list[dict[str, Any]] | None, take: Take) -> list[dict[str, Any]]:
@@ -104,7 +113,8 @@ def _csv_text(history: list[dict[str, Any]]) -> str:
 
 
 def history_zip(history: list[dict[str, Any]] | None, session: str | None) -> str | None:
-    """One zip of every take: its audio files, plus takes.json (all fields) and takes.csv (the table)."""
+    """One zip of every take: its audio files, plus takes.json (all fields), takes.csv (the table) and
+    preferences.csv (the visitor's blind A/B tally)."""
     takes = list(history or [])
     if not takes:
         return None
@@ -129,6 +139,7 @@ def history_zip(history: list[dict[str, Any]] | None, session: str | None) -> st
             records.append(record)
         archive.writestr("takes.json", json.dumps(records, indent=2))
         archive.writestr("takes.csv", _csv_text(takes))
+        archive.writestr("preferences.csv", tally_csv(takes))  # the blind A/B tally (preferences.py)
     return str(path)
 
 

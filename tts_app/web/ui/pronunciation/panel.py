@@ -17,6 +17,7 @@ import numpy as np
 from tts_app.backends.params import SpeechParams
 from tts_app.catalog.server_lexicon import lexicon_phonemes
 from tts_app.text import parse_lexicon
+from tts_app.web.ui.common.players import player_buttons
 from tts_app.web.ui.common.user_error import UserError
 from tts_app.web.ui.session.owner import owner_of
 from tts_app.web.ui.session.visitor_lexicon import VISITOR_LEXICONS
@@ -106,7 +107,7 @@ def build_lexicon_panel() -> None:
         word = gr.Textbox(label="Word", scale=2)
         pron = gr.Textbox(label="Pronunciation", scale=3)
         say = gr.Button("Say it", scale=1)
-    preview = gr.Audio(label="Preview", interactive=False, autoplay=True)
+    preview = gr.Audio(label="Preview", interactive=False, autoplay=True, buttons=player_buttons())
     with gr.Row():
         save = gr.Button("Save lexicon", variant="primary")
         reload = gr.Button("Reload")

@@ -52,7 +52,7 @@ class RunWatchdog:
                 continue
             since = self._unheard_since.setdefault(session, now)
             if now - since >= self.grace_s:
-                count = self.runs.cancel(session)
+                count = self.runs.cancel(session).cancelled
                 self._unheard_since.pop(session, None)
                 cancelled.append(session)
                 logger.warning("cancelled %d engine requests of a page run nobody listens to (no page, no event stream)", count)

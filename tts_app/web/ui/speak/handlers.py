@@ -19,19 +19,24 @@ from tts_app.models.available import EMBEDDED_ID
 from tts_app.catalog.shared_engine import engine_loaded, get_engine
 from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.ui.common.model_picker import check_model, model_label
+from tts_app.web.ui.common.run_timeline import EMPTY as EMPTY_TIMELINE
+from tts_app.web.ui.common.run_timeline import timeline_html
 from tts_app.web.ui.common.text_lines import TextLimitError, parse_lines
 from tts_app.web.ui.common.user_error import UserError
 from tts_app.web.ui.history.takes import Take, add_take
-from tts_app.web.ui.session.active_runs import ActiveRuns
+from tts_app.web.ui.session.active_runs import ActiveRuns, Run
 from tts_app.web.ui.session.owner import owner_of
 from tts_app.web.ui.session.visitor_lexicon import lexicon_for
 from tts_app.web.ui.speak.captions_view import EMPTY as EMPTY_CAPTIONS
 from tts_app.web.ui.speak.captions_view import captions_html
 from tts_app.web.live_channel import LIVE_CHANNELS, LiveChannel, LiveChannelsFull
+from tts_app.web.ui.speak.api_view import ApiView
 from tts_app.web.ui.speak.live_player import LIVE_IDLE, expected_gap_s, live_html
 from tts_app.web.ui.speak.run_files import RunFiles
 from tts_app.web.ui.speak.run_model import Event, LineFailed, RunStep, SpeakRun, next_batch, pump
+from tts_app.web.ui.speak.run_status import done_status, progress_status, stopped_status, waiting_status
 from tts_app.web.ui.speak.safe_start import SafeStart
+from tts_app.web.ui.speak.stopping import settle
 from tts_app.web.ui.speak.stream_pacer import prebuffer_for
 from tts_app.web.ui.voices.voice_input import (
     MODE_BUILTIN,
@@ -65,9 +70,11 @@ class SpeakOutputs:
     history: gr.State
     captions: gr.HTML
     live: gr.HTML  # the page's own low-latency player (live_player.py)
+    timeline: gr.HTML  # the run's picture (run_timeline.py); the figures table is the API's, hidden in the page
 
     def as_list(self) -> list[Any]:
-        return [self.stream, self.full, self.files, self.status, self.figures, self.lines, self.history, self.captions, self.live]
+        return [self.stream, self.full, self.files, self.status, self.figures, self.lines, self.history, self.captions, self.live,
+                self.timeline]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -88,37 +95,11 @@ class SpeakForm:
     live_player: bool = False  # the page plays the stream itself from /live/{token} (API callers: HLS)
 
 
-def _queue_note(handles: Sequence[Any]) -> tuple[int, str]:
-    """How many of ``handles`` still wait in the engine queue, and a note on their place and wait."""
-    waiting = [h for h in handles if h.status.value == "waiting"]
-    if not waiting:
-        return 0, ""
-    ahead = min(h.queue_position() for h in waiting)
-    estimate = min(h.eta_s() for h in waiting)  # the engine's own prediction (its learnt capacity)
-    wait = f", about {estimate:.1f} s to wait" if estimate is not None else ""
-    return len(waiting), f"{ahead} request{'s' if ahead != 1 else ''} ahead in the engine queue{wait}"
-
-
-STOP_WAIT_S = 10.0  # Stop's answer waits at most this long for the run's handler to end
-
-
 def _stopped(handles: Sequence[Any]) -> bool:
     """Whether the run's requests were cancelled (Stop, or its page gone), or are being: a request that waits
     in the queue is marked cancelled only at the engine's next step, which on a loaded machine came after
     Stop's answer (the status went on saying Starting… and froze there)."""
     return any(h.cancel_asked or h.status.value == "cancelled" for h in handles)
-
-
-def _waiting_status(handles: Sequence[Any], started: float) -> str:
-    elapsed = time.perf_counter() - started
-    waiting, note = _queue_note(handles)
-    if not waiting:
-        return f"**Decoding…** {len(handles)} line{'s' if len(handles) != 1 else ''} in the engine ({elapsed:.1f} s)"
-    if waiting == len(handles):
-        if min(h.queue_position() for h in handles) == 0:
-            return f"**Starting…** ({elapsed:.1f} s)"  # nothing ahead: the engine is gathering this batch
-        return f"**Queued:** {note} ({elapsed:.1f} s so far)"
-    return f"**Decoding…** {len(handles) - waiting} of {len(handles)} lines running; the other {waiting}: {note} ({elapsed:.1f} s)"
 
 
 def resolve_page_params(params: SpeechParams) -> SpeechParams:
@@ -197,24 +178,25 @@ def _start_updates(outputs: SpeakOutputs, status: str) -> dict[Any, Any]:
     """The first update of an accepted run: clear the last run's outputs (a refused run leaves them)."""
     return {
         outputs.status: status, outputs.figures: [], outputs.files: None, outputs.full: None, outputs.lines: [],
-        outputs.captions: EMPTY_CAPTIONS,
+        outputs.captions: EMPTY_CAPTIONS, outputs.timeline: EMPTY_TIMELINE,
     }  # fmt: skip
 
 
-def _progress_status(run: SpeakRun, handles: Sequence[Any]) -> str:
-    waiting, note = _queue_note(handles)
-    queued = f"; {waiting} waiting, {note}" if waiting else ""
-    doing = "Speaking…" if run.streaming else "Decoding…"
-    return f"**{doing}** {run.finished_count} of {len(run.lines)} lines done{queued}"
-
-
-def _done_status(summary: dict[str, Any], count: int) -> str:
-    model = f" with {summary['model']}" if summary.get("model") else ""
-    return (
-        f"✓ **Done{model}:** {count} line{'s' if count != 1 else ''}, "
-        f"{summary['audio_s']:.1f} s of audio in {summary['total_s']:.1f} s "
-        f"(first audio {summary['time_to_first_audio_s'] or 0:.2f} s, RTF {summary['rtf'] or 0:.2f}, "
-        f"max batch {summary['max_batch']})"
+def _take(form: SpeakForm, run: SpeakRun, files: RunFiles, voice_label: str, summary: dict[str, Any], full_path: str,
+          stopped: bool = False) -> Take:
+    """The run's History take: its lines, voice, settings and figures, the line files made and the joined one."""
+    speed, seed, strength = _settings_values(form.speed, form.seed, form.voice_strength)  # checked at the run's start
+    return Take(
+        kind="speak · stopped" if stopped else "speak",
+        lines=[line.text for line in run.lines],
+        voice=voice_label,
+        voice_strength=strength,
+        speed=speed,
+        seed=seed,
+        streaming=bool(form.streaming),
+        figures=summary,
+        line_files=files.line_files(len(run.lines)),
+        full_file=full_path,
     )
 
 
@@ -228,16 +210,22 @@ async def generate(
     are cleared, so nothing under the error looks like this run's result. The run's engine requests
     are in ``runs`` while it lasts, so Stop can cancel them.
     """
+    entry = runs.begin(owner_of(request) or "anonymous")  # from the click on: a Stop while the model loads counts
+    view = None if form.live_player else ApiView(outputs)  # an API caller gets every output, the status as plain text
     try:
-        async for update in _generate(form, history, request, outputs, runs):
-            yield update
+        async for update in _generate(form, history, request, outputs, runs, entry):
+            yield view.complete(update) if view else update
     except gr.Error as exc:
-        yield _start_updates(outputs, f"⚠ **Not spoken:** {exc.message}") | {outputs.live: LIVE_IDLE}
+        failed = _start_updates(outputs, f"⚠ **Not spoken:** {exc.message}") | {outputs.live: LIVE_IDLE}
+        yield view.complete(failed) if view else failed
         raise
+    finally:
+        runs.end(entry)
 
 
 async def _generate(
-    form: SpeakForm, history: list[dict[str, Any]] | None, request: gr.Request, outputs: SpeakOutputs, runs: ActiveRuns
+    form: SpeakForm, history: list[dict[str, Any]] | None, request: gr.Request, outputs: SpeakOutputs, runs: ActiveRuns,
+    entry: Run,
 ) -> AsyncIterator[dict[Any, Any]]:
     session = owner_of(request) or "anonymous"
     try:
@@ -270,9 +258,13 @@ async def _generate(
     params, note = spoken_without(await asyncio.to_thread(_run_params, asked, session), lines, engine, model_label(model_id))
     if note:
         gr.Warning(note)
+    if entry.stopped:  # Stop came while the model loaded or the voice was analysed: nothing was submitted
+        entry.outcome = stopped_status(0, len(lines))
+        yield {outputs.status: entry.outcome}
+        return
     ahead = engine.stats()  # before this run joins: the rows its first line's next window may wait for
     handles = await asyncio.to_thread(_submit_all, engine, lines, params)
-    runs.add(session, handles)
+    runs.attach(entry, handles)  # cancelled at once if Stop came meanwhile
     stats = engine.stats()
     prebuffer_s = prebuffer_for(float(stats.get("step_time_s") or 0.0), int(stats.get("rows_stepped") or 0), len(lines))
     live_gap_s = expected_gap_s(
@@ -293,7 +285,7 @@ async def _generate(
         return handles[index].metrics.as_dict()
 
     try:
-        start = _start_updates(outputs, _waiting_status(handles, started))
+        start = _start_updates(outputs, waiting_status(handles, started))
         if channel is not None:
             start[outputs.live] = live_html(channel.token, channel.sample_rate, live_gap_s, run_id)
             start[outputs.stream] = gr.update(visible=False)  # a fallback run may have shown it
@@ -303,15 +295,23 @@ async def _generate(
         yield start
         while not run.complete:
             batch, getter = await next_batch(events, getter, STATUS_EVERY_S)
-            if _stopped(handles):  # Stop (or the page gone): no later update may turn the status back to waiting
-                yield {outputs.status: f"■ **Stopped:** {run.finished_count} of {len(lines)} lines finished."}
+            if entry.stopped or _stopped(handles):  # Stop (or the page gone): no later update may say waiting again
+                made = await settle(pumps, events, getter, handles)  # what the lines made up to the stop
+                getter = None
+                for index in run.feed(made, metrics_of).finished:
+                    files.add_line(run, index)
+                summary = run.finish()
+                full_path = files.finish(run, run.made()) if run.has_audio else None  # what was made, kept
+                entry.outcome = stopped_status(run.finished_count, len(lines))
+                take = _take(form, run, files, voice_label, summary, full_path, stopped=True) if full_path else None
+                yield _final_updates(outputs, run, files, run_id, history, take, entry.outcome, stopped=True)
                 return
             if not batch:
                 if channel is not None:
                     for seg in gate.feed():  # a run held to its limit goes out without new audio
                         channel.put(seg)
                 if not run.has_audio:
-                    yield {outputs.status: _waiting_status(handles, started)}
+                    yield {outputs.status: waiting_status(handles, started)}
                 continue
             try:
                 step = run.feed(batch, metrics_of)
@@ -326,27 +326,9 @@ async def _generate(
             for seg in gate.flush():
                 channel.put(seg)
         summary = run.finish()
-        full_path = files.finish(run)
-        take = Take(
-            kind="speak",
-            lines=list(lines),
-            voice=voice_label,
-            voice_strength=strength_value,
-            speed=speed_value,
-            seed=seed_value,
-            streaming=bool(form.streaming),
-            figures=summary,
-            line_files=files.line_files(len(run.lines)),
-            full_file=full_path,
-        )
-        yield {
-            outputs.full: full_path,
-            outputs.files: files.listing(),
-            outputs.captions: captions_html(run.take_lines(), run_id),
-            outputs.figures: run.figures.table(),
-            outputs.history: add_take(history, take),
-            outputs.status: _done_status(summary, len(run.lines)),
-        }
+        full_path = files.finish(run, run.joined())
+        take = _take(form, run, files, voice_label, summary, full_path)
+        yield _final_updates(outputs, run, files, run_id, history, take, done_status(summary, len(run.lines)))
     finally:
         if channel is not None:
             channel.close()  # its reader ends after what is queued (an unopened one expires)
@@ -357,7 +339,24 @@ async def _generate(
         if getter is not None:
             getter.cancel()
         files.release()  # served (the last update named them) or stopped: the store's caps apply again
-        runs.remove(session, handles)
+
+
+def _final_updates(
+    outputs: SpeakOutputs, run: SpeakRun, files: RunFiles, run_id: str, history: list[dict[str, Any]] | None,
+    take: Take | None, status: str, stopped: bool = False,
+) -> dict[Any, Any]:
+    """The last update of a run, done or stopped: its files, captions, figures and timeline, its take in History
+    (the line players only when stopped: a done run showed each as it finished, and a new list re-renders them)."""
+    return {
+        outputs.full: files.full or None,
+        outputs.files: files.listing(),
+        **({outputs.lines: files.line_items(run)} if stopped else {}),
+        outputs.captions: captions_html(run.take_lines(), run_id),
+        outputs.figures: run.figures.table(),
+        outputs.timeline: timeline_html(run.figures),
+        outputs.history: add_take(history, take) if take is not None else history,
+        outputs.status: status,
+    }
 
 
 def _step_updates(
@@ -381,26 +380,13 @@ def _step_updates(
         updates.extend({outputs.stream: wav_bytes(seg, run.sample_rate)} for seg in step.segments)
     last = updates.pop() if updates else {}
     if step.finished:
-        last.update({outputs.lines: files.line_items(run), outputs.files: files.listing(), outputs.figures: run.figures.table()})
+        last.update({outputs.lines: files.line_items(run), outputs.files: files.listing(), outputs.figures: run.figures.table(),
+                     outputs.timeline: timeline_html(run.figures)})  # fmt: skip
     if step.new_words or step.finished:
         last[outputs.captions] = captions_html(run.take_lines(), run_id)
     if run.has_audio:
-        last[outputs.status] = _progress_status(run, handles)
+        last[outputs.status] = progress_status(run, handles)
     return updates + ([last] if last else [])
-
-
-async def stop(request: gr.Request, runs: ActiveRuns) -> str:
-    """Cancel the engine requests of this session's run (no other session's), and answer once the run's handler
-    has ended: every update it sent is then before this one, so none can turn the status back to Speaking… (one
-    in flight as Stop came did, and the run, cancelled, sent nothing after it)."""
-    session = owner_of(request) or "anonymous"
-    count = runs.cancel(session)
-    deadline = time.monotonic() + STOP_WAIT_S
-    while runs.open_runs(session) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    if count:
-        return f"■ **Stopped:** cancelled {count} engine request{'s' if count != 1 else ''}."
-    return "■ Nothing was running."
 
 
 def voice_report(

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from tts_app.captions.subtitles import to_srt, to_vtt
 from tts_app.web.ui.session.files import new_file, unpin_files
 from tts_app.web.ui.speak.run_model import SpeakRun
@@ -45,9 +47,10 @@ class RunFiles:
         self.wavs[index] = str(write_wav(new_file(self.session, stem, ".wav", pinned=True), line.audio(), run.sample_rate))
         self.captions[index] = write_captions(self.session, stem, line.words, pinned=True)
 
-    def finish(self, run: SpeakRun) -> str:
-        """Write the joined take and its captions; returns the take's WAV."""
-        self.full = str(write_wav(new_file(self.session, "all-lines", ".wav", pinned=True), run.joined(), run.sample_rate))
+    def finish(self, run: SpeakRun, audio: np.ndarray) -> str:
+        """Write the joined take ``audio`` ([T]: ``run.joined()``, or a stopped run's ``run.made()``) and its
+        captions; returns the take's WAV."""
+        self.full = str(write_wav(new_file(self.session, "all-lines", ".wav", pinned=True), audio, run.sample_rate))
         self.take_captions = write_captions(self.session, "all-lines", run.take_words(), pinned=True)
         return self.full
 

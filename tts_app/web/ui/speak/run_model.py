@@ -157,6 +157,11 @@ class SpeakRun:
         """Every line's audio with the pauses the live stream had between them, [T]."""
         return join_with_pauses([line.audio() for line in self.lines], self.sample_rate, LINE_PAUSE_S)
 
+    def made(self) -> np.ndarray:
+        """What a stopped run made, [T]: its lines in order as far as each got (a line with no audio left out),
+        with the pauses of the joined take; the captions of ``take_words`` fall where they did."""
+        return join_with_pauses([line.audio() for line in self.lines if line.samples], self.sample_rate, LINE_PAUSE_S)
+
     def finish(self) -> dict[str, Any]:
         """Close the figures; returns their summary."""
         self.figures.total_s = time.perf_counter() - self.started

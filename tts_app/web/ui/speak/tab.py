@@ -10,11 +10,13 @@ import gradio as gr
 
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.models.available import EMBEDDED_ID
+from tts_app.web.ui.common.players import player_buttons
 from tts_app.web.ui.common.model_picker import model_dropdown
-from tts_app.web.ui.common.run_figures import FIGURE_HEADERS, FIGURE_TYPES, FIGURE_WIDTHS
+from tts_app.web.ui.common import run_timeline
+from tts_app.web.ui.common.run_figures import FIGURE_HEADERS, FIGURE_TYPES
 from tts_app.web.ui.common.text_lines import MAX_LINE_CHARS, MAX_LINES
 from tts_app.web.ui.session.active_runs import ActiveRuns
-from tts_app.web.ui.speak import captions_view, handlers
+from tts_app.web.ui.speak import captions_view, handlers, stopping
 from tts_app.web.ui.speak.live_player import LIVE_IDLE
 from tts_app.web.ui.speak.voice_step import VoiceStep, build_voice_step, wire_voice_step
 from tts_app.web.ui.voices.voice_input import MODE_BUILTIN
@@ -35,6 +37,15 @@ EXAMPLES = [
         "The meeting moved to 3:30 p.m. in room 101."
     ],
 ]
+
+
+# In the page, on Generate: where the outputs column is not beside the form (a phone), bring its top into view.
+SHOW_OUTPUTS_JS = """() => {
+  const out = document.querySelector('#speak-outputs'), btn = document.querySelector('#generate-btn');
+  if (!out || !btn) return;
+  const o = out.getBoundingClientRect(), b = btn.getBoundingClientRect();
+  if (o.top >= b.bottom - 1 || o.bottom <= 0 || o.top >= window.innerHeight) out.scrollIntoView({behavior: 'smooth', block: 'start'});
+}"""
 
 
 @dataclass
@@ -70,7 +81,7 @@ def _render_line_players(items: list[dict[str, str]] | None) -> None:
             value=item["path"],
             label=f"Line {item['index']} · {text}",
             interactive=False,
-            buttons=["download"],
+            buttons=player_buttons(),
             key=f"line-{item['index']}-{item['path']}",
             elem_classes=["line-player"],
         )
@@ -95,25 +106,25 @@ def _build_outputs(history: gr.State, line_items: gr.State) -> tuple[handlers.Sp
     live = gr.HTML(LIVE_IDLE, label="Live stream", show_label=False, elem_id="live-player", padding=False)
     live_flag = gr.State(False)
     captions = gr.HTML(captions_view.EMPTY, label="Captions", show_label=False, elem_id="live-captions", padding=False)
+    timeline = gr.HTML(run_timeline.EMPTY, label="Run timeline", show_label=False, elem_id="run-timeline", padding=False)
     gr.Markdown(
         "Each line gets its own player and download below as soon as it is done.",
         elem_classes=["muted"], elem_id="line-players-hint",
     )
     with gr.Column(elem_id="line-players"):
         gr.render(inputs=[line_items])(_render_line_players)
-    full = gr.Audio(label="All lines, one file", interactive=False, type="filepath", elem_id="full-player")
+    full = gr.Audio(label="All lines, one file", interactive=False, type="filepath", buttons=player_buttons(), elem_id="full-player")
     with gr.Accordion("Downloads", open=False):
         files = gr.File(label="Line files and the joined file", file_count="multiple", interactive=False)
+    # The figures as a table are the API's (/generate's fifth value); the page shows the timeline above instead.
     figures = gr.Dataframe(
         headers=FIGURE_HEADERS,
         datatype=FIGURE_TYPES,
         label="Figures for this run (seconds; RTF = compute time / audio time)",
         interactive=False,
-        wrap=True,  # headers wrap: at 1280 px every column fits the half-width column (it cut off total, RTF, stall)
-        column_widths=FIGURE_WIDTHS,
-        elem_id="run-figures",
+        visible=False,
     )
-    outputs = handlers.SpeakOutputs(stream, full, files, status, figures, line_items, history, captions, live)
+    outputs = handlers.SpeakOutputs(stream, full, files, status, figures, line_items, history, captions, live, timeline)
     return outputs, live_flag
 
 
@@ -148,7 +159,9 @@ def build_speak_tab(history: gr.State) -> SpeakTab:
                 generate_btn = gr.Button("Generate", variant="primary", scale=3, elem_id="generate-btn")
                 stop_btn = gr.Button("Stop", variant="stop", scale=1, elem_id="stop-btn")
 
-        with gr.Column(scale=6, min_width=300):
+        # On a wide screen the outputs column stays in view while the form scrolls (theme.py: sticky), so Generate
+        # and what it makes are on screen together at 1280x800; stacked on a phone, a click scrolls to them.
+        with gr.Column(scale=6, min_width=300, elem_id="speak-outputs"):
             outputs, live_flag = _build_outputs(history, line_items)
     return SpeakTab(voice, text, model, speed, seed, streaming, normalize, generate_btn, stop_btn, live_flag, outputs)
 
@@ -186,14 +199,15 @@ def wire_speak_tab(demo: gr.Blocks, tab: SpeakTab, runs: ActiveRuns) -> None:
             yield update
 
     async def stop(request: gr.Request) -> str:
-        """Cancel the engine requests of this session's run (no other session's)."""
-        return await handlers.stop(request, runs)
+        """Cancel the engine requests of this session's run (no other session's); says what finished and what was cancelled."""
+        return await stopping.stop(request, runs)
 
     voice = tab.voice
     tab.streaming.change(lambda on: gr.update(visible=bool(on)), tab.streaming, outputs.live, queue=False, api_visibility="private")
     # The page, unlike an API caller, plays the stream itself: it says so once loaded.
     demo.load(lambda: True, None, tab.live_flag, queue=False, api_visibility="private")
-    run = tab.generate_btn.click(
+    tab.generate_btn.click(None, None, None, js=SHOW_OUTPUTS_JS, queue=False, api_visibility="private")
+    tab.generate_btn.click(
         generate,
         [
             tab.text, voice.mode, voice.builtin, voice.upload, voice.strength, tab.speed, tab.seed, tab.streaming,
@@ -203,6 +217,7 @@ def wire_speak_tab(demo: gr.Blocks, tab: SpeakTab, runs: ActiveRuns) -> None:
         api_name="generate",
         show_progress="hidden",  # the status box tells progress and errors: no per-output spinners or "Error" pills
     )
-    tab.stop_btn.click(stop, None, outputs.status, cancels=[run], api_name="stop")
+    # No ``cancels``: the run's handler sees the Stop, keeps what was made (History, the joined file) and ends.
+    tab.stop_btn.click(stop, None, outputs.status, api_name="stop")
     gr.api(handlers.engine_stats, api_name="engine_stats")
     wire_voice_step(demo, voice)

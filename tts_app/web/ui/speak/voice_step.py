@@ -7,6 +7,8 @@ from typing import Any
 
 import gradio as gr
 
+from tts_app.web.ui.common.players import player_buttons
+
 from tts_app.web.ui.session.owner import owner_of
 from tts_app.web.ui.speak import handlers
 from tts_app.web.ui.voices.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin, is_own_voice, voice_choices
@@ -71,6 +73,7 @@ def build_voice_step() -> VoiceStep:
             interactive=False,
             scale=3,
             min_width=200,
+            buttons=player_buttons(),  # share only on a Space
             elem_id="voice-preview",
         )
     upload = gr.Audio(
@@ -78,6 +81,7 @@ def build_voice_step() -> VoiceStep:
         type="filepath",
         label="Reference clip: upload (wav, flac, mp3, ogg) or record",
         visible=False,
+        buttons=player_buttons(),
         elem_id="reference-upload",
     )
     voice_text = gr.Textbox(
@@ -96,7 +100,7 @@ def build_voice_step() -> VoiceStep:
         0.0, 1.0, value=1.0, step=0.05, label="Voice-matching strength",
         info="0 keeps the model's own voice; 1 matches the reference as closely as it can.",
     )
-    report = gr.Markdown(elem_id="reference-report")
+    report = gr.Markdown(label="Reference report", elem_id="reference-report")  # its name in the API tab
     return VoiceStep(
         first_voice, mode, pick_row, builtin, delete_btn, preview, upload, voice_text, save_row, save_name, save_btn,
         library_status, strength, report,
