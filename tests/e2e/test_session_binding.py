@@ -195,3 +195,21 @@ def test_one_address_cannot_fill_the_binding_table_for_everyone(app_server: str)
         assert refused.status_code == 429 and "\n" not in refused.text.strip(), refused.text
         assert cancel(flood, "flood00000").status_code == codes[0]  # its bound hashes still work
         assert cancel(other, "another-visitors-page").status_code == codes[0]
+
+
+def test_stream_ids_in_an_echoed_upload_mint_no_tokens(app_server: str) -> None:
+    """Issue 46, hole 2: the Document tab's load_file echoes an uploaded .txt; text shaped like a stream id
+    (``name/<32 hex>/<n>/playlist.m3u8``) is no run of the caller's: it comes back as it was, and mints no
+    token (each one a table entry: 30 such uploads once held 727,890 of them)."""
+    page = Page(app_server)
+    text = "\n".join(f"name{n}/{uuid.uuid4().hex}/{n % 9}/playlist.m3u8 and more" for n in range(3000))
+    uploaded = page.client.post("/gradio_api/upload", files={"files": ("ids.txt", text.encode())})
+    assert uploaded.status_code == 200, uploaded.text
+    file = {"path": uploaded.json()[0], "orig_name": "ids.txt", "meta": {"_type": "gradio.FileData"}}
+    echoed = page.output("load_file", [file])[0]
+    assert echoed == text, "the echoed text was rewritten: stream tokens were minted from it"
+    # A stream path of the caller's own session but no real run: left alone too.
+    own = f"{page.session}/{uuid.uuid4().hex}/3/playlist.m3u8"
+    uploaded = page.client.post("/gradio_api/upload", files={"files": ("own.txt", own.encode())})
+    file = {"path": uploaded.json()[0], "orig_name": "own.txt", "meta": {"_type": "gradio.FileData"}}
+    assert page.output("load_file", [file])[0] == own

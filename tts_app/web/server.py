@@ -113,7 +113,7 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     app.add_middleware(SweptFiles, store=store_root)  # a file the store swept: 404, not Starlette's 500 and traceback
     app.add_middleware(ApiCors, origins=cors_origins())  # no origins: /v1 preflights refused (not Gradio's localhost rule)
     # A session hash names the page that first used it, nothing else; stream URLs carry a token, not the hash.
-    app.add_middleware(SessionGuard)
+    app.add_middleware(SessionGuard, blocks=demo)
     # Outermost: headers, content types, body caps and the upload quota before anything reads a byte.
     limits = RequestLimits.from_env({"/v1/documents": DOCUMENT_BODY_BYTES})
     app.add_middleware(RequestGuard, limits=limits, quota=UploadQuota.from_env(upload_root))

@@ -52,6 +52,19 @@ def test_stream_tokens_map_back_and_end_with_their_session() -> None:
     assert len(tokens) == 0 and tokens.run_of(token) is None
 
 
+def test_the_token_table_is_capped_in_all_and_a_full_one_takes_from_the_heaviest_session() -> None:
+    tokens = StreamTokens(per_session=4, total=6)
+    for n in range(4):
+        tokens.token("heavy", f"{n:032x}")
+    light = tokens.token("light", "a" * 32)
+    tokens.token("light", "b" * 32)
+    assert len(tokens) == 6
+    newcomer = tokens.token("new", "c" * 32)  # full: the heavy session's oldest token goes, not the newcomer's
+    assert len(tokens) == 6 and tokens.run_of(newcomer) == ("new", "c" * 32) and tokens.run_of(light) is not None
+    assert tokens.prune(lambda session, run: session != "heavy") == 3  # runs Gradio dropped lose their tokens
+    assert len(tokens) == 3 and tokens.token("new", "c" * 32) == newcomer
+
+
 def test_the_cookie_parser_takes_well_formed_values_only() -> None:
     assert cookie_value(f"x=1; tts_page={COOKIE_A}; y=2") == COOKIE_A
     assert cookie_value("tts_page=short") is None and cookie_value(None) is None

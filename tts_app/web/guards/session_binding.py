@@ -21,7 +21,7 @@ import secrets
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 COOKIE = "tts_page"
@@ -33,6 +33,7 @@ TOKEN_BYTES = 16  # 128 random bits per stream token
 # TTS_APP_IDLE_SESSION_S): one address cannot fill the table for everyone (its new hash past this: 429).
 MAX_PER_VISITOR = 1_000
 MAX_TOKENS_PER_SESSION = 256  # a session's older runs' streams lose their token (long finished by then)
+MAX_TOKENS = 16_384  # tokens in all (a few MB); only live streamed runs get one
 
 
 def new_cookie_value() -> str:
@@ -129,25 +130,37 @@ class SessionBindings:
 
 
 class StreamTokens:
-    """Opaque per-run tokens for Gradio's stream URLs: token <-> (session hash, run)."""
+    """Opaque per-run tokens for Gradio's stream URLs: token <-> (session hash, run). Thread-safe.
 
-    def __init__(self) -> None:
+    The guard asks for one only for a run Gradio really streams for the request's own session, so
+    the table holds at most one token per live run; it is capped anyway, per session
+    (``per_session``: the session's oldest token goes) and in all (``total``: the oldest token of
+    the session holding the most goes, never a newcomer's), and ``prune`` drops the tokens of runs
+    Gradio no longer holds.
+    """
+
+    def __init__(self, per_session: int = MAX_TOKENS_PER_SESSION, total: int = MAX_TOKENS) -> None:
+        self.per_session, self.total = per_session, total
         self._runs: dict[tuple[str, str], str] = {}
         self._tokens: dict[str, tuple[str, str]] = {}
-        self._by_session: dict[str, list[str]] = {}
+        self._by_session: dict[str, list[str]] = {}  # oldest first
         self._lock = threading.Lock()
 
     def token(self, session: str, run: str) -> str:
         with self._lock:
             token = self._runs.get((session, run))
-            if token is None:
-                token = secrets.token_urlsafe(TOKEN_BYTES)
-                self._runs[(session, run)] = token
-                self._tokens[token] = (session, run)
-                tokens = self._by_session.setdefault(session, [])
-                tokens.append(token)
-                if len(tokens) > MAX_TOKENS_PER_SESSION:
-                    self._runs.pop(self._tokens.pop(tokens.pop(0)), None)
+            if token is not None:
+                return token
+            mine = self._by_session.get(session, [])
+            if len(mine) >= self.per_session:
+                self._drop(mine[0])
+            elif len(self._tokens) >= self.total:  # rare (only live runs get one): a scan is fine
+                heaviest = max(self._by_session.values(), key=len)
+                self._drop(heaviest[0])
+            token = secrets.token_urlsafe(TOKEN_BYTES)
+            self._runs[(session, run)] = token
+            self._tokens[token] = (session, run)
+            self._by_session.setdefault(session, []).append(token)
             return token
 
     def run_of(self, token: str) -> tuple[str, str] | None:
@@ -156,8 +169,25 @@ class StreamTokens:
 
     def forget(self, session: str) -> None:
         with self._lock:
-            for token in self._by_session.pop(session, []):
-                self._runs.pop(self._tokens.pop(token), None)
+            for token in list(self._by_session.get(session, [])):
+                self._drop(token)
+
+    def prune(self, live: Callable[[str, str], bool]) -> int:
+        """Drop every token whose (session, run) ``live`` says is gone; returns how many."""
+        with self._lock:
+            gone = [token for token, run in self._tokens.items() if not live(*run)]
+            for token in gone:
+                self._drop(token)
+        return len(gone)
+
+    def _drop(self, token: str) -> None:
+        """Forget ``token`` (lock held)."""
+        run = self._tokens.pop(token)
+        self._runs.pop(run, None)
+        tokens = self._by_session[run[0]]
+        tokens.remove(token)
+        if not tokens:
+            del self._by_session[run[0]]  # no key left behind per session ever seen
 
     def __len__(self) -> int:
         return len(self._tokens)

@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import logging
 import re
+from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tts_app.web.gradio_internals import event_session, live_stream_run
 from tts_app.web.guards.body_replay import BodyTooLarge, read_capped_body, replay_body
 from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.guards.file_guard import MAX_EVENT_BODY_BYTES
@@ -34,6 +36,7 @@ GRADIO = "/gradio_api/"
 HEARTBEAT = "/gradio_api/heartbeat/"
 STREAM = "/gradio_api/stream/"
 COMPONENT_SERVER = "/gradio_api/component_server"
+CALL = "/gradio_api/call/"
 REFUSED = "this session belongs to another page"
 # A stream's id as Gradio writes it in an event's output (its ``path``, and its ``url`` after /stream/).
 # Bounded repeats: linear time on any output.
@@ -57,8 +60,10 @@ async def _reply(send: Send, status: int, message: str) -> None:
 class SessionGuard:
     """See the module doc. ``bindings`` and ``tokens``: the process-wide tables unless given."""
 
-    def __init__(self, app: ASGIApp, bindings: SessionBindings | None = None, tokens: StreamTokens | None = None) -> None:
+    def __init__(self, app: ASGIApp, blocks: Any, bindings: SessionBindings | None = None,
+                 tokens: StreamTokens | None = None) -> None:  # fmt: skip
         self.app = app
+        self.blocks = blocks  # the Gradio app: which runs really stream, and an event's session
         self.bindings = bindings or SESSION_BINDINGS
         self.tokens = tokens or STREAM_TOKENS
 
@@ -96,7 +101,10 @@ class SessionGuard:
             if refusal is not None:
                 await _reply(send, *refusal)
                 return
-        await self.app(scope, receive, self._rewriting(send))
+        if path.startswith(CALL) and scope["method"] == "GET":  # /call/<api>/<event>: that event's session
+            event = path.rstrip("/").rpartition("/")[2]
+            sessions.append(event_session(self.blocks, event) or event)
+        await self.app(scope, receive, self._rewriting(send, frozenset(sessions)))
 
     def _refusal(self, scope: Scope, session: str, cookie: str | None) -> tuple[int, str] | None:
         if not HASH_PATTERN.fullmatch(session):
@@ -131,8 +139,17 @@ class SessionGuard:
             await _reply(send, 413, str(exc))
             return None
 
-    def _rewriting(self, send: Send) -> Send:
-        """``send`` with every stream id in an event stream's output replaced by its run's token."""
+    def _rewriting(self, send: Send, own: frozenset[str]) -> Send:
+        """``send`` with the stream id of each of the caller's own streamed runs (``own``: the sessions it was
+        admitted for) in an event stream's output replaced by its run's token. Any other text of that form
+        (an echoed upload, another session's id) is left as it is and mints nothing."""
+
+        def token_for(match: re.Match[bytes]) -> bytes:
+            session, run = match[1].decode(), match[2].decode()
+            if session not in own or not live_stream_run(self.blocks, session, run):
+                return match[0]
+            return self.tokens.token(session, run).encode() + b"/"
+
         active = False
         pending = b""
 
@@ -148,13 +165,10 @@ class SessionGuard:
                 if more and cut < 2:
                     cut = 0
                 pending = data[cut:]
-                message = dict(message, body=STREAM_ID.sub(self._token_for, data[:cut]))
+                message = dict(message, body=STREAM_ID.sub(token_for, data[:cut]))
             await send(message)
 
         return rewrite
-
-    def _token_for(self, match: re.Match[bytes]) -> bytes:
-        return self.tokens.token(match[1].decode(), match[2].decode()).encode() + b"/"
 
     def _with_cookie(self, scope: Scope, send: Send) -> Send:
         """``send`` that gives a page's HTML a ``tts_page`` cookie when the browser has none."""
