@@ -125,6 +125,10 @@ SETTINGS: tuple[Setting, ...] = (
     _float("TTS_APP_OUTPUT_SWEEP_S", 60.0, "seconds between sweeps of the generated files (also after every 8 new ones)",
            low_open=True),
     _float("TTS_APP_IDLE_SESSION_S", 300.0, "seconds unused before a closed page's (or an API call's) session is forgotten"),
+    _int("TTS_APP_SESSION_BINDINGS", 100_000, "page session hashes bound to their page at once (~35 MB at 100,000); a full table "
+         "takes the least recently used of the visitor holding the most, never refuses a newcomer"),
+    _int("TTS_APP_SESSIONS_PER_VISITOR", 1000, "page session hashes one visitor may hold bound (429 past it; "
+         "gradio_client makes one per call, idle ones go after `TTS_APP_IDLE_SESSION_S`)"),
     _int("TTS_APP_MALLOC_ARENAS", 4, "glibc malloc arenas, 0 = glibc's own (`MALLOC_ARENA_MAX` wins if set)", low=0),
     # Document jobs
     _int("TTS_APP_DOCUMENTS_RUNNING", 2, "document jobs read at once", DOCUMENTS),

@@ -20,18 +20,20 @@ import re
 import secrets
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from tts_app import settings
 
 COOKIE = "tts_page"
 COOKIE_PATTERN = re.compile(r"[A-Za-z0-9_-]{32}")
 HASH_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,128}")  # Gradio's page (base 36) and gradio_client (uuid4) fit
-MAX_BOUND_SESSIONS = 100_000  # 31 MB measured (tracemalloc, a distinct cookie each); the sweeper prunes every few seconds
+# Bound hashes in all and per visitor (gradio_client makes one per call; idle ones are pruned after
+# TTS_APP_IDLE_SESSION_S): one address cannot fill the table, and a full one takes from its heaviest holder.
+TOTAL_ENV = "TTS_APP_SESSION_BINDINGS"
+PER_VISITOR_ENV = "TTS_APP_SESSIONS_PER_VISITOR"
 TOKEN_BYTES = 16  # 128 random bits per stream token
-# One visitor's bound hashes at once (gradio_client makes one per call; idle ones are pruned after
-# TTS_APP_IDLE_SESSION_S): one address cannot fill the table for everyone (its new hash past this: 429).
-MAX_PER_VISITOR = 1_000
 MAX_TOKENS_PER_SESSION = 256  # a session's older runs' streams lose their token (long finished by then)
 MAX_TOKENS = 16_384  # tokens in all (a few MB); only live streamed runs get one
 
@@ -68,31 +70,55 @@ class Binding:
 
 
 class VisitorSessionsFull(RuntimeError):
-    """This visitor has ``MAX_PER_VISITOR`` hashes bound already: its new one is refused (for it only)."""
+    """This visitor holds its cap of bound hashes, or, the table being full, as many as anyone: its new one
+    is refused (for it only)."""
 
 
 class SessionBindings:
-    """Session hash -> the page it belongs to (see the module doc). Thread-safe."""
+    """Session hash -> the page it belongs to (see the module doc). Thread-safe.
 
-    def __init__(self, max_entries: int = MAX_BOUND_SESSIONS, max_per_visitor: int = MAX_PER_VISITOR) -> None:
-        self.max_entries, self.max_per_visitor = max_entries, max_per_visitor
-        self._bound: OrderedDict[str, Binding] = OrderedDict()
-        self._per_visitor: Counter[str] = Counter()  # bound hashes by the visitor that first used them
+    Capped per visitor (``max_per_visitor``) and in all (``max_entries``). A full table never refuses
+    a newcomer: a new hash from a visitor holding fewer than the heaviest holder takes the place of
+    that holder's least recently used binding (its page, if still open, binds it again on its next
+    request); a visitor holding as many as anyone is refused instead. The heaviest holder is found in
+    constant time: visitors are kept in buckets by how many hashes each holds.
+    """
+
+    def __init__(self, max_entries: int | None = None, max_per_visitor: int | None = None) -> None:
+        self._max_entries, self._max_per_visitor = max_entries, max_per_visitor  # None: the setting, read when used
+        self._bound: dict[str, Binding] = {}
+        self._by_visitor: dict[str, OrderedDict[str, None]] = {}  # a visitor's hashes, least recently used first
+        self._holding: dict[int, set[str]] = {}  # n -> the visitors holding n hashes
+        self._top = 0  # the most any visitor holds
         self._lock = threading.Lock()
 
+    @property
+    def max_entries(self) -> int:
+        return self._max_entries if self._max_entries is not None else settings.value(TOTAL_ENV)
+
+    @property
+    def max_per_visitor(self) -> int:
+        return self._max_per_visitor if self._max_per_visitor is not None else settings.value(PER_VISITOR_ENV)
+
     def admit(self, session: str, cookie: str | None, visitor: str) -> bool | None:
-        """True when ``session`` is (now) bound to this cookie/visitor, False when to another page,
-        None when it is new and the table is full."""
+        """True when ``session`` is (now) bound to this cookie/visitor, False when to another page.
+        VisitorSessionsFull when it is new and this visitor may bind no more. (None is no longer
+        returned: a full table makes room, see the class doc.)"""
         now = time.monotonic()
         with self._lock:
             bound = self._bound.get(session)
             if bound is None:
-                if self._per_visitor[visitor] >= self.max_per_visitor:
-                    raise VisitorSessionsFull(f"{self._per_visitor[visitor]} page sessions are open from your address")
+                held = len(self._by_visitor.get(visitor, ()))
+                if held >= self.max_per_visitor:
+                    raise VisitorSessionsFull(f"{held} page sessions are open from your address")
                 if len(self._bound) >= self.max_entries:
-                    return None
+                    if held >= self._top:  # the heaviest holder (or as heavy): it is refused, nobody else
+                        raise VisitorSessionsFull(f"{held} page sessions are open from your address, and the server is full")
+                    heaviest = next(iter(self._holding[self._top]))
+                    self._drop(next(iter(self._by_visitor[heaviest])))
                 self._bound[session] = Binding(cookie, visitor, now)
-                self._per_visitor[visitor] += 1
+                self._by_visitor.setdefault(visitor, OrderedDict())[session] = None
+                self._count(visitor, held, held + 1)
                 return True
             if bound.cookie is not None:
                 ok = cookie is not None and hmac.compare_digest(cookie, bound.cookie)
@@ -100,7 +126,7 @@ class SessionBindings:
                 ok = hmac.compare_digest(visitor, bound.visitor)
             if ok:
                 bound.last_used = now
-                self._bound.move_to_end(session)
+                self._by_visitor[bound.visitor].move_to_end(session)
             return ok
 
     def forget(self, session: str) -> None:
@@ -117,13 +143,33 @@ class SessionBindings:
                 self._drop(session)
         return len(stale)
 
+    def held_by(self, visitor: str) -> int:
+        with self._lock:
+            return len(self._by_visitor.get(visitor, ()))
+
     def _drop(self, session: str) -> None:
         """Unbind ``session`` (lock held)."""
         bound = self._bound.pop(session, None)
-        if bound is not None:
-            self._per_visitor[bound.visitor] -= 1
-            if self._per_visitor[bound.visitor] <= 0:
-                del self._per_visitor[bound.visitor]  # no key left behind per visitor ever seen
+        if bound is None:
+            return
+        mine = self._by_visitor[bound.visitor]
+        del mine[session]
+        self._count(bound.visitor, len(mine) + 1, len(mine))
+        if not mine:
+            del self._by_visitor[bound.visitor]  # no key left behind per visitor ever seen
+
+    def _count(self, visitor: str, was: int, now: int) -> None:
+        """Move ``visitor`` from the bucket of ``was`` hashes to that of ``now`` (lock held)."""
+        if was:
+            bucket = self._holding[was]
+            bucket.discard(visitor)
+            if not bucket:
+                del self._holding[was]
+        if now:
+            self._holding.setdefault(now, set()).add(visitor)
+        self._top = max(self._top, now)
+        while self._top and self._top not in self._holding:
+            self._top -= 1
 
     def __len__(self) -> int:
         return len(self._bound)

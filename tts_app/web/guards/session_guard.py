@@ -2,10 +2,11 @@
 and no URL the page is handed carries the hash (see session_binding for the design).
 
 Where Gradio takes a session hash: the heartbeat path, ``session_hash`` in the query
-(``/queue/data``), ``session_hash`` in a POST's JSON body (``/queue/join``, ``/run``, ``/api``,
+(``/queue/data``, ``/deep_link``), ``session_hash`` in a POST's JSON body (``/queue/join``, ``/run``, ``/api``,
 ``/call``, ``/cancel``, ``/component_server``, ``/stream/<event>``), and the stream paths
 (``/stream/<hash>/<run>/...``). Each is checked here before Gradio sees the request; a refusal is
-one line of JSON (403, the same whether or not the hash exists for another page).
+one line of JSON (403, the same whether or not the hash exists for another page). A request binds
+at most the one session it uses: one naming two is refused (400) before anything is bound.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ HEARTBEAT = "/gradio_api/heartbeat/"
 STREAM = "/gradio_api/stream/"
 COMPONENT_SERVER = "/gradio_api/component_server"
 CALL = "/gradio_api/call/"
+# The routes where Gradio reads a session_hash from the query; on any other route it is ignored, so it binds nothing.
+QUERY_SESSION_ROUTES = ("/gradio_api/queue/data", "/gradio_api/deep_link")
 REFUSED = "this session belongs to another page"
 # A stream's id as Gradio writes it in an event's output (its ``path``, and its ``url`` after /stream/).
 # Bounded repeats: linear time on any output.
@@ -74,7 +77,7 @@ class SessionGuard:
             return
         cookie = cookie_value(_header(scope, b"cookie"))
         sessions = [value for name, value in parse_qsl(scope.get("query_string", b"").decode("latin-1"))
-                    if name == "session_hash"]
+                    if name == "session_hash"] if path.rstrip("/") in QUERY_SESSION_ROUTES else []
         if path.startswith(HEARTBEAT):
             sessions.append(path[len(HEARTBEAT):])
         elif path.startswith(STREAM) and scope["method"] in ("GET", "HEAD"):
@@ -96,7 +99,10 @@ class SessionGuard:
                 await _reply(send, 415, "Content-Type must be application/json, with a session_hash")
                 return
             receive = replay_body(body, receive)
-        for session in sessions:
+        if len(set(sessions)) > 1:  # a request uses one session: naming more must bind nothing
+            await _reply(send, 400, "a request names one session_hash")
+            return
+        for session in sessions[:1]:
             refusal = self._refusal(scope, session, cookie)
             if refusal is not None:
                 await _reply(send, *refusal)
@@ -114,9 +120,6 @@ class SessionGuard:
         except VisitorSessionsFull as exc:  # one address's flood of new hashes falls on it alone
             logger.warning("refused a new session: %s", exc)
             return 429, f"{exc}; close some or try again in a few minutes"
-        if admitted is None:
-            logger.warning("refused a new session: %d sessions are bound", len(self.bindings))
-            return 503, "too many page sessions are open; try again in a minute"
         if not admitted:
             logger.warning("refused a request naming another page's session")
             return 403, REFUSED
