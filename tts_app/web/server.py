@@ -175,8 +175,9 @@ def launch(demo: gr.Blocks) -> None:
     threading.Thread(target=prepare_gpu, args=(qwen3_steps,), name="gpu-prepare", daemon=True).start()
     logger.info("serving on http://%s:%d (OpenAI API at /v1/audio/speech)", host, port)
     try:
+        connections = ConnectionLimits.from_env()  # after raise_open_file_limit: the caps follow the file limit
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-                                http=guarded_protocol(ConnectionLimits.from_env()),
+                                http=guarded_protocol(connections), backlog=connections.backlog,
                                 proxy_headers=False)  # ResolveClient decides who is asking (uvicorn trusts 127.0.0.1)
         throttle_repeated_logs()  # after uvicorn's logging set-up: its handlers get the filter too
         StoppingServer(config).run()

@@ -20,11 +20,11 @@ import re
 import secrets
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from tts_app import settings
+from tts_app.web.guards.holdings import Holdings
 
 COOKIE = "tts_page"
 COOKIE_PATTERN = re.compile(r"[A-Za-z0-9_-]{32}")
@@ -78,18 +78,15 @@ class SessionBindings:
     """Session hash -> the page it belongs to (see the module doc). Thread-safe.
 
     Capped per visitor (``max_per_visitor``) and in all (``max_entries``). A full table never refuses
-    a newcomer: a new hash from a visitor holding fewer than the heaviest holder takes the place of
-    that holder's least recently used binding (its page, if still open, binds it again on its next
-    request); a visitor holding as many as anyone is refused instead. The heaviest holder is found in
-    constant time: visitors are kept in buckets by how many hashes each holds.
+    a newcomer (``Holdings``): a new hash from a visitor holding fewer than the heaviest holder takes
+    the place of that holder's least recently used binding (its page, if still open, binds it again on
+    its next request); a visitor holding as many as anyone is refused instead.
     """
 
     def __init__(self, max_entries: int | None = None, max_per_visitor: int | None = None) -> None:
         self._max_entries, self._max_per_visitor = max_entries, max_per_visitor  # None: the setting, read when used
         self._bound: dict[str, Binding] = {}
-        self._by_visitor: dict[str, OrderedDict[str, None]] = {}  # a visitor's hashes, least recently used first
-        self._holding: dict[int, set[str]] = {}  # n -> the visitors holding n hashes
-        self._top = 0  # the most any visitor holds
+        self._holdings = Holdings()  # each visitor's hashes, least recently used first
         self._lock = threading.Lock()
 
     @property
@@ -100,25 +97,23 @@ class SessionBindings:
     def max_per_visitor(self) -> int:
         return self._max_per_visitor if self._max_per_visitor is not None else settings.value(PER_VISITOR_ENV)
 
-    def admit(self, session: str, cookie: str | None, visitor: str) -> bool | None:
+    def admit(self, session: str, cookie: str | None, visitor: str) -> bool:
         """True when ``session`` is (now) bound to this cookie/visitor, False when to another page.
-        VisitorSessionsFull when it is new and this visitor may bind no more. (None is no longer
-        returned: a full table makes room, see the class doc.)"""
+        VisitorSessionsFull when it is new and this visitor may bind no more."""
         now = time.monotonic()
         with self._lock:
             bound = self._bound.get(session)
             if bound is None:
-                held = len(self._by_visitor.get(visitor, ()))
+                held = self._holdings.count(visitor)
                 if held >= self.max_per_visitor:
                     raise VisitorSessionsFull(f"{held} page sessions are open from your address")
                 if len(self._bound) >= self.max_entries:
-                    if held >= self._top:  # the heaviest holder (or as heavy): it is refused, nobody else
+                    evicted = self._holdings.heaviest(visitor)
+                    if evicted is None:  # it holds as many as anyone: it is refused, nobody else
                         raise VisitorSessionsFull(f"{held} page sessions are open from your address, and the server is full")
-                    heaviest = next(iter(self._holding[self._top]))
-                    self._drop(next(iter(self._by_visitor[heaviest])))
+                    self._drop(str(evicted[1]))
                 self._bound[session] = Binding(cookie, visitor, now)
-                self._by_visitor.setdefault(visitor, OrderedDict())[session] = None
-                self._count(visitor, held, held + 1)
+                self._holdings.add(visitor, session)
                 return True
             if bound.cookie is not None:
                 ok = cookie is not None and hmac.compare_digest(cookie, bound.cookie)
@@ -126,7 +121,7 @@ class SessionBindings:
                 ok = hmac.compare_digest(visitor, bound.visitor)
             if ok:
                 bound.last_used = now
-                self._by_visitor[bound.visitor].move_to_end(session)
+                self._holdings.touch(bound.visitor, session)
             return ok
 
     def forget(self, session: str) -> None:
@@ -145,31 +140,13 @@ class SessionBindings:
 
     def held_by(self, visitor: str) -> int:
         with self._lock:
-            return len(self._by_visitor.get(visitor, ()))
+            return self._holdings.count(visitor)
 
     def _drop(self, session: str) -> None:
         """Unbind ``session`` (lock held)."""
         bound = self._bound.pop(session, None)
-        if bound is None:
-            return
-        mine = self._by_visitor[bound.visitor]
-        del mine[session]
-        self._count(bound.visitor, len(mine) + 1, len(mine))
-        if not mine:
-            del self._by_visitor[bound.visitor]  # no key left behind per visitor ever seen
-
-    def _count(self, visitor: str, was: int, now: int) -> None:
-        """Move ``visitor`` from the bucket of ``was`` hashes to that of ``now`` (lock held)."""
-        if was:
-            bucket = self._holding[was]
-            bucket.discard(visitor)
-            if not bucket:
-                del self._holding[was]
-        if now:
-            self._holding.setdefault(now, set()).add(visitor)
-        self._top = max(self._top, now)
-        while self._top and self._top not in self._holding:
-            self._top -= 1
+        if bound is not None:
+            self._holdings.remove(bound.visitor, session)
 
     def __len__(self) -> int:
         return len(self._bound)
