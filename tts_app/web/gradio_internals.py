@@ -24,3 +24,19 @@ def event_session(blocks: Any, event_id: str) -> str | None:
     if event is not None:
         return event.session_hash
     return next((s for s, ids in queue.pending_event_ids_session.items() if event_id in ids), None)
+
+
+def event_inputs(blocks: Any, fn_index: int | None, api_name: str | None) -> int | None:
+    """How many inputs the event takes (``Blocks.fns[i].inputs``), found by ``fn_index`` or else by ``api_name``
+    as Gradio's ``route_utils.get_fn`` finds it; None when no event matches (Gradio answers that itself)."""
+    fns = blocks.fns
+    if fn_index is not None:
+        fn = fns.get(fn_index)
+    else:
+        fn = next((f for f in fns.values() if f.api_name == api_name), None)
+    return None if fn is None else len(fn.inputs)
+
+
+def known_event(blocks: Any, fn_index: int) -> bool:
+    """True when ``fn_index`` names one of the app's events (Gradio's lookup of any other is a KeyError, a 500)."""
+    return fn_index in blocks.fns
