@@ -36,9 +36,11 @@ logger = logging.getLogger(__name__)
 
 GRADIO = "/gradio_api/"
 FILE_ROUTE = "/gradio_api/file="
-# Event routes: (path prefix, whether the rest of the path is the api_name).
+# Event routes: (path prefix, whether the rest of the path is the api_name). Only run/ and api/ run the event at
+# once and refuse too few inputs (a 500); the queue's routes (call/, queue/join) fill the rest with defaults.
 EVENT_ROUTES = (("/gradio_api/run/", True), ("/gradio_api/api/", True), ("/gradio_api/call/v2/", True),
                 ("/gradio_api/call/", True), ("/gradio_api/queue/join", False), ("/gradio_api/stream/", False))
+COUNTED = ("/gradio_api/run/", "/gradio_api/api/")
 # A PredictBody's fields and the JSON types Gradio accepts for each (None allowed for all but ``data``).
 FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "data": (list,), "fn_index": (int,), "session_hash": (str,), "event_id": (str,), "oauth_token": (str,),
@@ -95,7 +97,7 @@ def check_body(path: str, content_type: bytes, body: bytes, blocks: Any) -> None
     wanted = event_inputs(blocks, fn_index, api_name) if fn_index is not None or api_name else None
     if wanted is None and api_name:
         raise Refusal(404, "no event of this app has that api_name")
-    if wanted is not None and len(payload["data"]) < wanted:
+    if wanted is not None and route[0] in COUNTED and len(payload["data"]) < wanted:
         raise Refusal(400, f"this event takes {wanted} inputs; {len(payload['data'])} were sent")
 
 
