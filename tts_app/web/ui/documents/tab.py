@@ -229,11 +229,11 @@ def build_document_tab(speak_inputs: list[Any]) -> tuple[gr.State, gr.HTML, gr.T
                 stop_btn = gr.Button("Stop", variant="stop", scale=1, elem_id="document-stop")
         with gr.Column(scale=5, min_width=300):
             box = gr.HTML(IDLE, elem_id="document-progress")
-            with gr.Row(equal_height=True):  # a read-only link for others; nobody gets the job by its id alone
-                link = gr.Textbox(label="Share link (read-only; add it to this page's address)", interactive=False,
-                                  elem_id="document-share-link", scale=3)  # fmt: skip
-                share_btn = gr.Button("Share", size="sm", scale=1, elem_id="document-share")
-                unshare_btn = gr.Button("Stop sharing", size="sm", scale=1, elem_id="document-unshare")
+            with gr.Row():  # a read-only link for others; nobody gets the job by its id alone
+                share_btn = gr.Button("Share a read-only link", size="sm", elem_id="document-share")
+                unshare_btn = gr.Button("Stop sharing", size="sm", elem_id="document-unshare")
+            link = gr.Textbox(label="Share link (listen and download; no Stop)", interactive=False,
+                              elem_id="document-share-link")  # fmt: skip
     timer = gr.Timer(POLL_S, active=False)
     upload.change(load_file, upload, text, api_visibility="private")
     # show_progress="hidden" everywhere: the box is its own progress; Gradio's queue text
