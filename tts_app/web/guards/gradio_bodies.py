@@ -160,10 +160,12 @@ class GradioBodies:
         """The app's reply, an error's body made one line; an exception before any reply: a one-line 500."""
         held: Message | None = None  # an error's start, held until its body is known
         chunks: list[bytes] = []
-        started = False
+        started = replaced = False
 
         async def rewrite(message: Message) -> None:
-            nonlocal held, started
+            nonlocal held, started, replaced
+            if replaced:
+                return  # the rest of an error's body, already answered in one line
             if message["type"] == "http.response.start":
                 started = True
                 if message["status"] >= 400:
@@ -173,7 +175,7 @@ class GradioBodies:
                 chunks.append(message.get("body", b""))
                 if message.get("more_body", False) and sum(map(len, chunks)) <= MAX_ERROR_BYTES:
                     return
-                status, held = held["status"], None
+                status, held, replaced = held["status"], None, True
                 await _send_json(send, status, one_line(status, b"".join(chunks)[:MAX_ERROR_BYTES]))
                 return
             await send(message)
