@@ -15,6 +15,10 @@ from pathlib import Path
 
 from tts_app import settings
 
+# Gradio calls the hub at start (a version check, start-up analytics) unless told not to: a server that promises no
+# network on a visitor's behalf does not phone home by default. An operator's own GRADIO_ANALYTICS_ENABLED wins.
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
 # Before the imports below: some of their modules read a setting when imported, and a bad value
 # should stop the start with one line naming the variable, not a traceback.
 settings.exit_on_bad_values()

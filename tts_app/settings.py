@@ -94,6 +94,13 @@ SETTINGS: tuple[Setting, ...] = (
     _int("TTS_APP_MAX_CONNECTIONS_PER_ADDRESS", 256, "open connections per address (an IPv6 /64), 0 = off; a household "
          "or office behind one NAT fits, one address cannot take the server's sockets; also the open requests "
          "per visitor (a trusted proxy's connections are not counted, its visitors' requests are)", low=0),
+    _float("TTS_APP_BODY_TIMEOUT_S", 10.0, "seconds a request body may go without a byte (408 and closed after), "
+           "0 = off; past its first such seconds it must also average `TTS_APP_MIN_BODY_RATE`"),
+    _float("TTS_APP_MIN_BODY_RATE", 500.0, "bytes a second a request body must average once it has taken "
+           "`TTS_APP_BODY_TIMEOUT_S` (a trickle is closed with 408); the slowest mobile link sends thousands"),
+    _int("TTS_APP_MAX_CONNECTIONS", 8192, "open connections in all, 0 = no cap but the file limit's; lowered to 3/4 of "
+         "the open-file limit; when full, a newcomer's connection closes the oldest of the address holding the most",
+         low=0),
     Setting("TTS_APP_TRUSTED_PROXIES", "networks", (), "reverse proxies (addresses or networks, e.g. `127.0.0.1,10.0.0.0/8`) "
             "whose `X-Forwarded-For` names the visitor (its right-most untrusted entry); `none` = nothing trusted",
             SECURITY, shown_default="none (on a Space: the private networks)"),
@@ -125,6 +132,10 @@ SETTINGS: tuple[Setting, ...] = (
     _float("TTS_APP_OUTPUT_SWEEP_S", 60.0, "seconds between sweeps of the generated files (also after every 8 new ones)",
            low_open=True),
     _float("TTS_APP_IDLE_SESSION_S", 300.0, "seconds unused before a closed page's (or an API call's) session is forgotten"),
+    _int("TTS_APP_SESSION_BINDINGS", 100_000, "page session hashes bound to their page at once (~35 MB at 100,000); a full table "
+         "takes the least recently used of the visitor holding the most, never refuses a newcomer"),
+    _int("TTS_APP_SESSIONS_PER_VISITOR", 1000, "page session hashes one visitor may hold bound (429 past it; "
+         "gradio_client makes one per call, idle ones go after `TTS_APP_IDLE_SESSION_S`)"),
     _int("TTS_APP_MALLOC_ARENAS", 4, "glibc malloc arenas, 0 = glibc's own (`MALLOC_ARENA_MAX` wins if set)", low=0),
     # Document jobs
     _int("TTS_APP_DOCUMENTS_RUNNING", 2, "document jobs read at once", DOCUMENTS),

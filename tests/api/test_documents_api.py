@@ -161,5 +161,5 @@ def test_a_create_then_delete_loop_is_capped_for_that_client_only(http: httpx.Cl
         assert "\n" not in message and "limit per client" in message
         other = other_client.post("/v1/documents", json={"input": "Hello there."})
         assert other.status_code == 202, other.text
-        _wait(http, other.json()["id"])
+        _wait(other_client, other.json()["id"])  # its owner follows it (issue 46, hole 6)
         assert looper.post("/v1/documents", json={"input": "Hi."}).status_code == 429  # still refused

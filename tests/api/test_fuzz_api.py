@@ -29,7 +29,10 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 
 @pytest.fixture(scope="module")
 def fuzz_server(tmp_path_factory: pytest.TempPathFactory, artifacts_dir: Path) -> Iterator[str]:
-    env = {"GRADIO_TEMP_DIR": str(tmp_path_factory.mktemp("fuzz_uploads"))}
+    # Every example comes from one address: room for many short documents at once, so the fuzzer's jobs are
+    # started (and followed) rather than refused by the per-client caps the other tests check.
+    env = {"GRADIO_TEMP_DIR": str(tmp_path_factory.mktemp("fuzz_uploads")), "TTS_APP_DOCUMENTS_RUNNING": "8",
+           "TTS_APP_DOCUMENTS_WAITING": "8", "TTS_APP_DOCUMENTS_PER_CLIENT": "1000", "TTS_APP_DOCUMENTS_MAX_KEPT": "1000"}
     with serve_app(artifacts_dir / "fuzz_server.log", extra_env=env) as (base, _process):
         yield base
 
@@ -56,11 +59,40 @@ CHECKS = [no_server_error, status_code_conformance, content_type_conformance, re
 @settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 def test_v1_routes_hold_under_fuzzing(case: schemathesis.Case, fuzz_server: str) -> None:
-    if isinstance(case.body, dict) and isinstance(case.body.get("input"), str) and case.body["input"]:
-        # Any text the schema allows is fair game, but minutes of speech per example would not fit the time
-        # bound: the first characters keep what is hostile in them (odd code points, markup, digits).
-        case.body["input"] = case.body["input"][:MAX_INPUT_CHARS]
+    # Any text the schema allows is fair game, but minutes of speech per example would not fit the time
+    # bound: the first characters keep what is hostile in them (odd code points, markup, digits).
+    _short_input(case)
     case.call_and_validate(base_url=fuzz_server, checks=CHECKS, timeout=CALL_TIMEOUT_S)
+
+
+def _short_input(case: schemathesis.Case) -> None:
+    if isinstance(case.body, dict) and isinstance(case.body.get("input"), str) and case.body["input"]:
+        case.body["input"] = case.body["input"][:MAX_INPUT_CHARS]
+
+
+def test_document_jobs_hold_under_stateful_fuzzing(api_schema: schemathesis.BaseSchema, fuzz_server: str) -> None:
+    """Issue 46: the schema links ``POST /v1/documents`` to its id routes (and a share to its routes), so the
+    fuzzer follows a real job: progress, files, stop, share, unshare and the shared routes with the ids the
+    server gave, each reply checked as above. Before, it only ever met 404 for made-up ids."""
+    followed: set[str] = set()
+
+    class Documents(api_schema.as_state_machine()):  # type: ignore[misc]
+        def before_call(self, case: schemathesis.Case) -> None:
+            _short_input(case)
+
+        def get_call_kwargs(self, case: schemathesis.Case) -> dict[str, object]:
+            return {"base_url": fuzz_server, "timeout": CALL_TIMEOUT_S}
+
+        def validate_response(self, response: schemathesis.Response, case: schemathesis.Case,
+                              additional_checks: object = None, **kwargs: object) -> None:  # fmt: skip
+            if response.status_code < 400 and "{" in case.path:
+                followed.add(f"{case.method} {case.path}")
+            case.validate_response(response, checks=CHECKS, transport_kwargs=kwargs)
+
+    Documents.run(settings=settings(max_examples=12, stateful_step_count=6, deadline=None, derandomize=True,
+                                    database=None, suppress_health_check=list(HealthCheck)))
+    # A real job's routes were reached with its id (not only the 404 of a made-up one).
+    assert "GET /v1/documents/{job_id}" in followed or "DELETE /v1/documents/{job_id}" in followed, followed
 
 
 def test_the_server_is_healthy_after_the_fuzzing(fuzz_server: str) -> None:

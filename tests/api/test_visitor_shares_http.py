@@ -157,7 +157,7 @@ def test_four_big_tables_at_once_are_parsed_one_at_a_time(server: tuple[str, int
             f"median {sorted(latencies)[len(latencies) // 2]:.3f} s\n"
         )
     finally:
-        with httpx.Client(base_url=base, timeout=30) as stopper:
-            for reply in replies.values():
-                if reply.status_code == 202:
-                    stopper.delete(f"/v1/documents/{reply.json()['id']}")
+        for address, reply in replies.items():  # a job is its own visitor's to stop (issue 46, hole 6)
+            if reply.status_code == 202:
+                with visitor(base, address) as stopper:
+                    assert stopper.delete(f"/v1/documents/{reply.json()['id']}").status_code == 200

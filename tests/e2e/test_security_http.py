@@ -8,6 +8,7 @@ a 16 MB upload-folder quota in a folder of its own.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import socket
 import subprocess
@@ -44,7 +45,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, artifacts_dir: Path) -> Ite
     """(base URL, pid, log path) of a server with the module's small limits."""
     uploads = tmp_path_factory.mktemp("uploads")
     log = artifacts_dir / "security_http_server.log"
-    env = {"GRADIO_TEMP_DIR": str(uploads), "TTS_APP_HEADER_TIMEOUT_S": "2",
+    env = {"GRADIO_TEMP_DIR": str(uploads), "TTS_APP_HEADER_TIMEOUT_S": "2", "TTS_APP_BODY_TIMEOUT_S": "2",
            "TTS_APP_MAX_CONNECTIONS_PER_ADDRESS": str(PER_ADDRESS), "TTS_APP_UPLOAD_QUOTA_BYTES": str(QUOTA_BYTES)}
     with serve_app(log, extra_env=env, preexec_fn=_few_descriptors) as (base, process):
         _wait_until_ready(base)
@@ -297,27 +298,60 @@ def test_headers_that_never_finish_are_cut_off(base: str) -> None:
     assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
 
 
-def test_a_descriptor_flood_logs_a_few_lines_not_megabytes(server: tuple[str, int, Path]) -> None:
-    """Half-open connections from 14 addresses (under the per-address cap each, 700 together) exhaust the server's
-    300 descriptors until their headers time out; the accept errors are logged a few times, not thousands."""
-    base, _pid, log = server
+def test_a_descriptor_flood_stays_under_the_file_limit_and_a_newcomer_is_served(server: tuple[str, int, Path]) -> None:
+    """Half-open connections from 14 addresses (under the per-address cap each, 700 together, past the server's 300
+    descriptors). Issue 46, hole 7: open connections stay under 3/4 of the file limit (no accept() ever fails), a
+    newcomer is served meanwhile (its connection takes the place of the heaviest address's oldest), and what is
+    refused is logged in a few lines, not thousands. On main: every descriptor taken, accept() failing."""
+    base, pid, log = server
     start = log.stat().st_size
     slow: list[socket.socket] = []
     try:
         for host in range(3, 17):
             slow += _half_open(base, PER_ADDRESS - 1, source=f"127.0.0.{host}")
-        deadline = time.monotonic() + 30  # a hang guard only: the loop ends on the first logged error
-        while ACCEPT_ERROR not in _log_since(log, start) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        descriptors = len(os.listdir(f"/proc/{pid}/fd"))
+        newcomer = _healthy(base, source="127.0.0.99")
         time.sleep(2)  # old code: thousands of lines in this time
     finally:
         _close_all(slow)
     logged = _log_since(log, start)
-    _record(f"descriptor_flood_log_bytes={len(logged)} accept_error_lines={logged.count(ACCEPT_ERROR)}")
-    assert ACCEPT_ERROR in logged, "the flood did not exhaust the descriptors: the test proves nothing"
-    assert logged.count(ACCEPT_ERROR) <= 5, len(logged)  # TTS_APP_LOG_REPEAT_LIMIT's default
-    assert len(logged) < 200_000
+    _record(f"descriptor_flood_log_bytes={len(logged)} accept_error_lines={logged.count(ACCEPT_ERROR)} fds={descriptors}")
+    assert ACCEPT_ERROR not in logged and descriptors < FD_LIMIT, (descriptors, logged[-300:])
+    assert newcomer, "a newcomer was not served while the flood held the connections"
+    assert len(logged) < 200_000 and logged.count(b"\n") < 50, logged[-500:]
     assert _healthy(base)
+
+
+@pytest.mark.parametrize("path", ["/v1/audio/speech", "/gradio_api/queue/join"])
+@pytest.mark.parametrize("trickle", [False, True])
+def test_a_body_that_stalls_or_trickles_is_cut_off(base: str, path: str, trickle: bool) -> None:
+    """Issue 46, hole 7: complete headers, then a body that stops (or brings a byte a second, under the 2 s
+    idle limit but far below the 500 B/s floor): a one-line 408 and the connection closed within seconds.
+    On main the connection stayed open as long as the client liked."""
+    parts = urlsplit(base)
+    head = (f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+            "Content-Length: 4000\r\n\r\n{").encode()
+    began = time.monotonic()
+    reply = b""
+    with socket.create_connection((parts.hostname, parts.port), timeout=1.0) as sock:
+        sock.sendall(head)
+        while time.monotonic() - began < 15 and not reply:
+            try:
+                reply = sock.recv(65536)
+                if not reply:
+                    break  # closed with no reply
+            except TimeoutError:
+                if trickle:
+                    sock.sendall(b" ")
+        took = time.monotonic() - began
+        sock.settimeout(5)
+        try:
+            while data := sock.recv(65536):
+                reply += data
+        except (TimeoutError, ConnectionResetError):
+            pass
+    assert reply.startswith(b"HTTP/1.1 408"), (took, reply[:200])
+    assert took < 8 and reply.split(b"\r\n\r\n", 1)[1].count(b"\n") <= 1, (took, reply)
 
 
 def test_one_address_cannot_starve_another(base: str) -> None:

@@ -10,6 +10,7 @@ heartbeat; the victim's run ends "Done" and no event output carries the hash.
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -166,10 +167,13 @@ def test_every_route_that_takes_a_hash_refuses_a_stranger(app_server: str) -> No
             "cancel": stranger.post("/gradio_api/cancel", json={**event, "event_id": "x"}),
             "component_server": stranger.post("/gradio_api/component_server", json={
                 "session_hash": victim.session, "component_id": 1, "fn_name": "x", "data": None}),
-            "queue/data": stranger.get("/gradio_api/queue/data", params={"session_hash": ["mine", victim.session]}),
+            "queue/data": stranger.get("/gradio_api/queue/data", params={"session_hash": victim.session}),
             "heartbeat": stranger.get(f"/gradio_api/heartbeat/{victim.session}"),
         }
         assert {route: reply.status_code for route, reply in refused.items()} == dict.fromkeys(refused, 403)
+        # Naming the victim's hash beside one of its own binds nothing and gets nothing (a request uses one session).
+        both = stranger.get("/gradio_api/queue/data", params={"session_hash": ["mine", victim.session]})
+        assert both.status_code == 400 and "\n" not in both.text.strip(), both.text
         assert all(reply.json()["detail"] == "this session belongs to another page" for reply in refused.values())
         # Gradio reads a form's session_hash too: the route takes JSON only.
         form = stranger.post("/gradio_api/component_server", data={"session_hash": victim.session, "component_id": "1",
@@ -181,7 +185,9 @@ def test_every_route_that_takes_a_hash_refuses_a_stranger(app_server: str) -> No
 def test_one_address_cannot_fill_the_binding_table_for_everyone(app_server: str) -> None:
     """Every new hash binds a table entry: one address binding hash after hash is refused past its own cap (429,
     one line), while another address still opens new sessions (the table's global cap is 100 times larger)."""
-    from tts_app.web.guards.session_binding import MAX_PER_VISITOR
+    from tts_app import settings
+
+    MAX_PER_VISITOR = settings.default("TTS_APP_SESSIONS_PER_VISITOR")
 
     def cancel(client: httpx.Client, session: str) -> httpx.Response:
         return client.post("/gradio_api/cancel", json={"session_hash": session, "fn_index": 0, "event_id": "x"})
@@ -195,3 +201,80 @@ def test_one_address_cannot_fill_the_binding_table_for_everyone(app_server: str)
         assert refused.status_code == 429 and "\n" not in refused.text.strip(), refused.text
         assert cancel(flood, "flood00000").status_code == codes[0]  # its bound hashes still work
         assert cancel(other, "another-visitors-page").status_code == codes[0]
+
+
+def test_stream_ids_in_an_echoed_upload_mint_no_tokens(app_server: str) -> None:
+    """Issue 46, hole 2: the Document tab's load_file echoes an uploaded .txt; text shaped like a stream id
+    (``name/<32 hex>/<n>/playlist.m3u8``) is no run of the caller's: it comes back as it was, and mints no
+    token (each one a table entry: 30 such uploads once held 727,890 of them)."""
+    page = Page(app_server)
+    text = "\n".join(f"name{n}/{uuid.uuid4().hex}/{n % 9}/playlist.m3u8 and more" for n in range(3000))
+    uploaded = page.client.post("/gradio_api/upload", files={"files": ("ids.txt", text.encode())})
+    assert uploaded.status_code == 200, uploaded.text
+    file = {"path": uploaded.json()[0], "orig_name": "ids.txt", "meta": {"_type": "gradio.FileData"}}
+    echoed = page.output("load_file", [file])[0]
+    assert echoed == text, "the echoed text was rewritten: stream tokens were minted from it"
+    # A stream path of the caller's own session but no real run: left alone too.
+    own = f"{page.session}/{uuid.uuid4().hex}/3/playlist.m3u8"
+    uploaded = page.client.post("/gradio_api/upload", files={"files": ("own.txt", own.encode())})
+    file = {"path": uploaded.json()[0], "orig_name": "own.txt", "meta": {"_type": "gradio.FileData"}}
+    assert page.output("load_file", [file])[0] == own
+
+
+def cancel(client: httpx.Client, session: str) -> httpx.Response:
+    """The cheapest request that names (and so binds) a session hash."""
+    return client.post("/gradio_api/cancel", json={"session_hash": session, "fn_index": 0, "event_id": "x"})
+
+
+def test_a_request_binds_at_most_the_one_session_it_uses(app_server: str) -> None:
+    """Issue 46, hole 3: one GET named 500 hashes and each was bound, even on a route that ignores them
+    (303 such GETs from 101 addresses filled the table for everyone). A hash in the query of a route that
+    reads none binds nothing; a request naming two sessions is refused (400) and binds neither."""
+    hashes = [f"many{n:04d}" for n in range(500)]
+    with client_at(app_server, "127.0.0.61") as flood, client_at(app_server, "127.0.0.62") as other:
+        assert flood.get("/gradio_api/info", params={"session_hash": hashes}).status_code == 200
+        two = flood.get("/gradio_api/queue/data", params={"session_hash": ["two-a", "two-b"]})
+        assert two.status_code == 400 and "\n" not in two.text.strip(), two.text
+        # Nothing was bound to the flooding address: another visitor's page may use these hashes as its own.
+        assert [cancel(other, h).status_code for h in (hashes[0], hashes[-1], "two-a", "two-b")].count(403) == 0
+
+
+def client_at(base: str, address: str) -> httpx.Client:
+    return httpx.Client(base_url=base, timeout=TIMEOUT, transport=httpx.HTTPTransport(local_address=address))
+
+
+@pytest.fixture(scope="module")
+def small_table(artifacts_dir: Any) -> Iterator[str]:
+    """A server whose binding table holds 200 hashes, 60 per visitor (the defaults: 100,000 and 1,000)."""
+    from tests.support.app_server import serve_app
+
+    env = {"TTS_APP_SESSION_BINDINGS": "200", "TTS_APP_SESSIONS_PER_VISITOR": "60"}
+    with serve_app(artifacts_dir / "small_binding_table.log", env) as (base, _process):
+        yield base
+
+
+def test_a_full_binding_table_refuses_its_heaviest_holders_never_a_newcomer(small_table: str) -> None:
+    """Issue 46, hole 3: four addresses bind hashes at once until the table is full and past it; then a
+    newcomer's page runs its first event (on main: 503 for every newcomer while the table stayed full),
+    and a flooder, holding as many as anyone, has its next new hash refused (429, one line)."""
+    codes: dict[str, list[int]] = {}
+
+    def flood(address: str) -> None:
+        with client_at(small_table, address) as http:
+            codes[address] = [cancel(http, f"{address.replace('.', '_')}-{n}").status_code for n in range(60)]
+
+    floods = [threading.Thread(target=flood, args=(f"127.0.1.{k}",)) for k in range(1, 5)]
+    for thread in floods:
+        thread.start()
+    for thread in floods:
+        thread.join(120)
+    assert len(codes) == 4 and all(set(c) <= {200, 429} for c in codes.values()), codes
+    assert sum(c.count(200) for c in codes.values()) > 200  # the table (200) filled, and every flooder went on
+    newcomer = Page(small_table, address="127.0.2.1")
+    assert newcomer.output("stop", []) == ["■ Nothing was running."]
+    for address in codes:  # each flooder soon holds as many as anyone: its next new hash is refused
+        with client_at(small_table, address) as flooder:
+            tries = [cancel(flooder, f"{address.replace('.', '_')}-more-{n}") for n in range(3)]
+        refused = next((reply for reply in tries if reply.status_code != 200), tries[-1])
+        assert refused.status_code == 429 and "\n" not in refused.text.strip(), (address, refused.text)
+    assert Page(small_table, address="127.0.2.2").output("stop", []) == ["■ Nothing was running."]

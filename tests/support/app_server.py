@@ -26,12 +26,12 @@ def free_port() -> int:
 
 @contextmanager
 def serve_app(
-    log_path: Path, extra_env: dict[str, str] | None = None, args: tuple[str, ...] = (),
+    log_path: Path, extra_env: dict[str, str | None] | None = None, args: tuple[str, ...] = (),
     preexec_fn: Callable[[], None] | None = None, repo: Path = REPO,
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """``python app.py [args]`` on 127.0.0.1 and a free port until the block ends; yields its base URL and process.
 
-    ``extra_env`` overrides the server's environment (e.g. a PATH without ffmpeg); ``preexec_fn``
+    ``extra_env`` overrides the server's environment (e.g. a PATH without ffmpeg; None unsets one); ``preexec_fn``
     runs in the child before app.py (e.g. to lower its resource limits); ``repo`` is the checkout
     whose app.py runs (another revision's, for a before/after comparison).
     """
@@ -39,6 +39,8 @@ def serve_app(
     env = dict(os.environ)
     env.update({"GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"})
     env.update(extra_env or {})
+    for name in [name for name, value in env.items() if value is None]:  # None: the variable unset
+        env.pop(name)
     env.pop("PORT", None)
     with open(log_path, "wb") as log:
         process = subprocess.Popen([sys.executable, "app.py", *args], cwd=repo, env=env, stdout=log, stderr=subprocess.STDOUT,

@@ -733,7 +733,10 @@ def _assert_upload_icon_clear_of_its_label(page: Any) -> None:
 
 
 def test_a_document_job_survives_a_reload(server: str, browser: Any, artifacts_dir: Path) -> None:
-    page = _open(browser, server, {"width": 1360, "height": 900})
+    owner = browser.new_context(viewport={"width": 1360, "height": 900})  # one browser: its pages share its cookie
+    page = owner.new_page()
+    page.goto(server + "/", wait_until="domcontentloaded")
+    page.wait_for_selector("#generate-btn", timeout=60_000)
     _open_tab(page, "Document")
     page.locator("#document-text textarea").fill(DOCUMENT)
     _assert_upload_icon_clear_of_its_label(page)
@@ -753,8 +756,8 @@ def test_a_document_job_survives_a_reload(server: str, browser: Any, artifacts_d
     assert not queue_texts, queue_texts  # Gradio's "processing | 0.3/4.6s" never shows in the progress box
     assert link_sets <= {(), ("audio.wav", "audio.m4b", "audio.mp3", "captions.srt", "captions.vtt")}, link_sets
     page.screenshot(path=str(artifacts_dir / "browser_document.png"), full_page=False)
-    # A new page at the same address (a reload, a bookmark) finds the job and its files.
-    again = browser.new_page(viewport={"width": 1360, "height": 900})
+    # A new page of the same browser at the same address (a reload, a bookmark) finds the job and its files.
+    again = owner.new_page()
     again.goto(server + f"/?job={job_id}", wait_until="domcontentloaded")
     again.wait_for_function(
         "() => document.querySelector('#document-progress .doc-progress')?.dataset.status === 'finished'", timeout=60_000
@@ -763,10 +766,34 @@ def test_a_document_job_survives_a_reload(server: str, browser: Any, artifacts_d
     assert f"/v1/documents/{job_id}/audio.wav" in links and f"/v1/documents/{job_id}/captions.srt" in links
     text = again.inner_text("#document-progress")
     assert "Finished" in text and job_id in text, text
-    audio, rate = sf.read(io.BytesIO(httpx.get(server + f"/v1/documents/{job_id}/audio.wav", timeout=30).content), dtype="float32")
+    audio, rate = sf.read(io.BytesIO(again.request.get(server + f"/v1/documents/{job_id}/audio.wav").body()), dtype="float32")
     assert len(audio) / rate > 3
-    page.close()
-    again.close()
+    # Issue 46, hole 6: another browser (its own context, its own cookie) at that address finds nothing...
+    stranger = browser.new_page(viewport={"width": 1360, "height": 900})
+    stranger.goto(server + f"/?job={job_id}", wait_until="domcontentloaded")
+    stranger.wait_for_function("() => document.querySelector('#document-progress')?.innerText.includes('unknown')",
+                               timeout=60_000)
+    assert stranger.request.get(server + f"/v1/documents/{job_id}/captions.srt").status == 404
+    # ...until the owner shares it: the link shows the job read-only, its files through the share.
+    again.click("#document-share")
+    again.wait_for_function("() => document.querySelector('#document-share-link textarea')?.value.includes('share=')",
+                            timeout=30_000)
+    link = again.input_value("#document-share-link textarea")
+    assert link.startswith(server) and job_id not in link, link
+    stranger.goto(link, wait_until="domcontentloaded")
+    stranger.wait_for_function(
+        "() => document.querySelector('#document-progress .doc-progress')?.dataset.status === 'finished'", timeout=60_000
+    )
+    assert "Shared with you" in stranger.inner_text("#document-progress")
+    shared = stranger.eval_on_selector_all("#document-progress a[download]", "els => els.map(e => e.getAttribute('href'))")
+    assert shared and all(href.startswith("/v1/shared-documents/") for href in shared), shared
+    assert stranger.request.get(server + shared[0]).status == 200
+    stranger.screenshot(path=str(artifacts_dir / "browser_document_shared.png"), full_page=False)
+    again.click("#document-unshare")  # revoked: the link is dead at once
+    again.wait_for_function("() => document.querySelector('#document-share-link textarea')?.value === ''", timeout=30_000)
+    assert stranger.request.get(server + shared[0]).status == 404
+    owner.close()
+    stranger.close()
 
 
 def _history_text(page: Any) -> str:

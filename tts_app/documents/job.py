@@ -61,6 +61,7 @@ class DocumentJob:
     cancel_requested: threading.Event = field(default_factory=threading.Event)
     pieces_total: int = 0  # the document's counts, kept once its text is dropped (set from it at creation)
     chars_total: int = 0
+    owner: str = ""  # who may act on it: the key of the browser or visitor that started it ("": nobody over HTTP)
 
     def __post_init__(self) -> None:
         self.pieces_total, self.chars_total = len(self.document.pieces), self.document.chars

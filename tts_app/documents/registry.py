@@ -3,6 +3,11 @@
 A job runs on its own thread, independent of the page that started it: closing the tab
 does not stop it, and the page finds it again by its id (in the URL). Ids are random and
 unguessable, checked against a strict pattern before any lookup.
+
+An id is not a key: a job names its owner (the browser or visitor that started it), and only a
+request holding that owner's key reads, stops or shares it (``owned``). Others read it only through
+a share token the owner chose to make (``make_share``): read-only, one per job, revoked by ``unshare``
+or with the job.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ import re
 import shutil
 import threading
 import time
+import secrets
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Callable
 
@@ -37,6 +43,7 @@ PER_CLIENT, MAX_KEPT = "TTS_APP_DOCUMENTS_PER_CLIENT", "TTS_APP_DOCUMENTS_MAX_KE
 BUSY_RETRY_AFTER_S = 30  # what a refusal tells to wait when no job is about to be forgotten
 PARSE_RETRY_AFTER_S = 5  # a refusal for want of a turn to parse: the parses ahead take seconds
 _ID = re.compile(r"^[0-9a-f]{32}$")
+_SHARE = re.compile(r"^[A-Za-z0-9_-]{22}$")  # secrets.token_urlsafe(16): 128 random bits
 
 
 class JobsBusy(RuntimeError):
@@ -82,13 +89,15 @@ class DocumentJobs:
         self._jobs: dict[str, DocumentJob] = {}
         self._owners: dict[str, frozenset[str]] = {}  # id -> the client keys it counts against
         self._waiting: list[str] = []
+        self._shares: dict[str, str] = {}  # share token -> job id (at most one per job)
         self._active: dict[str, list[Any]] = {}  # id -> its engine handles now in the engine
         self._lock = threading.Lock()
 
     def admit(
         self, text: str, markdown: bool, settings: DocumentSettings, title: str, clients: Sequence[tuple[str, int]] = (),
         untitled: str = "Document",
-    ) -> DocumentJob:
+        owner: str = "",
+    ) -> DocumentJob:  # fmt: skip
         """Check the size and every cap, then parse ``text`` (in turn) and start its job: a refused client's
         text is never parsed. TextError for a bad text; ClientJobsFull, JobsBusy as ``start``.
 
@@ -101,7 +110,7 @@ class DocumentJobs:
                     document = parse_document(text, markdown)
             except ParseBusy as exc:
                 raise JobsBusy(str(exc), PARSE_RETRY_AFTER_S) from exc
-            return self.start(document, settings, title or document.first_heading or untitled, clients, reservation)
+            return self.start(document, settings, title or document.first_heading or untitled, clients, reservation, owner)
         finally:
             self.release(reservation)  # a no-op once the job took its place
 
@@ -121,7 +130,7 @@ class DocumentJobs:
 
     def start(
         self, document: ParsedDocument, settings: DocumentSettings, title: str, clients: Sequence[tuple[str, int]] = (),
-        reservation: str | None = None,
+        reservation: str | None = None, owner: str = "",
     ) -> DocumentJob:  # fmt: skip
         """Create a job and run it (or queue it). ``clients``: (key, cap) pairs the job counts against
         (its visitor: an API caller's and a page's alike). ClientJobsFull when one of them
@@ -131,7 +140,7 @@ class DocumentJobs:
             if reservation is None or self._reserved.pop(reservation, None) is None:
                 self._check_room(clients)
             job_id = uuid.uuid4().hex
-            job = DocumentJob(job_id, title, document, settings, self.root / job_id)
+            job = DocumentJob(job_id, title, document, settings, self.root / job_id, owner=owner)
             job.folder.mkdir(parents=True, exist_ok=True)
             self._jobs[job_id] = job
             self._owners[job_id] = frozenset(key for key, _cap in clients)
@@ -168,6 +177,35 @@ class DocumentJobs:
             return None
         with self._lock:
             return self._jobs.get(job_id)
+
+    def owned(self, job_id: str, keys: Collection[str]) -> DocumentJob | None:
+        """The job when one of ``keys`` (what a request holds: ``owner_keys``) is its owner, else None: the
+        same answer as for an unknown id, so a stranger learns nothing."""
+        job = self.get(job_id)
+        return job if job is not None and job.owner and job.owner in keys else None
+
+    def make_share(self, job_id: str) -> str:
+        """The job's read-only share token, made on first call (the caller checked ownership)."""
+        with self._lock:
+            token = next((t for t, i in self._shares.items() if i == job_id), None)
+            if token is None and job_id in self._jobs:
+                token = secrets.token_urlsafe(16)
+                self._shares[token] = job_id
+            return token or ""
+
+    def unshare(self, job_id: str) -> None:
+        """Revoke the job's share token: its links stop working at once."""
+        with self._lock:
+            for token in [t for t, i in self._shares.items() if i == job_id]:
+                del self._shares[token]
+
+    def shared(self, token: str) -> DocumentJob | None:
+        """The job a share token names, or None (unknown, revoked, or the job forgotten)."""
+        if not isinstance(token, str) or not _SHARE.match(token):
+            return None
+        with self._lock:
+            job_id = self._shares.get(token)
+            return self._jobs.get(job_id) if job_id else None
 
     def queue_position(self, job_id: str) -> int:
         with self._lock:
@@ -234,6 +272,8 @@ class DocumentJobs:
     def _forget(self, job: DocumentJob) -> None:
         del self._jobs[job.id]
         self._owners.pop(job.id, None)
+        for token in [t for t, i in self._shares.items() if i == job.id]:
+            del self._shares[token]
         shutil.rmtree(job.folder, ignore_errors=True)
 
     def _forget_old(self) -> None:

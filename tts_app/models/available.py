@@ -22,6 +22,7 @@ from tts_app import settings
 from tts_app.models.capabilities import CHATTERBOX, PIPER, QWEN3, Capabilities, pocket_capabilities
 from tts_app.models.pocket_languages import MODEL_IDS as POCKET_MODEL_IDS
 from tts_app.models.pocket_languages import variant_for_id, variant_of_weights
+from tts_app.voice.errors import shown_name
 
 logger = logging.getLogger(__name__)
 
@@ -266,7 +267,7 @@ def unknown_model_message(model: str, served: str, model_path: Optional[str] = N
         choice = ModelChoice(model, variant.label)
     if choice is None:
         known = ", ".join([served, *FETCHABLE])
-        return f"model {model!r} is not served here; use {served!r} (known models: {known})"
+        return f"model {shown_name(model)} is not served here; use {served!r} (known models: {known})"
     if not choice.available:
         return choice.how_to_get
     return f"{choice.label} was found at {choice.path} but this server does not serve it; use {served!r}"

@@ -22,6 +22,7 @@ from tts_app.web.guards.cors import ApiCors, cors_origins
 from tts_app.audio.ffmpeg_path import ensure_ffmpeg_on_path
 from tts_app.web.guards.file_guard import FileDataGuard
 from tts_app.web.guards.forwarded import ResolveClient
+from tts_app.web.guards.gradio_bodies import GradioBodies
 from tts_app.web.guards.session_guard import SessionGuard
 from tts_app.web.guards.visitor_requests import VisitorRequestCap
 from tts_app.web.log_throttle import throttle_repeated_logs
@@ -113,7 +114,9 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     app.add_middleware(SweptFiles, store=store_root)  # a file the store swept: 404, not Starlette's 500 and traceback
     app.add_middleware(ApiCors, origins=cors_origins())  # no origins: /v1 preflights refused (not Gradio's localhost rule)
     # A session hash names the page that first used it, nothing else; stream URLs carry a token, not the hash.
-    app.add_middleware(SessionGuard)
+    # Malformed bodies refused in one line before Gradio parses them, and its own errors made one line.
+    app.add_middleware(GradioBodies, blocks=demo)
+    app.add_middleware(SessionGuard, blocks=demo)
     # Outermost: headers, content types, body caps and the upload quota before anything reads a byte.
     limits = RequestLimits.from_env({"/v1/documents": DOCUMENT_BODY_BYTES})
     app.add_middleware(RequestGuard, limits=limits, quota=UploadQuota.from_env(upload_root))
@@ -175,8 +178,9 @@ def launch(demo: gr.Blocks) -> None:
     threading.Thread(target=prepare_gpu, args=(qwen3_steps,), name="gpu-prepare", daemon=True).start()
     logger.info("serving on http://%s:%d (OpenAI API at /v1/audio/speech)", host, port)
     try:
+        connections = ConnectionLimits.from_env()  # after raise_open_file_limit: the caps follow the file limit
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-                                http=guarded_protocol(ConnectionLimits.from_env()),
+                                http=guarded_protocol(connections), backlog=connections.backlog,
                                 proxy_headers=False)  # ResolveClient decides who is asking (uvicorn trusts 127.0.0.1)
         throttle_repeated_logs()  # after uvicorn's logging set-up: its handlers get the filter too
         StoppingServer(config).run()

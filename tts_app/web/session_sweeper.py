@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tts_app import settings
-from tts_app.web.guards.session_binding import SESSION_BINDINGS, forget_session
+from tts_app.web.gradio_internals import live_stream_run
+from tts_app.web.guards.session_binding import SESSION_BINDINGS, STREAM_TOKENS, forget_session
 from tts_app.web.memory_trim import trim
 
 logger = logging.getLogger(__name__)
@@ -130,6 +131,7 @@ def sweep_sessions(blocks: Any, idle_s: float) -> int:
     # Hashes bound by a request that never made a session (a heartbeat alone, a refused event).
     alive = set(holder.session_data) | set(blocks.pending_streams) | set(_open_heartbeats) | busy
     SESSION_BINDINGS.prune(idle_s, alive)
+    STREAM_TOKENS.prune(lambda session, run: live_stream_run(blocks, session, run))  # tokens go with their runs
     return dropped
 
 

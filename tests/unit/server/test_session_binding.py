@@ -31,13 +31,33 @@ def test_a_hash_is_its_first_pages_alone() -> None:
 
 
 def test_the_table_is_bounded_and_pruned() -> None:
-    table = SessionBindings(max_entries=2)
+    table = SessionBindings(max_entries=2, max_per_visitor=10)
     assert table.admit("a", None, "v") and table.admit("b", None, "v")
-    assert table.admit("c", None, "v") is None  # full: a new hash is refused, no bound one is evicted
+    with pytest.raises(VisitorSessionsFull):  # full, and v holds the most: v is refused
+        table.admit("c", None, "v")
     assert table.prune(0.0, alive=["a"]) == 1 and len(table) == 1
     assert table.admit("c", None, "v") is True
     table.forget("a")
     assert table.admit("a", None, "w") is True  # a forgotten hash binds afresh
+
+
+def test_a_full_table_takes_from_the_heaviest_holder_never_refuses_a_newcomer() -> None:
+    table = SessionBindings(max_entries=10, max_per_visitor=6)
+    for n in range(6):
+        assert table.admit(f"heavy{n}", None, "heavy")
+    for n in range(4):
+        assert table.admit(f"mid{n}", None, "mid")
+    assert table.admit("heavy0", None, "heavy")  # used again: heavy1 is now its least recently used
+    for n in range(2):  # each newcomer takes one of the heaviest holder's places
+        assert table.admit(f"new{n}", None, f"newcomer{n}") is True
+    assert len(table) == 10 and table.held_by("heavy") == 4 and table.held_by("mid") == 4
+    assert table.admit("heavy0", None, "heavy") is True  # its recently used one stays bound
+    assert table.admit("heavy1", None, "stranger") is True  # heavy1, its least recently used, went first: unbound
+    assert table.held_by("heavy") + table.held_by("mid") == 7  # a tie at 4: either gave a place
+    top = "heavy" if table.held_by("heavy") == 4 else "mid"
+    with pytest.raises(VisitorSessionsFull):  # the one holding the most: its new hash is refused
+        table.admit("more", None, top)
+    assert len(table) == 10
 
 
 def test_stream_tokens_map_back_and_end_with_their_session() -> None:
@@ -50,6 +70,19 @@ def test_stream_tokens_map_back_and_end_with_their_session() -> None:
     assert len(tokens) == MAX_TOKENS_PER_SESSION
     tokens.forget("sess")
     assert len(tokens) == 0 and tokens.run_of(token) is None
+
+
+def test_the_token_table_is_capped_in_all_and_a_full_one_takes_from_the_heaviest_session() -> None:
+    tokens = StreamTokens(per_session=4, total=6)
+    for n in range(4):
+        tokens.token("heavy", f"{n:032x}")
+    light = tokens.token("light", "a" * 32)
+    tokens.token("light", "b" * 32)
+    assert len(tokens) == 6
+    newcomer = tokens.token("new", "c" * 32)  # full: the heavy session's oldest token goes, not the newcomer's
+    assert len(tokens) == 6 and tokens.run_of(newcomer) == ("new", "c" * 32) and tokens.run_of(light) is not None
+    assert tokens.prune(lambda session, run: session != "heavy") == 3  # runs Gradio dropped lose their tokens
+    assert len(tokens) == 3 and tokens.token("new", "c" * 32) == newcomer
 
 
 def test_the_cookie_parser_takes_well_formed_values_only() -> None:

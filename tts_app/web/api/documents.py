@@ -7,6 +7,10 @@
   (audio from the start). ``audio.m4b`` / ``audio.mp3`` (chapter marks, when ffmpeg is present)
   and ``captions.srt`` / ``captions.vtt`` once it has finished.
 - ``DELETE /v1/documents/{id}`` -> stops it; what was read stays downloadable.
+- ``POST /v1/documents/{id}/share`` -> ``{share, url}``: a read-only link to the job's progress and files
+  (``GET /v1/shared-documents/{share}`` and ``.../{share}/{file}``); ``DELETE .../share`` revokes it.
+Only the job's owner (the browser or visitor that started it: ``owner_keys``) reads, stops or shares it;
+for anyone else its id is unknown (404, as for an id that never existed).
 Errors are OpenAI-shaped JSON with one-line messages.
 """
 
@@ -16,9 +20,10 @@ import asyncio
 import logging
 import struct
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
+from fastapi import Path as FastPath
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,7 +34,7 @@ from tts_app.text import TextError
 from tts_app.text.document import MAX_DOCUMENT_CHARS
 from tts_app.catalog.voices import DEFAULT_VOICE
 from tts_app.audio.wav_io import streaming_wav_header
-from tts_app.web.guards.client_identity import visitor_key
+from tts_app.web.guards.client_identity import owner_key, owner_keys, visitor_key
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +49,30 @@ FILES = {
     "captions.srt": ("srt", "application/x-subrip; charset=utf-8"),
     "captions.vtt": ("vtt", "text/vtt; charset=utf-8"),
 }
+
+
+JOB_ID = "^[0-9a-f]{32}$"  # what the registry accepts (anything else: 404, as for an unknown id)
+SHARE_ID = "^[A-Za-z0-9_-]{22}$"
+JobId = Annotated[str, FastPath(json_schema_extra={"pattern": JOB_ID})]
+ShareId = Annotated[str, FastPath(json_schema_extra={"pattern": SHARE_ID})]
+FileName = Annotated[str, FastPath(json_schema_extra={"enum": list(FILES)})]
+JOB = {"type": "object", "required": ["id", "status"],
+       "properties": {"id": {"type": "string", "pattern": JOB_ID}, "status": {"type": "string"}}}
+SHARE = {"type": "object", "required": ["share", "url"], "properties": {"share": {"type": "string", "pattern": SHARE_ID}}}
+
+
+def _links(*operations: str, source: str = "$response.body#/id", param: str = "job_id") -> dict[str, Any]:
+    """OpenAPI links: the id in this reply is what those operations take (clients and the fuzzer follow them)."""
+    return {op: {"operationId": op, "parameters": {param: source}} for op in operations}
+
+
+JOB_LINKS = _links("document_progress", "stop_document", "document_file", "share_document", "unshare_document")
+SHARE_LINKS = _links("shared_document_progress", "shared_document_file", source="$response.body#/share", param="share")
+
+
+def _with_links(declared: dict[int | str, dict[str, Any]], status: int, links: dict[str, Any]) -> dict[int | str, dict[str, Any]]:
+    declared[status]["links"] = links
+    return declared
 
 
 class DocumentRequest(BaseModel):
@@ -64,7 +93,8 @@ def _not_found() -> JSONResponse:
 
 
 @router.post("/v1/documents", status_code=202, response_model=None, openapi_extra=json_body(DocumentRequest),
-             responses=replies(202, {"application/json": JSON_OBJECT}, *GUARD_ERRORS, 429, 500, 503))
+             operation_id="start_document",
+             responses=_with_links(replies(202, {"application/json": JOB}, *GUARD_ERRORS, 429, 500, 503), 202, JOB_LINKS))
 async def start_document(request: Request) -> Response:
     """Start reading a document; returns its id and progress at once."""
     body = await read_body(request, DocumentRequest, DOCUMENT_BODY_BYTES)
@@ -80,7 +110,8 @@ async def start_document(request: Request) -> Response:
     clients = api_client(visitor_key(request))  # the visitor behind a trusted proxy, an IPv6 /64 as one
     settings = SpeechParams(body.seed, body.speed, voice, voice_strength=body.voice_strength, normalize=body.normalize)
     try:  # caps checked before the text is parsed, and parsed in turn (documents/parse_gate.py)
-        job = await asyncio.to_thread(document_jobs().admit, body.input, body.markdown, settings, body.title.strip() or "Document", clients)
+        job = await asyncio.to_thread(document_jobs().admit, body.input, body.markdown, settings, body.title.strip() or "Document",
+                                      clients, owner_key(request))
     except TextError as exc:
         return error_response(400, str(exc), param="input", code="invalid_value")
     except JobsBusy as exc:
@@ -92,38 +123,96 @@ async def start_document(request: Request) -> Response:
     return JSONResponse(job.progress(), status_code=202)
 
 
-@router.get("/v1/documents/{job_id}", response_model=None, responses=replies(200, {"application/json": JSON_OBJECT}, 404))
-async def document_progress(job_id: str) -> Response:
+def _progress(job: Any) -> JSONResponse:
     from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
 
-    job = document_jobs().get(job_id)
-    if job is None:
-        return _not_found()
     progress: dict[str, Any] = job.progress()
-    progress["queue_position"] = document_jobs().queue_position(job_id)
+    progress["queue_position"] = document_jobs().queue_position(job.id)
     return JSONResponse(progress, headers={"Cache-Control": "no-store"})
 
 
-@router.delete("/v1/documents/{job_id}", response_model=None, responses=replies(200, {"application/json": JSON_OBJECT}, 404))
-async def stop_document(job_id: str) -> Response:
+def _owned(job_id: str, request: Request) -> Any:
+    """The job when ``request`` holds its owner's key, else None (unknown to a stranger)."""
     from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
 
-    job = document_jobs().get(job_id)
+    return document_jobs().owned(job_id, owner_keys(request))
+
+
+@router.get("/v1/documents/{job_id}", response_model=None, operation_id="document_progress",
+            responses=replies(200, {"application/json": JOB}, 404))
+async def document_progress(job_id: JobId, request: Request) -> Response:
+    job = _owned(job_id, request)
+    return _not_found() if job is None else _progress(job)
+
+
+@router.delete("/v1/documents/{job_id}", response_model=None, operation_id="stop_document",
+               responses=replies(200, {"application/json": JOB}, 404))
+async def stop_document(job_id: JobId, request: Request) -> Response:
+    from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
+
+    job = _owned(job_id, request)
     if job is None:
         return _not_found()
     document_jobs().cancel(job_id)
     return JSONResponse(job.progress())
 
 
-@router.get("/v1/documents/{job_id}/{name}", response_model=None,
-            responses=replies(200, {media: BINARY for _kind, media in FILES.values()}, 404, 409))
-async def document_file(job_id: str, name: str) -> Response:
-    """A job's file; ``audio.wav`` streams while the job runs."""
+@router.post("/v1/documents/{job_id}/share", response_model=None, operation_id="share_document",
+             responses=_with_links(replies(200, {"application/json": SHARE}, *GUARD_ERRORS, 404), 200, SHARE_LINKS))
+async def share_document(job_id: JobId, request: Request) -> Response:
+    """A read-only link to the job (the same one until revoked): its progress and files, nothing else."""
     from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
 
-    job = document_jobs().get(job_id)
+    job = _owned(job_id, request)
     if job is None:
         return _not_found()
+    token = document_jobs().make_share(job.id)
+    return JSONResponse({"share": token, "url": f"/v1/shared-documents/{token}"})
+
+
+@router.delete("/v1/documents/{job_id}/share", response_model=None, operation_id="unshare_document",
+               responses=replies(200, {"application/json": JSON_OBJECT}, 404))
+async def unshare_document(job_id: JobId, request: Request) -> Response:
+    """Revoke the job's share link: whoever had it gets 404 from now on."""
+    from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
+
+    job = _owned(job_id, request)
+    if job is None:
+        return _not_found()
+    document_jobs().unshare(job.id)
+    return JSONResponse({"share": None})
+
+
+@router.get("/v1/documents/{job_id}/{name}", response_model=None, operation_id="document_file",
+            responses=replies(200, {media: BINARY for _kind, media in FILES.values()}, 404, 409))
+async def document_file(job_id: JobId, name: FileName, request: Request) -> Response:
+    """A job's file; ``audio.wav`` streams while the job runs."""
+    job = _owned(job_id, request)
+    return _not_found() if job is None else _file(job, name)
+
+
+def _shared(token: str) -> Any:
+    from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
+
+    return document_jobs().shared(token)
+
+
+@router.get("/v1/shared-documents/{share}", response_model=None, operation_id="shared_document_progress",
+            responses=replies(200, {"application/json": JOB}, 404))
+async def shared_document_progress(share: ShareId) -> Response:
+    """A shared job's progress (read-only: there is no way to stop it from here)."""
+    job = _shared(share)
+    return _not_found() if job is None else _progress(job)
+
+
+@router.get("/v1/shared-documents/{share}/{name}", response_model=None, operation_id="shared_document_file",
+            responses=replies(200, {media: BINARY for _kind, media in FILES.values()}, 404, 409))
+async def shared_document_file(share: ShareId, name: FileName) -> Response:
+    job = _shared(share)
+    return _not_found() if job is None else _file(job, name)
+
+
+def _file(job: Any, name: str) -> Response:
     if name not in FILES:
         return error_response(404, f"no such file; one of: {', '.join(FILES)}", param="name", code="not_found")
     kind, media_type = FILES[name]

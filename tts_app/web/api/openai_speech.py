@@ -55,6 +55,7 @@ from tts_app.models.available import EMBEDDED_ID, OPENAI_MODELS, capabilities_of
 from tts_app.models.capabilities import API_INPUT_CHARS
 from tts_app.web.shutdown import shutting_down
 from tts_app.catalog.voices import DEFAULT_VOICE
+from tts_app.voice.errors import shown_name
 
 logger = logging.getLogger(__name__)
 
@@ -149,9 +150,12 @@ async def list_voices(model: str | None = None) -> dict[str, Any] | JSONResponse
     OpenAI's names); with ``?model=``, that model's own saved voices after them (Pocket TTS's ``alba``, ...)."""
     from tts_app.catalog.engines import model_voice_names  # the catalogue of served models: loaded on first use
 
+    from tts_app.catalog.engines import served_models  # the catalogue of served models: loaded on first use
+
     model_id = MODEL_ID if model is None or model in MODEL_ALIASES else model
-    if capabilities_of(model_id) is None:
-        return error_response(400, f"unknown model {model_id[:64]!r}; /v1/models lists the models served here",
+    served = {row["id"] for row in await asyncio.to_thread(served_models)}
+    if capabilities_of(model_id) is None or model_id not in served:  # a known model not served here has no voices here
+        return error_response(400, f"model {shown_name(model_id)} is not served here; /v1/models lists the models served here",
                               param="model", code="model_not_found")  # fmt: skip
     try:
         return {"voices": api_voice_names(model_voices=await asyncio.to_thread(model_voice_names, model_id))}

@@ -88,7 +88,8 @@ def check_headers(scope: Scope) -> None:
             raise Refusal(400, f"duplicate {name.decode().title()} header", "duplicate_header")
     if b"content-length" in names and b"transfer-encoding" in names:
         raise Refusal(400, "both Content-Length and Transfer-Encoding headers", "duplicate_header")
-    if scope["method"] == "POST" and scope["path"].startswith("/v1/"):
+    bodiless = header(scope, b"content-length") in (b"", b"0") and b"transfer-encoding" not in names
+    if scope["method"] == "POST" and scope["path"].startswith("/v1/") and not bodiless:  # no body, no media type
         media_type = header(scope, b"content-type").partition(b";")[0].strip().lower()
         if media_type != JSON_TYPE:
             raise Refusal(415, "Content-Type must be application/json", "unsupported_media_type")

@@ -2,10 +2,11 @@
 and no URL the page is handed carries the hash (see session_binding for the design).
 
 Where Gradio takes a session hash: the heartbeat path, ``session_hash`` in the query
-(``/queue/data``), ``session_hash`` in a POST's JSON body (``/queue/join``, ``/run``, ``/api``,
+(``/queue/data``, ``/deep_link``), ``session_hash`` in a POST's JSON body (``/queue/join``, ``/run``, ``/api``,
 ``/call``, ``/cancel``, ``/component_server``, ``/stream/<event>``), and the stream paths
 (``/stream/<hash>/<run>/...``). Each is checked here before Gradio sees the request; a refusal is
-one line of JSON (403, the same whether or not the hash exists for another page).
+one line of JSON (403, the same whether or not the hash exists for another page). A request binds
+at most the one session it uses: one naming two is refused (400) before anything is bound.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from __future__ import annotations
 import json
 import logging
 import re
+from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tts_app.web.gradio_internals import event_session, live_stream_run
 from tts_app.web.guards.body_replay import BodyTooLarge, read_capped_body, replay_body
 from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.guards.file_guard import max_event_body_bytes
@@ -34,6 +37,9 @@ GRADIO = "/gradio_api/"
 HEARTBEAT = "/gradio_api/heartbeat/"
 STREAM = "/gradio_api/stream/"
 COMPONENT_SERVER = "/gradio_api/component_server"
+CALL = "/gradio_api/call/"
+# The routes where Gradio reads a session_hash from the query; on any other route it is ignored, so it binds nothing.
+QUERY_SESSION_ROUTES = ("/gradio_api/queue/data", "/gradio_api/deep_link")
 REFUSED = "this session belongs to another page"
 # A stream's id as Gradio writes it in an event's output (its ``path``, and its ``url`` after /stream/).
 # Bounded repeats: linear time on any output.
@@ -57,8 +63,10 @@ async def _reply(send: Send, status: int, message: str) -> None:
 class SessionGuard:
     """See the module doc. ``bindings`` and ``tokens``: the process-wide tables unless given."""
 
-    def __init__(self, app: ASGIApp, bindings: SessionBindings | None = None, tokens: StreamTokens | None = None) -> None:
+    def __init__(self, app: ASGIApp, blocks: Any, bindings: SessionBindings | None = None,
+                 tokens: StreamTokens | None = None) -> None:  # fmt: skip
         self.app = app
+        self.blocks = blocks  # the Gradio app: which runs really stream, and an event's session
         self.bindings = bindings or SESSION_BINDINGS
         self.tokens = tokens or STREAM_TOKENS
 
@@ -69,7 +77,7 @@ class SessionGuard:
             return
         cookie = cookie_value(_header(scope, b"cookie"))
         sessions = [value for name, value in parse_qsl(scope.get("query_string", b"").decode("latin-1"))
-                    if name == "session_hash"]
+                    if name == "session_hash"] if path.rstrip("/") in QUERY_SESSION_ROUTES else []
         if path.startswith(HEARTBEAT):
             sessions.append(path[len(HEARTBEAT):])
         elif path.startswith(STREAM) and scope["method"] in ("GET", "HEAD"):
@@ -91,12 +99,18 @@ class SessionGuard:
                 await _reply(send, 415, "Content-Type must be application/json, with a session_hash")
                 return
             receive = replay_body(body, receive)
-        for session in sessions:
+        if len(set(sessions)) > 1:  # a request uses one session: naming more must bind nothing
+            await _reply(send, 400, "a request names one session_hash")
+            return
+        for session in sessions[:1]:
             refusal = self._refusal(scope, session, cookie)
             if refusal is not None:
                 await _reply(send, *refusal)
                 return
-        await self.app(scope, receive, self._rewriting(send))
+        if path.startswith(CALL) and scope["method"] == "GET":  # /call/<api>/<event>: that event's session
+            event = path.rstrip("/").rpartition("/")[2]
+            sessions.append(event_session(self.blocks, event) or event)
+        await self.app(scope, receive, self._rewriting(send, frozenset(sessions)))
 
     def _refusal(self, scope: Scope, session: str, cookie: str | None) -> tuple[int, str] | None:
         if not HASH_PATTERN.fullmatch(session):
@@ -106,9 +120,6 @@ class SessionGuard:
         except VisitorSessionsFull as exc:  # one address's flood of new hashes falls on it alone
             logger.warning("refused a new session: %s", exc)
             return 429, f"{exc}; close some or try again in a few minutes"
-        if admitted is None:
-            logger.warning("refused a new session: %d sessions are bound", len(self.bindings))
-            return 503, "too many page sessions are open; try again in a minute"
         if not admitted:
             logger.warning("refused a request naming another page's session")
             return 403, REFUSED
@@ -131,8 +142,17 @@ class SessionGuard:
             await _reply(send, 413, str(exc))
             return None
 
-    def _rewriting(self, send: Send) -> Send:
-        """``send`` with every stream id in an event stream's output replaced by its run's token."""
+    def _rewriting(self, send: Send, own: frozenset[str]) -> Send:
+        """``send`` with the stream id of each of the caller's own streamed runs (``own``: the sessions it was
+        admitted for) in an event stream's output replaced by its run's token. Any other text of that form
+        (an echoed upload, another session's id) is left as it is and mints nothing."""
+
+        def token_for(match: re.Match[bytes]) -> bytes:
+            session, run = match[1].decode(), match[2].decode()
+            if session not in own or not live_stream_run(self.blocks, session, run):
+                return match[0]
+            return self.tokens.token(session, run).encode() + b"/"
+
         active = False
         pending = b""
 
@@ -148,13 +168,10 @@ class SessionGuard:
                 if more and cut < 2:
                     cut = 0
                 pending = data[cut:]
-                message = dict(message, body=STREAM_ID.sub(self._token_for, data[:cut]))
+                message = dict(message, body=STREAM_ID.sub(token_for, data[:cut]))
             await send(message)
 
         return rewrite
-
-    def _token_for(self, match: re.Match[bytes]) -> bytes:
-        return self.tokens.token(match[1].decode(), match[2].decode()).encode() + b"/"
 
     def _with_cookie(self, scope: Scope, send: Send) -> Send:
         """``send`` that gives a page's HTML a ``tts_page`` cookie when the browser has none."""

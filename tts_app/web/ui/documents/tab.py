@@ -4,6 +4,10 @@ The job runs on the server, not in the page: the tab shows its progress from a t
 job id goes in the page's URL (?job=...), and reopening that URL finds the job again. The
 voice and settings are the Speak tab's. Audio plays from the start through the job's
 growing WAV (GET /v1/documents/{id}/audio.wav).
+
+A job is its owner's (the browser that started it, see ``owner_keys``): another browser opening
+``?job=<id>`` finds nothing. The owner may make a read-only share link (``?share=<token>``): it
+shows the progress and files, never Stop; "Stop sharing" revokes it.
 """
 
 from __future__ import annotations
@@ -16,13 +20,17 @@ from typing import Any
 import gradio as gr
 
 from tts_app.web.ui.common.user_error import UserError
-from tts_app.web.guards.client_identity import visitor_key
+from tts_app.web.guards.client_identity import owner_key, owner_keys, visitor_key
 from tts_app.web.ui.speak.handlers import _settings_values, resolve_page_params
 from tts_app.web.ui.voices.voice_input import MODE_UPLOAD, VoiceChoiceError, voice_choice
 
 MAX_UPLOAD_BYTES = 1_500_000  # 200,000 characters of UTF-8, and then some
 POLL_S = 1.0
 STOP_WAIT_S = 10.0  # Stop's answer waits at most this long for the job to be over
+# The share link comes back as "?share=<token>"; the page makes it a whole address (the server may sit behind a proxy).
+FULL_LINK_JS = "(link) => link && link.startsWith('?') ? window.location.origin + window.location.pathname + link : link"
+SHARED = "shared:"  # the tab's job reference for a job shown through a share link (else: the owner's job id)
+UNKNOWN = "⚠ That document job is unknown (jobs are kept for an hour; another browser's job needs its share link)."
 IDLE = '<div class="muted">Paste a document or upload a .txt or .md file, then <b>Read document</b>.</div>'
 # Puts the shown job's id in the address bar, so a reload or a bookmark finds the job (page head).
 JOB_URL_SCRIPT = """<script>
@@ -49,8 +57,9 @@ def _time_left(p: dict[str, Any]) -> str:
     return "estimating…" if p["time_left_s"] is None else _fmt_s(p["time_left_s"])
 
 
-def progress_html(p: dict[str, Any], queue_position: int = 0) -> str:
-    """The progress box: a bar, chapters and pieces done, audio so far, time left, the files."""
+def progress_html(p: dict[str, Any], queue_position: int = 0, share: str = "") -> str:
+    """The progress box: a bar, chapters and pieces done, audio so far, time left, the files (through
+    the share link's routes when ``share`` is the token it is seen through)."""
     done, total = p["pieces_done"], max(p["pieces"], 1)
     status = p["status"]
     if status == "queued":
@@ -64,7 +73,7 @@ def progress_html(p: dict[str, Any], queue_position: int = 0) -> str:
     else:
         head = {"finished": "✓ Finished", "cancelled": "■ Stopped", "failed": "⚠ Failed"}.get(status, status)
     lines = [
-        f'<div class="doc-progress" data-status="{status}" data-job="{p["id"]}">',
+        f'<div class="doc-progress" data-status="{status}"' + ("" if share else f' data-job="{p["id"]}"') + ">",
         f"<b>{head}</b>",
         f'<progress value="{done}" max="{total}"></progress>',
         f"<div>{done} of {p['pieces']} pieces · {p['chars_done']:,} of {p['chars']:,} characters · "
@@ -72,7 +81,7 @@ def progress_html(p: dict[str, Any], queue_position: int = 0) -> str:
     ]
     if p.get("error"):
         lines.append(f"<div>{html.escape(p['error'])}</div>")
-    base = f"/v1/documents/{p['id']}"
+    base = f"/v1/shared-documents/{share}" if share else f"/v1/documents/{p['id']}"
     if status in ("running", "queued") or p["files"]:
         # A growing stream is fetched only when played; a finished file's length is shown at once ("0:00 / 0:00" otherwise).
         preload = "none" if status in ("running", "queued") else "metadata"
@@ -81,7 +90,11 @@ def progress_html(p: dict[str, Any], queue_position: int = 0) -> str:
     links = [f'<a href="{base}/{names[k]}" download>{names[k]}</a>' for k in ("wav", "m4b", "mp3", "srt", "vtt") if k in p["files"]]
     if links:
         lines.append("<div>Download: " + " · ".join(links) + "</div>")
-    lines.append(f'<div class="muted">Job <code>{p["id"]}</code>: this page\'s address finds it again for an hour.</div>')
+    if share:
+        lines.append('<div class="muted">Shared with you by its owner: you can listen and download, not stop it.</div>')
+    else:
+        lines.append(f'<div class="muted">Job <code>{p["id"]}</code>: this page\'s address finds it again in this browser '
+                     "for an hour.</div>")
     return "\n".join(lines) + "</div>"
 
 
@@ -125,7 +138,8 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
     try:  # caps checked before the text is parsed, and parsed in turn (documents/parse_gate.py)
         clients = page_client(visitor_key(request))  # the page's visitor, not its (free) session hash
         untitled = (file_name or "").strip()[:200] or "Document"
-        job = document_jobs().admit(text, bool(markdown), settings, (title or "").strip()[:200], clients, untitled)
+        job = document_jobs().admit(text, bool(markdown), settings, (title or "").strip()[:200], clients, untitled,
+                                    owner_key(request))
     except TextError as exc:
         raise UserError(str(exc)) from exc
     except JobsBusy as exc:
@@ -133,38 +147,76 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
     return job.id, progress_html(job.progress(), document_jobs().queue_position(job.id))
 
 
-def poll(job_id: str | None) -> tuple[str, Any]:
+def _job(ref: str | None, request: gr.Request | None) -> tuple[Any, str]:
+    """The job ``ref`` names for this request and the share token it is seen through ("": its owner's
+    own); (None, "") when it is unknown, or another browser's."""
+    from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
+
+    ref = ref or ""
+    if ref.startswith(SHARED):
+        return document_jobs().shared(ref[len(SHARED):]), ref[len(SHARED):]
+    return document_jobs().owned(ref, owner_keys(request)), ""
+
+
+def poll(job_id: str | None, request: gr.Request | None = None) -> tuple[str, Any]:
     """The job's progress box; the timer stops once the job is over."""
     from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
 
-    job = document_jobs().get(job_id or "")
+    job, share = _job(job_id, request)
     if job is None:
-        return (IDLE if not job_id else "⚠ That document job is unknown (jobs are kept for an hour)."), gr.update(active=False)
+        return (IDLE if not job_id else UNKNOWN), gr.update(active=False)
     progress = job.progress()
-    return progress_html(progress, document_jobs().queue_position(job.id)), gr.update(active=not job.status.over)
+    return progress_html(progress, document_jobs().queue_position(job.id), share), gr.update(active=not job.status.over)
 
 
-def stop(job_id: str | None) -> str:
-    """Stop the job; returns its progress box once it is over (its last piece cut short, its files written), or
-    after ``STOP_WAIT_S`` (it said "running" still: the job ends a moment after the cancel). The timer sees the
-    job over at its next tick and stops itself."""
+def stop(job_id: str | None, request: gr.Request | None = None) -> str:
+    """Stop this browser's job; returns its progress box once it is over (its last piece cut short, its files
+    written), or after ``STOP_WAIT_S`` (it said "running" still: the job ends a moment after the cancel). The timer
+    sees the job over at its next tick and stops itself."""
     from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
 
+    job, share = _job(job_id, request)
+    if share:
+        raise UserError("Only the browser that started this document can stop it.")
     jobs = document_jobs()
-    if jobs.cancel(job_id or ""):
+    if job is not None and jobs.cancel(job.id):
         deadline = time.monotonic() + STOP_WAIT_S
-        while (job := jobs.get(job_id or "")) is not None and not job.status.over and time.monotonic() < deadline:
+        while (current := jobs.get(job.id)) is not None and not current.status.over and time.monotonic() < deadline:
             time.sleep(0.05)
-    return poll(job_id)[0]
+    return poll(job_id, request)[0]
+
+
+def share_link(job_id: str | None, request: gr.Request | None = None) -> str:
+    """A read-only link to this browser's job (the same until revoked), as a page address."""
+    from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
+
+    job, share = _job(job_id, request)
+    if job is None or share:
+        raise UserError("Start a document in this browser first; only its owner can share it.")
+    return f"?share={document_jobs().make_share(job.id)}"
+
+
+def stop_sharing(job_id: str | None, request: gr.Request | None = None) -> str:
+    from tts_app.documents import document_jobs  # start-up: the document jobs load on first use
+
+    job, share = _job(job_id, request)
+    if job is None or share:
+        raise UserError("Only the browser that started this document can stop sharing it.")
+    document_jobs().unshare(job.id)
+    return ""
 
 
 def resume(request: gr.Request) -> tuple[str, str, Any, Any]:
-    """On page load: a ``?job=`` in the address opens this tab on that job (running or done)."""
-    job_id = (request.query_params.get("job") or "").strip()[:64] if request is not None else ""
-    if not job_id:
+    """On page load: a ``?job=`` (this browser's job) or ``?share=`` (a link its owner made) in the address
+    opens this tab on that job (running or done)."""
+    params = request.query_params if request is not None else {}
+    job_id = (params.get("job") or "").strip()[:64]
+    share = (params.get("share") or "").strip()[:64]
+    ref = f"{SHARED}{share}" if share else job_id
+    if not ref:
         return "", IDLE, gr.update(active=False), gr.skip()
-    box, timer = poll(job_id)
-    return job_id, box, timer, gr.Tabs(selected="document")
+    box, timer = poll(ref, request)
+    return ref, box, timer, gr.Tabs(selected="document")
 
 
 def build_document_tab(speak_inputs: list[Any]) -> tuple[gr.State, gr.HTML, gr.Timer]:
@@ -192,6 +244,11 @@ def build_document_tab(speak_inputs: list[Any]) -> tuple[gr.State, gr.HTML, gr.T
                 stop_btn = gr.Button("Stop", variant="stop", scale=1, elem_id="document-stop")
         with gr.Column(scale=5, min_width=300):
             box = gr.HTML(IDLE, label="Document progress", show_label=False, elem_id="document-progress")
+            with gr.Row():  # a read-only link for others; nobody gets the job by its id alone
+                share_btn = gr.Button("Share a read-only link", size="sm", elem_id="document-share")
+                unshare_btn = gr.Button("Stop sharing", size="sm", elem_id="document-unshare")
+            link = gr.Textbox(label="Share link (listen and download; no Stop)", interactive=False,
+                              elem_id="document-share-link")  # fmt: skip
     timer = gr.Timer(POLL_S, active=False)
     file_name = gr.State("")  # the uploaded file's name (cleared with the upload)
     upload.change(load_file, upload, [text, title, file_name], api_visibility="private")
@@ -202,4 +259,7 @@ def build_document_tab(speak_inputs: list[Any]) -> tuple[gr.State, gr.HTML, gr.T
                    show_progress="hidden").success(lambda: gr.Timer(active=True), None, timer, api_visibility="private")  # fmt: skip
     timer.tick(poll, job_id, [box, timer], show_progress="hidden", api_visibility="private")
     stop_btn.click(stop, job_id, box, api_name="stop_document", show_progress="hidden")
+    share_btn.click(share_link, job_id, link, api_name="share_document", show_progress="hidden").then(
+        None, link, link, js=FULL_LINK_JS)
+    unshare_btn.click(stop_sharing, job_id, link, api_name="unshare_document", show_progress="hidden")
     return job_id, box, timer
