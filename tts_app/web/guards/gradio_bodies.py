@@ -29,7 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tts_app.web.gradio_internals import event_inputs, known_event
 from tts_app.web.guards.body_replay import BodyTooLarge, read_capped_body, replay_body
-from tts_app.web.guards.file_guard import MAX_EVENT_BODY_BYTES
+from tts_app.web.guards.file_guard import max_event_body_bytes
 from tts_app.web.guards.request_guard import UPLOAD_PATHS, header
 
 logger = logging.getLogger(__name__)
@@ -141,7 +141,7 @@ class GradioBodies:
             return
         if scope["method"] == "POST" and path not in UPLOAD_PATHS:
             try:
-                body = await read_capped_body(receive, MAX_EVENT_BODY_BYTES)
+                body = await read_capped_body(receive, max_event_body_bytes())
                 if body is None:
                     return  # the client went away
                 check_body(path, header(scope, b"content-type"), body, self.blocks)
