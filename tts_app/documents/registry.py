@@ -95,8 +95,7 @@ class DocumentJobs:
 
     def admit(
         self, text: str, markdown: bool, settings: DocumentSettings, title: str, clients: Sequence[tuple[str, int]] = (),
-        untitled: str = "Document",
-        owner: str = "",
+        *, untitled: str = "Document", owner: str = "",
     ) -> DocumentJob:  # fmt: skip
         """Check the size and every cap, then parse ``text`` (in turn) and start its job: a refused client's
         text is never parsed. TextError for a bad text; ClientJobsFull, JobsBusy as ``start``.

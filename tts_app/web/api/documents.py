@@ -110,8 +110,8 @@ async def start_document(request: Request) -> Response:
     clients = api_client(visitor_key(request))  # the visitor behind a trusted proxy, an IPv6 /64 as one
     settings = SpeechParams(body.seed, body.speed, voice, voice_strength=body.voice_strength, normalize=body.normalize)
     try:  # caps checked before the text is parsed, and parsed in turn (documents/parse_gate.py)
-        job = await asyncio.to_thread(document_jobs().admit, body.input, body.markdown, settings, body.title.strip() or "Document",
-                                      clients, owner_key(request))
+        job = await asyncio.to_thread(lambda: document_jobs().admit(
+            body.input, body.markdown, settings, body.title.strip(), clients, owner=owner_key(request)))
     except TextError as exc:
         return error_response(400, str(exc), param="input", code="invalid_value")
     except JobsBusy as exc:

@@ -138,8 +138,8 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
     try:  # caps checked before the text is parsed, and parsed in turn (documents/parse_gate.py)
         clients = page_client(visitor_key(request))  # the page's visitor, not its (free) session hash
         untitled = (file_name or "").strip()[:200] or "Document"
-        job = document_jobs().admit(text, bool(markdown), settings, (title or "").strip()[:200], clients, untitled,
-                                    owner_key(request))
+        job = document_jobs().admit(text, bool(markdown), settings, (title or "").strip()[:200], clients,
+                                    untitled=untitled, owner=owner_key(request))
     except TextError as exc:
         raise UserError(str(exc)) from exc
     except JobsBusy as exc:
