@@ -1,6 +1,6 @@
 """The engine: request queue, continuous batching and streaming handles."""
 
-from tts_app.engine.engine import Engine, EngineClosed, LineRejected
+from tts_app.engine.engine import ClientMissing, Engine, EngineClosed, LineRejected
 from tts_app.backends.base import WordTiming
 from tts_app.models.capabilities import Capabilities, UnsupportedParameter
 from tts_app.engine.handle import AudioChunk, RequestCancelled, RequestHandle
@@ -13,6 +13,7 @@ from tts_app.engine.scheduler import EngineBusy, Scheduler
 __all__ = [
     "AudioChunk",
     "Capabilities",
+    "ClientMissing",
     "Engine",
     "EngineBusy",
     "EngineClosed",

@@ -20,6 +20,7 @@ from tts_app.web.api.openai_speech import router as openai_router
 from tts_app.web.guards.connection_guard import ConnectionLimits, guarded_protocol, raise_open_file_limit
 from tts_app.web.guards.cors import ApiCors, cors_origins
 from tts_app.audio.ffmpeg_path import ensure_ffmpeg_on_path
+from tts_app.backends.params import SpeechParams
 from tts_app.web.guards.file_guard import FileDataGuard
 from tts_app.web.guards.forwarded import ResolveClient
 from tts_app.web.guards.session_guard import SessionGuard
@@ -138,6 +139,7 @@ WARM_UP_LINES = (
     "So the first visitor to this page does not wait for it,",
     "and the live player knows how long a step takes.",
 )
+WARM_UP_CLIENT = "app:warm-up"  # the engine's client for the app's own work (a visitor's key is "addr:...")
 
 
 def _warm_engine() -> None:
@@ -145,7 +147,7 @@ def _warm_engine() -> None:
         engine = get_engine()
         # Three short lines through the whole engine: the first visitor finds every stage warm, and
         # the engine has timed steps (the live player's start and the HLS pre-buffer are sized from them).
-        for handle in engine.submit_many(list(WARM_UP_LINES)):
+        for handle in engine.submit_many(list(WARM_UP_LINES), SpeechParams(client=WARM_UP_CLIENT)):
             handle.result(timeout=120)
         # The voice matcher's libraries (scipy.signal: ~2 s to import cold) and the model voice's
         # analysis, so the first uploaded clip is analysed without them.

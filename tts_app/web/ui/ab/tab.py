@@ -14,12 +14,14 @@ from tts_app.models.available import EMBEDDED_ID as MODEL_ID
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for
 from tts_app.backends.params import SpeechParams
+from tts_app.web.engine_calls import submitted
 from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.ui.common.model_picker import check_model, model_dropdown
 from tts_app.web.ui.common.run_figures import RunFigures
 from tts_app.web.ui.common.text_lines import MAX_LINE_CHARS
 from tts_app.web.ui.common.user_error import UserError
 from tts_app.web.ui.history.takes import Take, add_take
+from tts_app.web.ui.session.active_runs import ActiveRuns
 from tts_app.web.ui.session.files import new_file
 from tts_app.web.ui.session.owner import owner_of
 from tts_app.web.ui.session.visitor_voices import VISITOR_VOICES
@@ -146,9 +148,11 @@ async def render_pair(
     blind: bool,
     history: list[dict[str, Any]] | None,
     request: gr.Request,
+    runs: ActiveRuns,
     *side_values: Any,
 ) -> tuple[Any, ...]:
-    """Render A and B in one engine batch; returns left player, right player, reveal text, A/B state, history."""
+    """Render A and B in one engine batch; returns left player, right player, reveal text, A/B state, history.
+    ``runs``: the page's engine work by session, where the pair's requests are while they render."""
     utterance = " ".join(line.strip() for line in (text or "").splitlines() if line.strip())
     if not utterance:
         raise UserError("Enter a sentence to compare.")
@@ -156,16 +160,14 @@ async def render_pair(
         raise UserError(f"The text has {len(utterance):,} characters; the limit is {MAX_LINE_CHARS:,}.")
     session = owner_of(request)
     sides = [_side_settings(*side_values[:5], owner=session), _side_settings(*side_values[5:10], owner=session)]
-    handles = await asyncio.to_thread(_submit_pair, utterance, sides, session, visitor_key(request))
+    handles = await submitted(lambda: _submit_pair(utterance, sides, session, visitor_key(request)))
     paths = [str(new_file(session, f"ab-{label}", ".wav")) for label in "AB"]
     try:
-        await asyncio.gather(*(_to_file(h, path) for h, path in zip(handles, paths, strict=True)))
+        with runs.held(session or "anonymous", handles):  # Stop and the run watchdog reach them; cancelled at the end
+            await asyncio.gather(*(_to_file(h, path) for h, path in zip(handles, paths, strict=True)))
     except Exception as exc:  # noqa: BLE001 - an engine failure becomes a message in the page, not a trace
         logger.exception("A/B render failed")
         raise gr.Error(f"Rendering failed: {exc}") from exc
-    finally:
-        for handle in handles:
-            handle.cancel()
 
     order = ["A", "B"]
     if blind:
@@ -249,8 +251,9 @@ def _side_controls(label: str) -> SideControls:
     return SideControls(model, voice, strength, seed, speed)
 
 
-def build_ab_tab(history: gr.State) -> tuple[list[gr.Dropdown], list[gr.Dropdown]]:
-    """The A/B tab's components and events (call inside ``with gr.Tab(...)``); returns its voice and model lists."""
+def build_ab_tab(history: gr.State, runs: ActiveRuns) -> tuple[list[gr.Dropdown], list[gr.Dropdown]]:
+    """The A/B tab's components and events (call inside ``with gr.Tab(...)``); returns its voice and model lists.
+    ``runs``: the page's engine work by session."""
     gr.Markdown(
         "Render one sentence under two settings and listen side by side: voice A vs voice B, "
         "matched vs unmatched (strength 1 vs 0), seed 1 vs seed 2. Turn on **blind** to hide which is which."
@@ -286,7 +289,7 @@ def build_ab_tab(history: gr.State) -> tuple[list[gr.Dropdown], list[gr.Dropdown
     ) -> tuple[Any, ...]:
         """Render ``text`` under settings A and B in one engine batch (blind: shuffled, labels hidden)."""
         return await render_pair(
-            text, blind, history, request,
+            text, blind, history, request, runs,
             a_model, a_voice, a_strength, a_seed, a_speed, b_model, b_voice, b_strength, b_seed, b_speed,
         )
 

@@ -6,7 +6,8 @@ One ActiveRuns belongs to one page (build_demo makes it): nothing here is shared
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -59,4 +60,17 @@ class ActiveRuns:
         for handle in handles:
             handle.cancel()
         return len(handles)
+
+    @contextmanager
+    def held(self, session: str, handles: Iterable[Any]) -> Iterator[None]:
+        """``handles`` recorded for ``session`` while the block runs (Stop and the run watchdog reach them), and
+        cancelled when it ends: an event that finished, failed, timed out or was cancelled leaves no engine work."""
+        handles = list(handles)
+        self.add(session, handles)
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.cancel()  # a no-op for a finished request
+            self.remove(session, handles)
 

@@ -17,6 +17,7 @@ from tts_app.backends.params import SpeechParams
 from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for, model_loaded
 from tts_app.models.available import EMBEDDED_ID
 from tts_app.catalog.shared_engine import engine_loaded, get_engine
+from tts_app.web.engine_calls import submitted
 from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.ui.common.model_picker import check_model, model_label
 from tts_app.web.ui.common.text_lines import TextLimitError, parse_lines
@@ -271,7 +272,7 @@ async def _generate(
     if note:
         gr.Warning(note)
     ahead = engine.stats()  # before this run joins: the rows its first line's next window may wait for
-    handles = await asyncio.to_thread(_submit_all, engine, lines, params)
+    handles = await submitted(lambda: _submit_all(engine, lines, params))  # cancelled with the event, even mid-submission
     runs.add(session, handles)
     stats = engine.stats()
     prebuffer_s = prebuffer_for(float(stats.get("step_time_s") or 0.0), int(stats.get("rows_stepped") or 0), len(lines))
