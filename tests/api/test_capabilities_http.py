@@ -49,7 +49,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
         "TTS_APP_MAX_SECONDS": "1", "HF_HUB_CACHE": str(root / "hub"), "HF_HUB_OFFLINE": "1",
     }  # fmt: skip
     LOGS.append(root / "app.log")
-    with serve_app(root / "app.log", env) as (base, _process), httpx.Client(base_url=base, timeout=600) as http:
+    with serve_app(root / "app.log", env, ready=True) as (base, _process), httpx.Client(base_url=base, timeout=600) as http:
         yield http
 
 

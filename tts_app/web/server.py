@@ -29,7 +29,7 @@ from tts_app.web.log_throttle import throttle_repeated_logs
 from tts_app.web.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, requests_seen
 from tts_app.catalog.engines import close_model_engines
 from tts_app.catalog.fetch_jobs import any_loading, jobs
-from tts_app.catalog.model_fetch import start_model_fetches
+from tts_app.catalog.model_fetch import start_model_loads
 from tts_app.storage.output_store import output_store, store_root
 from tts_app.web.guards.request_guard import RequestGuard, RequestLimits
 from tts_app.web.session_sweeper import HeartbeatTracker, start_session_sweeper
@@ -170,7 +170,7 @@ def launch(demo: gr.Blocks) -> None:
     IdleTrimmer(requests_seen).start()  # RSS back down once no request has come for a few seconds
     # Load the model in the background so the page is up at once and the first visitor waits less.
     threading.Thread(target=_warm_engine, name="engine-warmup", daemon=True).start()
-    start_model_fetches()  # $TTS_APP_MODELS: downloaded and loaded in the background, the embedded voice serving meanwhile
+    start_model_loads()  # the operator's models ($TTS_APP_MODELS downloaded first) loaded in the background, the embedded voice serving meanwhile
     # On a GPU every Qwen3-TTS checkpoint found loads and captures its graphs before /readyz says ready; without
     # CUDA or such a checkpoint this ends at once.
     announce_gpu_preparation()
