@@ -101,6 +101,17 @@ class GrowingWav:
         self._file.flush()  # a progressive reader sees it now
         self.samples += len(data) // 2
 
+    def append_wav(self, path: str | Path, block_frames: int = 1 << 16) -> None:
+        """Append the frames of a mono 16-bit WAV file at this rate (write_wav's), a block at a time: a long take
+        is joined from its lines' files without holding any of them whole (the standard library's ``wave``)."""
+        with wave.open(str(path), "rb") as source:
+            if (source.getnchannels(), source.getsampwidth(), source.getframerate()) != (1, 2, self.sample_rate):
+                raise ValueError(f"{path}: not mono 16-bit at {self.sample_rate} Hz")
+            while block := source.readframes(block_frames):
+                self._file.write(block)
+                self.samples += len(block) // 2
+        self._file.flush()
+
     def close(self) -> None:
         """Set the RIFF and data sizes and close the file."""
         if self._file.closed:

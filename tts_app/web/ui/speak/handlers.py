@@ -27,7 +27,7 @@ from tts_app.web.ui.session.active_runs import ActiveRuns
 from tts_app.web.ui.session.owner import owner_of
 from tts_app.web.ui.session.visitor_lexicon import lexicon_for
 from tts_app.web.ui.speak.captions_view import EMPTY as EMPTY_CAPTIONS
-from tts_app.web.ui.speak.captions_view import captions_html
+from tts_app.web.ui.speak.captions_view import LiveCaptions
 from tts_app.web.live_channel import LIVE_CHANNELS, LiveChannel, LiveChannelsFull
 from tts_app.web.ui.speak.live_player import LIVE_IDLE, expected_gap_s, live_html
 from tts_app.web.ui.speak.run_files import RunFiles
@@ -289,6 +289,7 @@ async def _generate(
     getter: asyncio.Future[Event] | None = None
     files = RunFiles(session)
     run_id = uuid.uuid4().hex[:12]  # the page's caption script restarts its clock for a new run
+    captions = LiveCaptions(run_id)
 
     def metrics_of(index: int) -> dict[str, Any]:
         return handles[index].metrics.as_dict()
@@ -320,7 +321,8 @@ async def _generate(
                 raise gr.Error(str(exc)) from exc
             for index in step.finished:
                 files.add_line(run, index)
-            for update in _step_updates(outputs, run, step, files, handles, run_id, channel, gate):
+            run.release(files.wavs)  # a line written and streamed is on disk only: the run holds the lines being made
+            for update in _step_updates(outputs, run, step, files, handles, captions, channel, gate):
                 yield update
 
         if channel is not None:
@@ -343,7 +345,7 @@ async def _generate(
         yield {
             outputs.full: full_path,
             outputs.files: files.listing(),
-            outputs.captions: captions_html(run.take_lines(), run_id),
+            outputs.captions: captions.final(run.take_lines()),
             outputs.figures: run.figures.table(),
             outputs.history: add_take(history, take),
             outputs.status: _done_status(summary, len(run.lines)),
@@ -367,7 +369,7 @@ def _step_updates(
     step: RunStep,
     files: RunFiles,
     handles: Sequence[Any],
-    run_id: str,
+    captions: LiveCaptions,
     channel: LiveChannel | None = None,
     gate: SafeStart | None = None,
 ) -> list[dict[Any, Any]]:
@@ -384,7 +386,9 @@ def _step_updates(
     if step.finished:
         last.update({outputs.lines: files.line_items(run), outputs.files: files.listing(), outputs.figures: run.figures.table()})
     if step.new_words or step.finished:
-        last[outputs.captions] = captions_html(run.take_lines(), run_id)
+        html = captions.update(run.take_lines())
+        if html is not None:  # an unchanged box is not sent again
+            last[outputs.captions] = html
     if run.has_audio:
         last[outputs.status] = _progress_status(run, handles)
     return updates + ([last] if last else [])

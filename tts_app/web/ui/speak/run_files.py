@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from tts_app.captions.subtitles import to_srt, to_vtt
 from tts_app.web.ui.session.files import new_file, unpin_files
-from tts_app.web.ui.speak.run_model import SpeakRun
-from tts_app.audio.wav_io import write_wav
+from tts_app.web.ui.speak.run_model import LINE_PAUSE_S, SpeakRun
+from tts_app.audio.wav_io import GrowingWav, write_wav
 
 
 def write_captions(session: str, stem: str, words: Sequence[Any], pinned: bool = False) -> list[str]:
@@ -46,8 +48,17 @@ class RunFiles:
         self.captions[index] = write_captions(self.session, stem, line.words, pinned=True)
 
     def finish(self, run: SpeakRun) -> str:
-        """Write the joined take and its captions; returns the take's WAV."""
-        self.full = str(write_wav(new_file(self.session, "all-lines", ".wav", pinned=True), run.joined(), run.sample_rate))
+        """Write the joined take (the lines' files with the stream's pauses between them, read a block at a time:
+        no line is held whole) and its captions; returns the take's WAV."""
+        take = GrowingWav(new_file(self.session, "all-lines", ".wav", pinned=True), run.sample_rate)
+        try:
+            for index in range(len(run.lines)):
+                if index:
+                    take.write(np.zeros(int(round(LINE_PAUSE_S * run.sample_rate)), np.float32))
+                take.append_wav(self.wavs[index])
+        finally:
+            take.close()
+        self.full = str(take.path)
         self.take_captions = write_captions(self.session, "all-lines", run.take_words(), pinned=True)
         return self.full
 
