@@ -180,6 +180,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("TTS_APP_MODELS", "list", (), "checkpoints to download from the Hugging Face hub at start, into its cache "
             "(e.g. `qwen3-0.6b,chatterbox`; the names of `python -m tts_app fetch`): the embedded voice serves meanwhile, "
             "a failure is one line on the page; HF_ENDPOINT, HF_HOME and HF_TOKEN apply", GPU_MODELS, shown_default="none"),
+    Setting("TTS_APP_LOAD_MODELS", "list", (), "more models loaded at start (ids of `/v1/models`, e.g. "
+            "`piper-joe-medium-fast` or a checkpoint found in the Hugging Face cache); the embedded voice, the checkpoints "
+            "given by path and those of TTS_APP_MODELS always load. A request naming a model not loaded is a 400 "
+            "(503 while its start-up load runs): no request loads a model", GPU_MODELS, shown_default="none"),
     Setting("TTS_APP_QWEN3_PATH", "path", None, "a Qwen3-TTS checkpoint folder to serve (else the Hugging Face cache)",
             GPU_MODELS, shown_default="none"),
     Setting("TTS_APP_CHATTERBOX_PATH", "path", None, "a Chatterbox checkpoint folder to serve (else the Hugging Face cache)",

@@ -148,14 +148,16 @@ def test_a_client_that_hangs_up_cancels_its_request(http: httpx.Client, app_serv
 
 def test_the_fast_embedded_voice_through_http(artifacts_dir) -> None:
     """Where the CPU has bf16, the fast precision is a model of its own (/v1/models, the Speak and A/B
-    selectors): same words, same length as the exact voice. Elsewhere naming it is a one-line 400."""
+    selectors) once the operator loads it: same words, same length as the exact voice. Elsewhere naming it
+    is a one-line 400."""
     from tests.support.app_server import serve_app
 
     from tts_app.models.available import EMBEDDED_FAST_ID, fast_variant_offered
 
     offered = fast_variant_offered({})
     body = {"model": EMBEDDED_FAST_ID, "input": "The fast voice says the same words.", "response_format": "pcm"}
-    with serve_app(artifacts_dir / "fast_model_server.log") as (base, _process), httpx.Client(base_url=base, timeout=180) as http:
+    loaded = {"TTS_APP_LOAD_MODELS": EMBEDDED_FAST_ID}
+    with serve_app(artifacts_dir / "fast_model_server.log", loaded, ready=True) as (base, _process), httpx.Client(base_url=base, timeout=180) as http:
         listed = {m["id"]: m for m in http.get("/v1/models").json()["data"]}
         assert (EMBEDDED_FAST_ID in listed) == offered
         fast = http.post("/v1/audio/speech", json=body)

@@ -32,8 +32,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     ckpt = write_tiny_checkpoint(root / "ckpt", more_voices=("bob", "lj_female_us"))
     write_tiny_checkpoint(root / "cache" / FRENCH, seed=1, voices=False, more_voices=("estelle", "marius"), variant="french")
     env = {"TTS_APP_POCKET_TTS_PATH": str(ckpt), "HF_HUB_CACHE": str(root / "hub"), "HF_HUB_OFFLINE": "1",
-           "TTS_APP_CACHE_DIR": str(root / "cache"), "TTS_APP_MAX_SECONDS": str(MAX_SECONDS)}
-    with serve_app(root / "app.log", env) as (base, _process), httpx.Client(base_url=base, timeout=300) as http:
+           "TTS_APP_CACHE_DIR": str(root / "cache"), "TTS_APP_MAX_SECONDS": str(MAX_SECONDS),
+           "TTS_APP_LOAD_MODELS": FRENCH}  # found in the fetch's folder: loaded because the operator names it
+    with serve_app(root / "app.log", env, ready=True) as (base, _process), httpx.Client(base_url=base, timeout=300) as http:
         yield http
 
 

@@ -141,6 +141,7 @@ def test_qwen3_checkpoints_are_prepared_on_cuda_only(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(gpu, "find_models", lambda: [ModelChoice("piper-joe-medium", "voice"), ModelChoice("chatterbox", "C", Path("/c")), ModelChoice("qwen3-0.6b", "Q", Path("/x")),
                                                      ModelChoice("qwen3-1.7b", "Q")])  # the last is not on this machine
+    monkeypatch.setattr(gpu, "served_ids", lambda: ["piper-joe-medium", "chatterbox", "qwen3-0.6b", "qwen3-1.7b"])  # the operator's
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert gpu.qwen3_steps() == []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

@@ -16,6 +16,7 @@ import httpx
 from tests.support.paths import REPO
 
 SERVER_START_TIMEOUT_S = 180
+SERVER_READY_TIMEOUT_S = 600  # a hang guard: the model loads first (82 s seen on a machine loaded 10x over)
 
 
 def free_port() -> int:
@@ -27,13 +28,14 @@ def free_port() -> int:
 @contextmanager
 def serve_app(
     log_path: Path, extra_env: dict[str, str | None] | None = None, args: tuple[str, ...] = (),
-    preexec_fn: Callable[[], None] | None = None, repo: Path = REPO,
+    preexec_fn: Callable[[], None] | None = None, repo: Path = REPO, ready: bool = False,
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """``python app.py [args]`` on 127.0.0.1 and a free port until the block ends; yields its base URL and process.
 
     ``extra_env`` overrides the server's environment (e.g. a PATH without ffmpeg; None unsets one); ``preexec_fn``
     runs in the child before app.py (e.g. to lower its resource limits); ``repo`` is the checkout
-    whose app.py runs (another revision's, for a before/after comparison).
+    whose app.py runs (another revision's, for a before/after comparison); ``ready``: also wait for /readyz to say
+    200 (the embedded voice and every model the operator chose loaded: a request never loads one).
     """
     port = free_port()
     env = dict(os.environ)
@@ -47,17 +49,17 @@ def serve_app(
                                    preexec_fn=preexec_fn)
         base = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+            deadline = time.monotonic() + (SERVER_READY_TIMEOUT_S if ready else SERVER_START_TIMEOUT_S)
             while True:
                 if process.poll() is not None:
                     raise RuntimeError(f"app.py exited with {process.returncode}; see {log_path}")
                 try:
-                    if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    if httpx.get(f"{base}/{'readyz' if ready else 'healthz'}", timeout=2).status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"app.py did not answer within {SERVER_START_TIMEOUT_S} s; see {log_path}")
+                    raise RuntimeError(f"app.py did not answer within {SERVER_READY_TIMEOUT_S if ready else SERVER_START_TIMEOUT_S} s; see {log_path}")
                 time.sleep(0.25)
             yield base, process
         finally:

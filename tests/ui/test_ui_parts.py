@@ -21,7 +21,7 @@ from tts_app.web.ui.common.text_lines import TextLimitError, parse_lines
 from tts_app.web.ui.history.takes import Take, add_take, history_table, history_zip
 from tts_app.web.ui.session.active_runs import ActiveRuns
 from tts_app.web.ui.speak.stream_pacer import StreamPacer
-from tts_app.audio.wav_io import join_with_pauses, streaming_wav_header, to_pcm16, wav_bytes, write_wav
+from tts_app.audio.wav_io import streaming_wav_header, to_pcm16, wav_bytes, write_wav
 
 
 def test_each_non_empty_line_is_an_utterance() -> None:
@@ -119,8 +119,6 @@ def test_wav_bytes_and_streaming_header() -> None:
     header = streaming_wav_header(24000)
     assert len(header) == 44 and header[:4] == b"RIFF" and struct.unpack("<I", header[24:28])[0] == 24000
     assert to_pcm16(audio) == data[44:]
-    joined = join_with_pauses([np.ones(10, np.float32), np.ones(5, np.float32)], 100, 0.1)
-    assert len(joined) == 25 and joined[10:20].sum() == 0
 
 
 def test_history_lists_takes_and_zips_them(tmp_path) -> None:
@@ -204,6 +202,10 @@ def test_stop_cancels_in_the_page_registry_it_is_given() -> None:
 
 def test_run_model_streams_lines_in_order_and_collects_figures() -> None:
     from tts_app.engine.handle import AudioChunk, WordTiming
+    import soundfile as sf
+
+    from tts_app.audio.wav_io import pcm16_array as to_pcm16_array
+    from tts_app.web.ui.speak.run_files import RunFiles
     from tts_app.web.ui.speak.run_model import LINE_PAUSE_S, LineFailed, SpeakRun
 
     rate = 1000
@@ -219,7 +221,13 @@ def test_run_model_streams_lines_in_order_and_collects_figures() -> None:
     pause = int(LINE_PAUSE_S * rate)
     assert len(streamed) == 900 + pause + 800
     assert np.all(streamed[:900] == np.float32(0.1)) and np.all(streamed[900 + pause :] == np.float32(0.2))
-    assert np.array_equal(run.joined(), streamed)  # the joined file is what the stream played
+    files = RunFiles("test-session")  # the joined file, from the lines' files, is what the stream played
+    for index in (1, 0):
+        files.add_line(run, index)
+    run.release(files.wavs)
+    assert all(not line.chunks for line in run.lines) and [line.samples for line in run.lines] == [900, 800]  # on disk only
+    take, _rate = sf.read(files.finish(run), dtype="int16")
+    assert np.array_equal(take, to_pcm16_array(streamed))
     # line 2's word moves by line 1's audio and the pause: where it is heard in the stream
     assert run.take_words() == [WordTiming("one", 0.2, 0.8), WordTiming("two", 0.9 + LINE_PAUSE_S + 0.1, 0.9 + LINE_PAUSE_S + 0.5)]
     summary = run.finish()

@@ -62,19 +62,6 @@ def write_wav(path: str | Path, audio: np.ndarray, sample_rate: int) -> Path:
     return target
 
 
-def join_with_pauses(parts: list[np.ndarray], sample_rate: int, pause_s: float) -> np.ndarray:
-    """Concatenate utterances with ``pause_s`` of silence between them."""
-    if not parts:
-        return np.zeros(0, dtype=np.float32)
-    gap = np.zeros(int(round(pause_s * sample_rate)), dtype=np.float32)
-    pieces: list[np.ndarray] = []
-    for index, part in enumerate(parts):
-        if index:
-            pieces.append(gap)
-        pieces.append(np.asarray(part, dtype=np.float32).reshape(-1))
-    return np.concatenate(pieces)
-
-
 class GrowingWav:
     """A mono 16-bit WAV file written as audio arrives; readable while it grows, sizes set on ``close``.
 
@@ -100,6 +87,17 @@ class GrowingWav:
         self._file.write(data)
         self._file.flush()  # a progressive reader sees it now
         self.samples += len(data) // 2
+
+    def append_wav(self, path: str | Path, block_frames: int = 1 << 16) -> None:
+        """Append the frames of a mono 16-bit WAV file at this rate (write_wav's), a block at a time: a long take
+        is joined from its lines' files without holding any of them whole (the standard library's ``wave``)."""
+        with wave.open(str(path), "rb") as source:
+            if (source.getnchannels(), source.getsampwidth(), source.getframerate()) != (1, 2, self.sample_rate):
+                raise ValueError(f"{path}: not mono 16-bit at {self.sample_rate} Hz")
+            while block := source.readframes(block_frames):
+                self._file.write(block)
+                self.samples += len(block) // 2
+        self._file.flush()
 
     def close(self) -> None:
         """Set the RIFF and data sizes and close the file."""

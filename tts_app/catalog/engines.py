@@ -1,7 +1,12 @@
-"""One engine per served model: the embedded voice's shared engine, plus (each created on its first request
-and kept) the embedded voice in the fast precision where that is bf16, a Qwen3-TTS engine per checkpoint
-a Chatterbox engine and a Pocket TTS engine when their checkpoints are found on this machine
-(``tts_app.models.available``)."""
+"""One engine per served model: the embedded voice's shared engine, plus the embedded voice in the fast precision
+where that is bf16, a Qwen3-TTS engine per checkpoint, a Chatterbox engine and a Pocket TTS engine.
+
+Which models are in memory is the operator's choice, never a visitor's (issue 46: one anonymous request naming
+the fast variant loaded a second copy of the voice, +632 MB for the life of the process). ``served_ids`` reads it
+from the settings: the embedded voice, the checkpoints given by path, those of $TTS_APP_MODELS and those of
+$TTS_APP_LOAD_MODELS. Each is loaded at start (``load_model``, from catalog/model_fetch.py's thread); a request
+only looks an engine up (``engine_for``): a model still loading is ModelLoading (503), one here but not chosen
+ModelNotLoaded (400), one whose load failed ModelLoadFailed (503)."""
 
 from __future__ import annotations
 
@@ -21,16 +26,19 @@ from tts_app.models.available import (
     capabilities_of,
     fast_variant_offered,
     find_models,
+    given_models,
     unknown_model_message,
 )
 from tts_app.models.pocket_tts.voice_files import saved_voice_files
-from tts_app.catalog.fetch_jobs import FetchStatus, job, jobs
+from tts_app.catalog.fetch_jobs import FetchStatus, job, jobs, requested_models
 from tts_app.catalog.shared_engine import create_lowered, engine_loaded, get_engine
 
 if TYPE_CHECKING:
     from tts_app.engine import Engine
 
 logger = logging.getLogger(__name__)
+
+LOAD_ENV = "TTS_APP_LOAD_MODELS"
 
 # Longest audio one request may produce (a public server must bound a generation that never says EOS).
 MAX_SECONDS_ENV = "TTS_APP_MAX_SECONDS"
@@ -48,6 +56,10 @@ _failed: dict[str, tuple[float, str]] = {}  # model id -> (when its load failed,
 
 class ModelUnavailable(ValueError):
     """The requested model is not on this machine; the message says how to get it (one line)."""
+
+
+class ModelNotLoaded(ModelUnavailable):
+    """The model is on this machine but the operator did not load it (a request never loads one); one line."""
 
 
 class ModelLoading(ModelUnavailable):
@@ -115,28 +127,63 @@ def _create_pocket(path: Path) -> "Engine":
     return create_lowered(make, "pocket-tts-engine-create")
 
 
+def served_ids() -> list[str]:
+    """The models this server loads, in order (the operator's choice, from the settings): the embedded voice, the
+    checkpoints given by path, those of $TTS_APP_MODELS, those of $TTS_APP_LOAD_MODELS."""
+    named = [name.strip().lower() for name in settings.value(LOAD_ENV)]
+    return list(dict.fromkeys([EMBEDDED_ID, *given_models(), *requested_models(), *named]))
+
+
 def engine_for(model_id: str) -> "Engine":
-    """The engine serving ``model_id``; raises ``ModelUnavailable`` for a model not found here."""
+    """The engine serving ``model_id``, as loaded by the operator (the embedded voice's is created on first use);
+    never a load. Raises ModelLoading while its start-up load runs, ModelLoadFailed when that load failed,
+    ModelNotLoaded for a model here that the operator did not choose, ModelUnavailable for one not here."""
     if model_id == EMBEDDED_ID:
         return get_engine()
     with _lock:
-        if model_id == EMBEDDED_FAST_ID and model_id not in _engines:
+        engine = _engines.get(model_id)
+        failed = _failed.get(model_id)
+    if engine is not None:
+        return engine
+    loading = job(model_id)
+    if loading is not None and loading.status is FetchStatus.LOADING:
+        raise ModelLoading(loading.line())
+    if failed is not None:
+        raise ModelLoadFailed(failed[1])
+    if loading is not None and loading.status is FetchStatus.UNAVAILABLE:
+        raise ModelUnavailable(loading.line())  # why its download failed (a partial download is not loaded)
+    raise not_loaded(model_id)
+
+
+def not_loaded(model_id: str) -> ModelUnavailable:
+    """The one-line refusal for a model that is not in memory: ModelNotLoaded when it is here, else how to get it."""
+    choice = next((c for c in find_models() if c.id == model_id), None)
+    if model_id == EMBEDDED_FAST_ID and choice is None:
+        return ModelUnavailable(f"{EMBEDDED_FAST_ID!r} needs a CPU with bfloat16 instructions (AVX512-BF16 or AMX); use {EMBEDDED_ID!r}")
+    if choice is not None and choice.available:
+        return ModelNotLoaded(f"model {model_id!r} is not loaded on this server (the operator loads models at start: "
+                              f"{LOAD_ENV}); use {EMBEDDED_ID!r}")
+    return ModelUnavailable(unknown_model_message(model_id, EMBEDDED_ID))
+
+
+def load_model(model_id: str) -> "Engine":
+    """The operator's load of ``model_id`` (at start): its engine, created once and kept. Raises ModelUnavailable
+    (one line) for a model not on this machine, ModelLoadFailed when its files do not load."""
+    if model_id == EMBEDDED_ID:
+        return get_engine()
+    with _lock:
+        if model_id in _engines:
+            return _engines[model_id]
+        if model_id == EMBEDDED_FAST_ID:
             if not fast_variant_offered():
-                raise ModelUnavailable(f"{EMBEDDED_FAST_ID!r} needs a CPU with bfloat16 instructions (AVX512-BF16 or AMX); use {EMBEDDED_ID!r}")
+                raise not_loaded(model_id)
             logger.info("loading the embedded voice in the fast precision")
             _engines[model_id] = _create_fast()
-        if model_id not in _engines:
-            choice = next((c for c in find_models() if c.id == model_id and c.id != EMBEDDED_ID), None)
-            fetching = job(model_id)
-            # A download under way may already look like a checkpoint (some files there): not loaded until it ends.
-            downloading = fetching is not None and fetching.status is FetchStatus.LOADING and fetching.stage != "loading"
-            if downloading:
-                raise ModelLoading(fetching.line())
-            if fetching is not None and fetching.status is FetchStatus.UNAVAILABLE:
-                raise ModelUnavailable(fetching.line())  # why its download failed (a partial download is not loaded)
-            if choice is None or choice.path is None:
-                raise ModelUnavailable(unknown_model_message(model_id, EMBEDDED_ID))
-            _engines[model_id] = _load(model_id, choice.label, choice.path)
+            return _engines[model_id]
+        choice = next((c for c in find_models() if c.id == model_id and c.id != EMBEDDED_ID), None)
+        if choice is None or choice.path is None:
+            raise ModelUnavailable(unknown_model_message(model_id, EMBEDDED_ID))
+        _engines[model_id] = _load(model_id, choice.label, choice.path)
         return _engines[model_id]
 
 
@@ -205,13 +252,13 @@ def model_voice_names(model_id: str) -> list[str]:
 
 
 def served_models() -> list[dict[str, Any]]:
-    """OpenAI's model-list entries: the embedded voice, its fast variant where offered, each Qwen3-TTS or
-    Chatterbox checkpoint found and each model of $TTS_APP_MODELS, with ``loaded``, ``status`` (loading, ready
-    or unavailable, with its ``reason``) and ``capabilities`` (what each honours of a request)."""
+    """OpenAI's model-list entries: the embedded voice and each model the operator loads (``served_ids``), with
+    ``loaded``, ``status`` (loading, ready or unavailable, with its ``reason``) and ``capabilities`` (what each
+    honours of a request). A model found here but not loaded is not listed: no request can use it."""
     rows = [_model_row(EMBEDDED_ID, get_engine() if engine_loaded() else None)]
-    fetching = {j.model_id for j in jobs()}
+    served = set(served_ids()) | {j.model_id for j in jobs()}
     for c in find_models():
-        if c.id != EMBEDDED_ID and (c.available or c.id in fetching):
+        if c.id != EMBEDDED_ID and c.id in served:
             rows.append(_model_row(c.id, _engines.get(c.id)))
     return rows
 

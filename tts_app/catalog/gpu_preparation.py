@@ -1,7 +1,7 @@
-"""Start-up preparation of the GPU models: each Qwen3-TTS checkpoint found is loaded and its decode-call
+"""Start-up preparation of the GPU models: each Qwen3-TTS checkpoint the operator loads is loaded and its decode-call
 CUDA graphs captured (every batch and attention-length bucket) before the server says ready, so no
 visitor waits on a capture. /readyz answers 503 and the page says "preparing the GPU" meanwhile.
-Without CUDA nothing is prepared (the models load on their first request, as before)."""
+Without CUDA nothing is prepared (the models load on catalog/model_fetch.py's start-up thread)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from tts_app.catalog.engines import engine_for
+from tts_app.catalog.engines import load_model, served_ids
 from tts_app.models.available import LOCAL_ID, QWEN3_MODELS, find_models
 
 logger = logging.getLogger(__name__)
@@ -57,8 +57,9 @@ def prepare(find_steps: Callable[[], Sequence[Step]]) -> dict[str, float]:
 
 
 def qwen3_steps() -> list[Step]:
-    """One step per Qwen3-TTS checkpoint found, when CUDA is available; none otherwise."""
-    models = [c.id for c in find_models() if c.available and (c.id in QWEN3_MODELS or c.id == LOCAL_ID)]
+    """One step per Qwen3-TTS checkpoint the operator loads (catalog/engines.served_ids), when CUDA is available; none otherwise."""
+    served = set(served_ids())
+    models = [c.id for c in find_models() if c.available and c.id in served and (c.id in QWEN3_MODELS or c.id == LOCAL_ID)]
     if not models:
         return []
     import torch  # only when a GPU model is on this machine: torch takes seconds to import
@@ -66,4 +67,4 @@ def qwen3_steps() -> list[Step]:
     if not torch.cuda.is_available():
         return []
     # Creating the engine captures its graphs (catalog/engines.py); the step reports how long that took.
-    return [(m, lambda m=m: engine_for(m).backend.capture_s) for m in models]
+    return [(m, lambda m=m: load_model(m).backend.capture_s) for m in models]

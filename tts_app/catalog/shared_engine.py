@@ -32,9 +32,12 @@ def _lower_priority() -> None:
 
 def create_lowered(factory: Callable[[], "Engine"], name: str) -> "Engine":
     """Run ``factory`` on a thread of its own, at lower priority: the engine's worker and the
-    model's compute threads are started from it and inherit that priority (Linux)."""
+    model's compute threads are started from it and inherit that priority (Linux). Every engine
+    the server serves is made here, and each refuses a submission that names no client."""
     with ThreadPoolExecutor(1, thread_name_prefix=name, initializer=_lower_priority) as pool:
-        return pool.submit(factory).result()
+        engine = pool.submit(factory).result()
+    engine.require_client = True
+    return engine
 
 
 def _create_engine() -> "Engine":

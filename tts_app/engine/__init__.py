@@ -23,7 +23,7 @@ earlier first audios measured (``first_audio``): handed out a piece at a time wh
 fed, else in one piece.
 """
 
-from tts_app.engine.engine import Engine, EngineClosed, LineRejected
+from tts_app.engine.engine import ClientMissing, Engine, EngineClosed, LineRejected
 from tts_app.backends.base import WordTiming
 from tts_app.models.capabilities import Capabilities, UnsupportedParameter
 from tts_app.engine.handle import AudioChunk, RequestCancelled, RequestHandle
@@ -36,6 +36,7 @@ from tts_app.engine.scheduler import EngineBusy, Scheduler
 __all__ = [
     "AudioChunk",
     "Capabilities",
+    "ClientMissing",
     "Engine",
     "EngineBusy",
     "EngineClosed",

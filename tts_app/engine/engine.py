@@ -32,6 +32,10 @@ class EngineClosed(RuntimeError):
     """The engine was closed before the request finished."""
 
 
+class ClientMissing(RuntimeError):
+    """A submission to an engine that serves visitors named no client (``SpeechParams.client``): a caller's bug."""
+
+
 class LineRejected(ValueError):
     """One text of ``submit_many`` cannot be spoken; ``index`` is its place (from 0), ``error`` the reason."""
 
@@ -76,6 +80,11 @@ class Engine:
     every running row every step and admits into any free slot. ``max_batch_size`` (the slots: rows held
     at once) is $TTS_APP_ENGINE_SLOTS unless given, and never more than a backend's own ``max_batch_size``
     (a KV pool it allocated). ``clock`` (seconds, monotonic) is time.perf_counter unless a test simulates time.
+    ``require_client`` (every engine the server serves: catalog/shared_engine.create_lowered sets it): a
+    submission must name who asks (``params.client``), or it is refused with ClientMissing. A client's
+    share of the slots and queue places and the refusal of long waits are counted by that name, so work
+    named by nobody would skip all three (issue 46: the Pronunciation tab's "Say it" took the whole
+    engine). False: a tool's own engine (the CLI, a benchmark, a test), whose unnamed work is its own.
     """
 
     def __init__(
@@ -87,12 +96,14 @@ class Engine:
         policy: str = "deadline",
         qos: QosSettings | None = None,
         clock: Callable[[], float] | None = None,
+        require_client: bool = False,
     ) -> None:
         if backend is not None and precision != "exact":
             raise ValueError("precision applies to the embedded voice; pass it to that backend's model instead")
         self.backend = backend if backend is not None else _default_backend(precision)
         self.sample_rate = self.backend.sample_rate
         self.policy = policy
+        self.require_client = require_client
         self.qos = qos if qos is not None else QosSettings.from_env()
         self._clock = clock if clock is not None else time.perf_counter
         slots = max_batch_size if max_batch_size is not None else settings.value(SLOTS_ENV)
@@ -139,6 +150,8 @@ class Engine:
         if self._closed:
             raise EngineClosed("the engine is closed")
         params = params if params is not None else SpeechParams()
+        if self.require_client and not params.client:
+            raise ClientMissing("this engine serves visitors: every submission names its client (SpeechParams.client)")
         if not params.voice_resolved:
             raise ValueError("params.voice is not resolved: pass it through tts_app.engine.input_processing.resolve_params")
         self.backend.capabilities.check(params, texts, self.backend.name)

@@ -68,7 +68,10 @@ class RequestHandle:
     def _notify(self) -> None:
         self._cond.notify_all()
         for loop, event in self._waiters:
-            loop.call_soon_threadsafe(event.set)
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:  # its loop is closed: nobody there to wake, and the engine's worker must not die of it
+                pass
         self._waiters.clear()
 
     # -- caller side ------------------------------------------------------------
@@ -188,7 +191,13 @@ class RequestHandle:
                     elif forget:
                         self._chunks[i:] = [AudioChunk(_NO_AUDIO, c.words) for c in batch]
                 if not batch and not done:
-                    await event.wait()
+                    try:
+                        await event.wait()
+                    except asyncio.CancelledError:
+                        with self._cond:  # the reader gave up: its wake-up is not kept
+                            if (loop, event) in self._waiters:
+                                self._waiters.remove((loop, event))
+                        raise
                     continue
                 i += len(batch)
                 for chunk in batch:
@@ -202,10 +211,13 @@ class RequestHandle:
                 self.cancel()
 
     def result(self, timeout: float | None = None) -> np.ndarray:
-        """The whole utterance; raises the request's error, RequestCancelled, or TimeoutError."""
+        """The whole utterance; raises the request's error, RequestCancelled, or TimeoutError (the request
+        is then cancelled: a caller that gives up frees its slot rather than leave the engine working for no one)."""
         with self._cond:
-            if not self._cond.wait_for(lambda: self._done, timeout):
-                raise TimeoutError(f"request {self.id} not finished after {timeout} s")
+            finished = self._cond.wait_for(lambda: self._done, timeout)
+        if not finished:
+            self.cancel()
+            raise TimeoutError(f"request {self.id} not finished after {timeout} s")
         return self._whole()
 
     async def aresult(self) -> np.ndarray:

@@ -186,8 +186,9 @@ def hf_cache_snapshot(repo: str, env: Mapping[str, str], complete: Callable[[Pat
     return None
 
 
-def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> list[ModelChoice]:
-    """The embedded voice first, then every Qwen3-TTS size and Chatterbox (with ``path`` None where none was found)."""
+def given_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> dict[str, Path]:
+    """The checkpoints the operator pointed at (``model_path``, $TTS_APP_QWEN3_PATH, $TTS_APP_CHATTERBOX_PATH,
+    $TTS_APP_POCKET_TTS_PATH), by model id; a folder that holds no checkpoint is a warning."""
     env = os.environ if env is None else env
     found: dict[str, Path] = {}
     for given, kinds in ((model_path, "qwen3 chatterbox pocket"), (settings.value(ENV_VAR, env), "qwen3"),
@@ -203,6 +204,13 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
             found.setdefault(pocket_model_id(path), path)
         else:
             logger.warning("%s is not a %s checkpoint", path, " or ".join(k.capitalize() for k in kinds.split()))
+    return found
+
+
+def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> list[ModelChoice]:
+    """The embedded voice first, then every Qwen3-TTS size and Chatterbox (with ``path`` None where none was found)."""
+    env = os.environ if env is None else env
+    found = given_models(model_path, env)
     for spec in QWEN3_MODELS.values():
         if spec.id not in found and (snap := hf_cache_snapshot(spec.repo, env)) is not None:
             found[spec.id] = snap

@@ -20,6 +20,7 @@ from tts_app.web.api.openai_speech import router as openai_router
 from tts_app.web.guards.connection_guard import ConnectionLimits, guarded_protocol, raise_open_file_limit
 from tts_app.web.guards.cors import ApiCors, cors_origins
 from tts_app.audio.ffmpeg_path import ensure_ffmpeg_on_path
+from tts_app.backends.params import SpeechParams
 from tts_app.web.guards.file_guard import FileDataGuard
 from tts_app.web.guards.forwarded import ResolveClient
 from tts_app.web.guards.gradio_bodies import GradioBodies
@@ -29,7 +30,7 @@ from tts_app.web.log_throttle import throttle_repeated_logs
 from tts_app.web.memory_trim import IdleTrimmer, RequestCounter, limit_arenas, requests_seen
 from tts_app.catalog.engines import close_model_engines
 from tts_app.catalog.fetch_jobs import any_loading, jobs
-from tts_app.catalog.model_fetch import start_model_fetches
+from tts_app.catalog.model_fetch import start_model_loads
 from tts_app.storage.output_store import output_store, store_root
 from tts_app.web.guards.request_guard import RequestGuard, RequestLimits
 from tts_app.web.session_sweeper import HeartbeatTracker, start_session_sweeper
@@ -141,6 +142,7 @@ WARM_UP_LINES = (
     "So the first visitor to this page does not wait for it,",
     "and the live player knows how long a step takes.",
 )
+WARM_UP_CLIENT = "app:warm-up"  # the engine's client for the app's own work (a visitor's key is "addr:...")
 
 
 def _warm_engine() -> None:
@@ -148,7 +150,7 @@ def _warm_engine() -> None:
         engine = get_engine()
         # Three short lines through the whole engine: the first visitor finds every stage warm, and
         # the engine has timed steps (the live player's start and the HLS pre-buffer are sized from them).
-        for handle in engine.submit_many(list(WARM_UP_LINES)):
+        for handle in engine.submit_many(list(WARM_UP_LINES), SpeechParams(client=WARM_UP_CLIENT)):
             handle.result(timeout=120)
         # The voice matcher's libraries (scipy.signal: ~2 s to import cold) and the model voice's
         # analysis, so the first uploaded clip is analysed without them.
@@ -171,7 +173,7 @@ def launch(demo: gr.Blocks) -> None:
     IdleTrimmer(requests_seen).start()  # RSS back down once no request has come for a few seconds
     # Load the model in the background so the page is up at once and the first visitor waits less.
     threading.Thread(target=_warm_engine, name="engine-warmup", daemon=True).start()
-    start_model_fetches()  # $TTS_APP_MODELS: downloaded and loaded in the background, the embedded voice serving meanwhile
+    start_model_loads()  # the operator's models ($TTS_APP_MODELS downloaded first) loaded in the background, the embedded voice serving meanwhile
     # On a GPU every Qwen3-TTS checkpoint found loads and captures its graphs before /readyz says ready; without
     # CUDA or such a checkpoint this ends at once.
     announce_gpu_preparation()

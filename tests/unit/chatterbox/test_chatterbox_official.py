@@ -373,7 +373,7 @@ def test_app_serves_the_checkpoint_over_http(official, tmp_path):
     from tests.support.app_server import serve_app
 
     env = {"TTS_APP_MAX_SECONDS": "1", "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
-    with serve_app(tmp_path / "app.log", env, ("--model-path", str(official["ckpt"]))) as (base, _process):
+    with serve_app(tmp_path / "app.log", env, ("--model-path", str(official["ckpt"])), ready=True) as (base, _process):
         with httpx.Client(base_url=base, timeout=600) as http:
             ids = {m["id"]: m for m in http.get("/v1/models").json()["data"]}
             assert ids["chatterbox"]["loaded"] is False

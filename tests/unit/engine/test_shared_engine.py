@@ -1,4 +1,4 @@
-"""The app's process-wide engine: one per process, synthesis below the web server's CPU priority."""
+"""The app's process-wide engine: one per process, synthesis below the web server's CPU priority, every submission named."""
 
 import subprocess
 import sys
@@ -10,7 +10,13 @@ import os, threading
 from tts_app.catalog.shared_engine import ENGINE_NICENESS, close_engine, get_engine
 engine = get_engine()
 assert get_engine() is engine
-audio = engine.submit("Priority check.").result(timeout=60)
+from tts_app.engine import ClientMissing, SpeechParams
+try:
+    engine.submit("Nobody asks.")
+    raise SystemExit("the served engine took work that names no client")
+except ClientMissing:
+    pass
+audio = engine.submit("Priority check.", SpeechParams(client="addr:127.0.0.1")).result(timeout=60)
 worker = next(t for t in threading.enumerate() if t.name == "tts-engine")
 tasks = [int(t) for t in os.listdir("/proc/self/task")]
 niceness = {tid: os.getpriority(os.PRIO_PROCESS, tid) for tid in tasks}

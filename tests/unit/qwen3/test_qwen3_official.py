@@ -256,7 +256,7 @@ def _official_app(official, tmp_path, args: tuple[str, ...] = (), env: dict[str,
     from tests.support.app_server import serve_app
 
     extra = {"TTS_APP_QWEN3_MAX_SECONDS": "1", "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1", **(env or {})}
-    return serve_app(tmp_path / "app.log", extra, args)
+    return serve_app(tmp_path / "app.log", extra, args, ready=True)
 
 
 def test_app_serves_the_official_checkpoint_over_http(official, tmp_path):

@@ -124,7 +124,7 @@ def test_qwen3_captions_over_http(tmp_path) -> None:
     env = {"TTS_APP_QWEN3_PATH": str(tmp_path / "ckpt"), "TTS_APP_QWEN3_MAX_SECONDS": "1",
            "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
     text = "Hello there, general Kenobi."
-    with serve_app(tmp_path / "app.log", env) as (base, _process), httpx.Client(base_url=base, timeout=600) as http:
+    with serve_app(tmp_path / "app.log", env, ready=True) as (base, _process), httpx.Client(base_url=base, timeout=600) as http:
         r = http.post("/v1/audio/speech/captioned", json={"model": "qwen3-local", "input": text})
         assert r.status_code == 200, r.text
         body = r.json()

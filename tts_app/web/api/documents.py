@@ -108,7 +108,8 @@ async def start_document(request: Request) -> Response:
     from tts_app.backends.params import SpeechParams  # start-up: with the document jobs
 
     clients = api_client(visitor_key(request))  # the visitor behind a trusted proxy, an IPv6 /64 as one
-    settings = SpeechParams(body.seed, body.speed, voice, voice_strength=body.voice_strength, normalize=body.normalize)
+    settings = SpeechParams(body.seed, body.speed, voice, voice_strength=body.voice_strength, normalize=body.normalize,
+                            client=visitor_key(request))  # its pieces count in the visitor's engine share
     try:  # caps checked before the text is parsed, and parsed in turn (documents/parse_gate.py)
         job = await asyncio.to_thread(lambda: document_jobs().admit(
             body.input, body.markdown, settings, body.title.strip(), clients, owner=owner_key(request)))

@@ -44,6 +44,7 @@ from tts_app.audio.formats import (
     decoded_sample_rate,
     open_encoder,
 )
+from tts_app.web.engine_calls import submitted
 from tts_app.web.api.client_id import client_id
 from tts_app.web.api.disconnect import ClientGone, until_disconnect
 from tts_app.web.api.limits import BodyError, read_json_body
@@ -360,7 +361,7 @@ async def submit_speech(request: Request, schema: type[SpeechRequest], client: s
         if capabilities is not None:  # before the model is loaded or anything queued
             capabilities.check(params, [body.input], model_id)
         engine = await asyncio.to_thread(engine_for, model_id)
-        handle = await asyncio.to_thread(lambda: engine.submit(body.input, resolve_params(params)))
+        handle = await submitted(lambda: engine.submit(body.input, resolve_params(params)))  # cancelled if the client goes meanwhile
     except ModelLoading as exc:  # named in $TTS_APP_MODELS, still downloading: the message says how far
         return error_response(503, str(exc), param="model", code="model_loading", error_type="server_error", retry_after_s=LOADING_RETRY_S)
     except ModelUnavailable as exc:  # the message says how to get the model

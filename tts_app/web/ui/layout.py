@@ -51,13 +51,13 @@ def build_demo() -> gr.Blocks:
             with gr.Tab("Speak", id="speak"):
                 speak = build_speak_tab(history)
             with gr.Tab("A/B listening", id="ab") as ab_tab:
-                ab_voices, ab_models = build_ab_tab(history)
+                ab_voices, ab_models = build_ab_tab(history, runs)
             with gr.Tab("Document", id="document"):
                 doc_job, doc_box, doc_timer = build_document_tab(speak.voice_and_settings())
             with gr.Tab("History", id="history"):
                 build_history_tab(history)
             with gr.Tab("Pronunciation", id="lexicon"):
-                build_lexicon_panel()
+                build_lexicon_panel(runs)
             with gr.Tab("API", id="api"):
                 api_help = build_api_tab()
 

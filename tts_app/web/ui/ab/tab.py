@@ -14,6 +14,7 @@ from tts_app.models.available import EMBEDDED_ID as MODEL_ID
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for
 from tts_app.backends.params import SpeechParams
+from tts_app.web.engine_calls import submitted
 from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.ui.common.players import player_buttons
 from tts_app.web.ui.common.model_picker import check_model, model_dropdown
@@ -22,6 +23,7 @@ from tts_app.web.ui.common.text_lines import MAX_LINE_CHARS
 from tts_app.web.ui.common.user_error import UserError
 from tts_app.web.ui.history.preferences import contender, tally_markdown
 from tts_app.web.ui.history.takes import Take, add_take
+from tts_app.web.ui.session.active_runs import ActiveRuns
 from tts_app.web.ui.session.files import new_file
 from tts_app.web.ui.session.owner import owner_of
 from tts_app.web.ui.session.visitor_voices import VISITOR_VOICES
@@ -180,6 +182,7 @@ async def render_pair(
     history: list[dict[str, Any]] | None,
     previous: dict[str, Any] | None,
     request: gr.Request,
+    runs: ActiveRuns,
     *side_values: Any,
 ) -> tuple[Any, ...]:
     """Render A and B in one engine batch; returns left player, right player, the message, A/B state, history.
@@ -187,6 +190,7 @@ async def render_pair(
     Blind, the players get the sides in a random order under names of their place (sample-1.wav,
     sample-2.wav: one random folder each), and History lists them by place until the reveal. A pair
     still unrevealed when the next is rendered is shown in History then (it can no longer be voted on).
+    ``runs``: the page's engine work by session, where the pair's requests are while they render.
     """
     utterance = " ".join(line.strip() for line in (text or "").splitlines() if line.strip())
     if not utterance:
@@ -196,7 +200,7 @@ async def render_pair(
     session = owner_of(request)
     per_side = len(side_values) // 2  # each side's controls, in SideControls.as_list order (a new choice adds one)
     sides = [_side_settings(*side_values[:per_side], owner=session), _side_settings(*side_values[per_side:], owner=session)]
-    handles = await asyncio.to_thread(_submit_pair, utterance, sides, session, visitor_key(request))
+    handles = await submitted(lambda: _submit_pair(utterance, sides, session, visitor_key(request)))
     order = ["A", "B"]
     if blind:
         random.shuffle(order)
@@ -204,13 +208,11 @@ async def render_pair(
     # Named by place, not by side: the name, the player's download and its URL say nothing of which is which.
     paths = [str(new_file(session, f"sample-{position}", ".wav")) for position in (1, 2)]
     try:
-        await asyncio.gather(*(_to_file(by_label[label], path) for label, path in zip(order, paths, strict=True)))
+        with runs.held(session or "anonymous", handles):  # Stop and the run watchdog reach them; cancelled at the end
+            await asyncio.gather(*(_to_file(by_label[label], path) for label, path in zip(order, paths, strict=True)))
     except Exception as exc:  # noqa: BLE001 - an engine failure becomes a message in the page, not a trace
         logger.exception("A/B render failed")
         raise gr.Error(f"Rendering failed: {exc}") from exc
-    finally:
-        for handle in handles:
-            handle.cancel()
 
     takes = list(history or [])
     if previous and previous.get("blind") and not previous.get("revealed"):
@@ -289,8 +291,9 @@ def _side_controls(label: str) -> SideControls:
     return SideControls(model, voice, strength, seed, speed)
 
 
-def build_ab_tab(history: gr.State) -> tuple[list[gr.Dropdown], list[gr.Dropdown]]:
-    """The A/B tab's components and events (call inside ``with gr.Tab(...)``); returns its voice and model lists."""
+def build_ab_tab(history: gr.State, runs: ActiveRuns) -> tuple[list[gr.Dropdown], list[gr.Dropdown]]:
+    """The A/B tab's components and events (call inside ``with gr.Tab(...)``); returns its voice and model lists.
+    ``runs``: the page's engine work by session."""
     gr.Markdown(
         "Render one sentence under two settings and listen side by side: voice A vs voice B, "
         "matched vs unmatched (strength 1 vs 0), seed 1 vs seed 2. Turn on **blind** to hide which is which."
@@ -327,7 +330,7 @@ def build_ab_tab(history: gr.State) -> tuple[list[gr.Dropdown], list[gr.Dropdown
     ) -> tuple[Any, ...]:
         """Render ``text`` under settings A and B in one engine batch (blind: shuffled, labels hidden)."""
         return await render_pair(
-            text, blind, history, previous, request,
+            text, blind, history, previous, request, runs,
             a_model, a_voice, a_strength, a_seed, a_speed, b_model, b_voice, b_strength, b_seed, b_speed,
         )
 

@@ -1,5 +1,5 @@
-"""The model selector of the Speak and A/B tabs: the embedded voice, plus each Qwen3-TTS, Chatterbox or Pocket TTS
-checkpoint found here.
+"""The model selector of the Speak and A/B tabs: the embedded voice, plus each model the operator loaded
+(catalog/engines.served_ids: the fast variant, Qwen3-TTS, Chatterbox or Pocket TTS).
 
 Choices are read again on every page load (``refresh``), so `python app.py --model-path DIR`
 (which sets $TTS_APP_QWEN3_PATH after the page was built) and a checkpoint fetched while the
@@ -13,6 +13,7 @@ from typing import Any
 
 import gradio as gr
 
+from tts_app.catalog.engines import LOAD_ENV, served_ids
 from tts_app.catalog.fetch_jobs import job, settled_or_absent
 from tts_app.models.available import CHATTERBOX_ID, EMBEDDED_FAST_ID, EMBEDDED_ID, EMBEDDED_IDS, POCKET_MODEL_IDS, find_models
 from tts_app.web.ui.common.user_error import UserError
@@ -27,19 +28,21 @@ POCKET_NOTE = "Pocket TTS clones the uploaded clip on a CPU, streaming as it spe
 
 
 def model_choices() -> list[tuple[str, str]]:
-    """(label, id) of every model that can run here, the embedded voice first ($TTS_APP_MODELS ones once loaded)."""
-    return [(c.label, c.id) for c in find_models() if c.available and settled_or_absent(c.id)]
+    """(label, id) of every model the operator loads here, the embedded voice first (each once its load is over)."""
+    served = set(served_ids())
+    return [(c.label, c.id) for c in find_models() if c.available and c.id in served and settled_or_absent(c.id)]
 
 
 # Issue 26 measured the first request for the fast voice: ~7 s longer, ~540 MB more resident memory.
-FAST_NOTE = ("Fast: the embedded voice with bfloat16 arithmetic, same words and voice, about 1.7x the throughput; "
-             "its first request loads it (about 7 s, and about 540 MB more memory).")
+FAST_NOTE = ("Fast: the embedded voice with bfloat16 arithmetic, same words and voice, about 1.7x the throughput "
+             "(a second model in memory, about 540 MB).")
 
 
 def model_help() -> str:
     """One line under the selector: how to get a cloning model when none is here, else what to expect on
     CPU from those that are; what the fast embedded voice is, when it is offered."""
-    choices = find_models()
+    served = set(served_ids())
+    choices = [c for c in find_models() if c.id in served]
     fast = " " + FAST_NOTE if any(c.id == EMBEDDED_FAST_ID for c in choices) else ""
     others = {c.id for c in choices if c.available and c.id not in EMBEDDED_IDS}
     if not others:  # only the embedded voice is here
@@ -79,6 +82,8 @@ def check_model(value: str | None) -> str:
     if fetching is not None:  # named in $TTS_APP_MODELS and not loaded yet, or failed: its one line says which
         raise UserError(fetching.line())
     choice = next((c for c in find_models() if c.id == model_id), None)
+    if choice is not None and choice.available:  # here, but not loaded: no visitor's run loads a model
+        raise UserError(f"{choice.label} is not loaded on this server (the operator loads models at start: {LOAD_ENV}).")
     if choice is not None:
         raise UserError(choice.how_to_get)
     raise UserError(f"Unknown model {model_id[:60]!r}: pick one from the list.")

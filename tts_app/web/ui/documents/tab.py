@@ -133,7 +133,8 @@ def start(text: str, markdown: bool, title: str, voice_mode: str, builtin: str |
     except VoiceChoiceError as exc:
         raise UserError(str(exc)) from exc
     speed_value, seed_value, strength_value = _settings_values(speed, seed, strength)
-    asked = SpeechParams(seed_value, speed_value, voice, voice_text if voice_mode == MODE_UPLOAD else None, strength_value)
+    asked = SpeechParams(seed_value, speed_value, voice, voice_text if voice_mode == MODE_UPLOAD else None, strength_value,
+                         client=visitor_key(request))  # its pieces count in the visitor's engine share
     settings = resolve_page_params(asked)  # now: the job outlives the upload
     try:  # caps checked before the text is parsed, and parsed in turn (documents/parse_gate.py)
         clients = page_client(visitor_key(request))  # the page's visitor, not its (free) session hash

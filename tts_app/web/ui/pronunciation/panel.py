@@ -8,6 +8,7 @@ with the one-line reason; the lexicon format and validation live in tts_app/text
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -18,7 +19,10 @@ from tts_app.backends.params import SpeechParams
 from tts_app.catalog.server_lexicon import lexicon_phonemes
 from tts_app.text import parse_lexicon
 from tts_app.web.ui.common.players import player_buttons
+from tts_app.web.engine_calls import submitted
+from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.ui.common.user_error import UserError
+from tts_app.web.ui.session.active_runs import ActiveRuns
 from tts_app.web.ui.session.owner import owner_of
 from tts_app.web.ui.session.visitor_lexicon import VISITOR_LEXICONS
 
@@ -26,6 +30,8 @@ logger = logging.getLogger(__name__)
 
 HEADERS = ["word", "pronunciation (respelling, or /IPA/)"]
 SAY_IT_TEMPLATE = "Say {word} again."  # a carrier sentence: a word alone is read with list intonation
+MAX_SAY_IT_CHARS = 64  # a lexicon word's longest (tts_app/text/lexicon.py): Say it says one word, not a page
+SAY_IT_TIMEOUT_S = 30.0  # a carrier sentence takes well under a second; past this the visitor has given up
 
 
 def _rows_to_dict(rows: Any) -> dict[str, str]:
@@ -78,24 +84,37 @@ def save_panel(rows: Any, word: str | None, pronunciation: str | None,
     return message, lexicon_rows(request)
 
 
-def say_it(word: str, pronunciation: str) -> tuple[int, np.ndarray]:
-    """Speak one entry in a carrier sentence, before it is saved."""
+async def say_it(word: str, pronunciation: str, request: gr.Request, runs: ActiveRuns) -> tuple[int, np.ndarray]:
+    """Speak one entry in a carrier sentence, before it is saved: a word (at most ``MAX_SAY_IT_CHARS``), as
+    the visitor's engine work (their share, their queue places), cancelled when the event ends or gives up."""
     from tts_app.catalog.shared_engine import get_engine  # start-up: the shared engine loads on first use
+    from tts_app.engine import EngineBusy, RequestCancelled  # start-up: with the shared engine
 
     word = (word or "").strip()
     if not word:
         raise UserError("Type a word to hear it.")
+    if len(word) > MAX_SAY_IT_CHARS:
+        raise UserError(f"Say it plays one word of at most {MAX_SAY_IT_CHARS} characters; this one has {len(word):,}.")
     try:
         lex = parse_lexicon({word: pronunciation}) if (pronunciation or "").strip() else None
-        engine = get_engine()
-        audio = engine.submit(SAY_IT_TEMPLATE.format(word=word), SpeechParams(lexicon=lex)).result(timeout=60)
+        engine = await asyncio.to_thread(get_engine)
+        params = SpeechParams(lexicon=lex, stream=False, client=visitor_key(request))
+        handle = await submitted(lambda: engine.submit(SAY_IT_TEMPLATE.format(word=word), params))
+    except EngineBusy as exc:
+        raise UserError(f"The server is busy: {exc}.") from exc
     except ValueError as exc:  # TextError and bad settings: one line for the user
         raise UserError(str(exc)) from exc
+    with runs.held(owner_of(request) or "anonymous", [handle]):
+        try:
+            audio = await asyncio.wait_for(handle.aresult(), SAY_IT_TIMEOUT_S)
+        except (TimeoutError, RequestCancelled) as exc:
+            raise UserError("Not spoken: the server is busy; try again in a moment.") from exc
     return engine.sample_rate, audio
 
 
-def build_lexicon_panel() -> None:
-    """Components and events of the panel; call inside a gr.Blocks (e.g. in a tab or an accordion)."""
+def build_lexicon_panel(runs: ActiveRuns) -> None:
+    """Components and events of the panel; call inside a gr.Blocks (e.g. in a tab or an accordion). ``runs``:
+    the page's engine work by session (Say it's request is there while it plays out)."""
     gr.Markdown(
         "Words here are read your way in your own runs on this page, until you close it (other visitors and "
         "API callers are not affected). A pronunciation is a respelling (`Nguyen` -> `win`) or IPA between "
@@ -106,12 +125,15 @@ def build_lexicon_panel() -> None:
     with gr.Row():
         word = gr.Textbox(label="Word", scale=2)
         pron = gr.Textbox(label="Pronunciation", scale=3)
-        say = gr.Button("Say it", scale=1)
+        say_button = gr.Button("Say it", scale=1)
     preview = gr.Audio(label="Preview", interactive=False, autoplay=True, buttons=player_buttons())
     with gr.Row():
         save = gr.Button("Save lexicon", variant="primary")
         reload = gr.Button("Reload")
     status = gr.Markdown()
-    say.click(say_it, [word, pron], preview, api_visibility="private")
+    async def say(word_value: str, pron_value: str, request: gr.Request) -> tuple[int, np.ndarray]:
+        return await say_it(word_value, pron_value, request, runs)
+
+    say_button.click(say, [word, pron], preview, api_name="say_it", api_visibility="private")
     save.click(save_panel, [table, word, pron], [status, table], api_visibility="private")
     reload.click(lexicon_rows, None, table, api_visibility="private")

@@ -11,7 +11,8 @@ One ActiveRuns belongs to one page (build_demo makes it): nothing here is shared
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,3 +107,16 @@ class ActiveRuns:
         for handle in live:
             handle.cancel()
         return Cancelled(len(live), len(handles))
+
+    @contextmanager
+    def held(self, session: str, handles: Iterable[Any]) -> Iterator[None]:
+        """``handles`` as a run of ``session`` while the block runs (Stop and the run watchdog reach them), and
+        cancelled when it ends: an event that finished, failed, timed out or was cancelled leaves no engine work."""
+        handles = list(handles)
+        run = self.add(session, handles)
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.cancel()  # a no-op for a finished request
+            self.end(run)

@@ -17,6 +17,7 @@ from tts_app.backends.params import SpeechParams
 from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for, model_loaded
 from tts_app.models.available import EMBEDDED_ID
 from tts_app.catalog.shared_engine import engine_loaded, get_engine
+from tts_app.web.engine_calls import submitted
 from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.ui.common.model_picker import check_model, model_label
 from tts_app.web.ui.common.run_timeline import EMPTY as EMPTY_TIMELINE
@@ -28,7 +29,7 @@ from tts_app.web.ui.session.active_runs import ActiveRuns, Run
 from tts_app.web.ui.session.owner import owner_of
 from tts_app.web.ui.session.visitor_lexicon import lexicon_for
 from tts_app.web.ui.speak.captions_view import EMPTY as EMPTY_CAPTIONS
-from tts_app.web.ui.speak.captions_view import captions_html
+from tts_app.web.ui.speak.captions_view import LiveCaptions, captions_html
 from tts_app.web.live_channel import LIVE_CHANNELS, LiveChannel, LiveChannelsFull
 from tts_app.web.ui.speak.api_view import ApiView
 from tts_app.web.ui.speak.live_player import LIVE_IDLE, expected_gap_s, live_html
@@ -263,7 +264,7 @@ async def _generate(
         yield {outputs.status: entry.outcome}
         return
     ahead = engine.stats()  # before this run joins: the rows its first line's next window may wait for
-    handles = await asyncio.to_thread(_submit_all, engine, lines, params)
+    handles = await submitted(lambda: _submit_all(engine, lines, params))  # cancelled with the event, even mid-submission
     runs.attach(entry, handles)  # cancelled at once if Stop came meanwhile
     stats = engine.stats()
     prebuffer_s = prebuffer_for(float(stats.get("step_time_s") or 0.0), int(stats.get("rows_stepped") or 0), len(lines))
@@ -280,6 +281,7 @@ async def _generate(
     getter: asyncio.Future[Event] | None = None
     files = RunFiles(session)
     run_id = uuid.uuid4().hex[:12]  # the page's caption script restarts its clock for a new run
+    captions = LiveCaptions(run_id)
 
     def metrics_of(index: int) -> dict[str, Any]:
         return handles[index].metrics.as_dict()
@@ -301,7 +303,7 @@ async def _generate(
                 for index in run.feed(made, metrics_of).finished:
                     files.add_line(run, index)
                 summary = run.finish()
-                full_path = files.finish(run, run.made()) if run.has_audio else None  # what was made, kept
+                full_path = files.finish(run) if run.has_audio else None  # what was made, kept
                 entry.outcome = stopped_status(run.finished_count, len(lines))
                 take = _take(form, run, files, voice_label, summary, full_path, stopped=True) if full_path else None
                 yield _final_updates(outputs, run, files, run_id, history, take, entry.outcome, stopped=True)
@@ -319,14 +321,15 @@ async def _generate(
                 raise gr.Error(str(exc)) from exc
             for index in step.finished:
                 files.add_line(run, index)
-            for update in _step_updates(outputs, run, step, files, handles, run_id, channel, gate):
+            run.release(files.wavs)  # a line written and streamed is on disk only: the run holds the lines being made
+            for update in _step_updates(outputs, run, step, files, handles, captions, channel, gate):
                 yield update
 
         if channel is not None:
             for seg in gate.flush():
                 channel.put(seg)
         summary = run.finish()
-        full_path = files.finish(run, run.joined())
+        full_path = files.finish(run)
         take = _take(form, run, files, voice_label, summary, full_path)
         yield _final_updates(outputs, run, files, run_id, history, take, done_status(summary, len(run.lines)))
     finally:
@@ -365,7 +368,7 @@ def _step_updates(
     step: RunStep,
     files: RunFiles,
     handles: Sequence[Any],
-    run_id: str,
+    captions: LiveCaptions,
     channel: LiveChannel | None = None,
     gate: SafeStart | None = None,
 ) -> list[dict[Any, Any]]:
@@ -383,7 +386,9 @@ def _step_updates(
         last.update({outputs.lines: files.line_items(run), outputs.files: files.listing(), outputs.figures: run.figures.table(),
                      outputs.timeline: timeline_html(run.figures)})  # fmt: skip
     if step.new_words or step.finished:
-        last[outputs.captions] = captions_html(run.take_lines(), run_id)
+        html = captions.update(run.take_lines())
+        if html is not None:  # an unchanged box is not sent again
+            last[outputs.captions] = html
     if run.has_audio:
         last[outputs.status] = progress_status(run, handles)
     return updates + ([last] if last else [])

@@ -11,8 +11,8 @@ import numpy as np
 
 from tts_app.captions.subtitles import to_srt, to_vtt
 from tts_app.web.ui.session.files import new_file, unpin_files
-from tts_app.web.ui.speak.run_model import SpeakRun
-from tts_app.audio.wav_io import write_wav
+from tts_app.web.ui.speak.run_model import LINE_PAUSE_S, SpeakRun
+from tts_app.audio.wav_io import GrowingWav, write_wav
 
 
 def write_captions(session: str, stem: str, words: Sequence[Any], pinned: bool = False) -> list[str]:
@@ -47,10 +47,27 @@ class RunFiles:
         self.wavs[index] = str(write_wav(new_file(self.session, stem, ".wav", pinned=True), line.audio(), run.sample_rate))
         self.captions[index] = write_captions(self.session, stem, line.words, pinned=True)
 
-    def finish(self, run: SpeakRun, audio: np.ndarray) -> str:
-        """Write the joined take ``audio`` ([T]: ``run.joined()``, or a stopped run's ``run.made()``) and its
-        captions; returns the take's WAV."""
-        self.full = str(write_wav(new_file(self.session, "all-lines", ".wav", pinned=True), audio, run.sample_rate))
+    def finish(self, run: SpeakRun) -> str:
+        """Write the joined take and its captions; returns the take's WAV. The lines go in order with the stream's
+        pauses between them: a written line from its file (read a block at a time: no line is held whole), a stopped
+        run's unfinished line from what it made, a line with no audio left out (``take_words`` falls where it did)."""
+        take = GrowingWav(new_file(self.session, "all-lines", ".wav", pinned=True), run.sample_rate)
+        pause = np.zeros(int(round(LINE_PAUSE_S * run.sample_rate)), np.float32)
+        try:
+            joined = 0
+            for index, line in enumerate(run.lines):
+                if index not in self.wavs and not line.samples:
+                    continue
+                if joined:
+                    take.write(pause)
+                if index in self.wavs:
+                    take.append_wav(self.wavs[index])
+                else:
+                    take.write(line.audio())
+                joined += 1
+        finally:
+            take.close()
+        self.full = str(take.path)
         self.take_captions = write_captions(self.session, "all-lines", run.take_words(), pinned=True)
         return self.full
 

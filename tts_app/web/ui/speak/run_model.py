@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,6 @@ from tts_app.backends.base import WordTiming
 from tts_app.captions.subtitles import shift
 from tts_app.web.ui.common.run_figures import RunFigures
 from tts_app.web.ui.speak.stream_pacer import PREBUFFER_S, StreamPacer, pass_through
-from tts_app.audio.wav_io import join_with_pauses
 
 LINE_PAUSE_S = 0.3  # silence between lines, in the stream and in the joined file
 
@@ -30,17 +29,18 @@ class LineFailed(RuntimeError):
 
 @dataclass
 class LineState:
-    """One line of the run: its text, the audio so far, how much of it the live stream took."""
+    """One line of the run: its text, the audio it holds, how much of it the live stream took.
+
+    A finished line's audio lives in its WAV file (run_files.py) once the stream has taken it: ``release`` lets
+    the chunks go, so a run of 50 long lines holds the audio of the lines being made, not of all of them.
+    """
 
     text: str
-    chunks: list[np.ndarray] = field(default_factory=list)  # each [T] float32
+    chunks: list[np.ndarray] = field(default_factory=list)  # each [T] float32, until released
     words: list[WordTiming] = field(default_factory=list)  # seconds from the line's first sample
     streamed: int = 0  # chunks already handed to the stream pacer
     done: bool = False
-
-    @property
-    def samples(self) -> int:
-        return sum(c.size for c in self.chunks)
+    samples: int = 0  # the line's length so far, released chunks included
 
     def audio(self) -> np.ndarray:  # [T]
         return np.concatenate(self.chunks) if self.chunks else np.zeros(0, np.float32)
@@ -113,6 +113,7 @@ class SpeakRun:
                 if not item.audio.size:
                     continue
                 line.chunks.append(item.audio)
+                line.samples += item.audio.size
                 if self.figures.time_to_first_audio_s is None:
                     self.figures.time_to_first_audio_s = time.perf_counter() - self.started
                     step.first_audio = True
@@ -153,14 +154,13 @@ class SpeakRun:
         """``take_lines`` as one list."""
         return [w for line in self.take_lines() for w in line]
 
-    def joined(self) -> np.ndarray:
-        """Every line's audio with the pauses the live stream had between them, [T]."""
-        return join_with_pauses([line.audio() for line in self.lines], self.sample_rate, LINE_PAUSE_S)
-
-    def made(self) -> np.ndarray:
-        """What a stopped run made, [T]: its lines in order as far as each got (a line with no audio left out),
-        with the pauses of the joined take; the captions of ``take_words`` fall where they did."""
-        return join_with_pauses([line.audio() for line in self.lines if line.samples], self.sample_rate, LINE_PAUSE_S)
+    def release(self, written: Collection[int]) -> None:
+        """Let go of the audio of every finished line in ``written`` (its WAV is on disk) that the live stream has
+        taken (all of it, when the run does not stream)."""
+        for index in written:
+            line = self.lines[index]
+            if line.done and line.chunks and (self._pacer is None or index < self._next_line):
+                line.chunks, line.streamed = [], 0
 
     def finish(self) -> dict[str, Any]:
         """Close the figures; returns their summary."""
