@@ -39,7 +39,7 @@ from tts_app import settings
 from tts_app.backends.model_voice import ModelVoice
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
 from tts_app.backends.first_audio import FirstAudioCosts, FirstAudioPlan, plan_first_audio
-from tts_app.models.capabilities import POCKET_TTS, pocket_capabilities
+from tts_app.models.capabilities import NO_CLONING, NO_CLONING_FIX, POCKET_TTS, pocket_capabilities
 from tts_app.models.layers import small_gemm
 from tts_app.models.layers.stage_thread import StageThread
 from tts_app.models.layers.lru import LRUCache
@@ -98,7 +98,7 @@ class PocketBackend(Backend):
         if model.device.type == "cpu":  # a decode step's few-row products: the faster library on this CPU
             small_gemm.calibrate(settings.value("TTS_APP_SMALL_GEMM") or "auto")
         # One checkpoint reads one language: the API refuses another (``language``) before queueing.
-        self.capabilities = pocket_capabilities(model.variant.code)
+        self.capabilities = pocket_capabilities(model.variant.code, model.cloning)
         self.sample_rate = model.config.mimi.sample_rate
         self.samples_per_latent = model.config.mimi.samples_per_latent
         self.latents_per_step = latents_per_step
@@ -378,6 +378,8 @@ class PocketBackend(Backend):
         audio = getattr(voice, "reference_audio", None) if voice is not None else None
         if audio is None:
             return self._default_voice()
+        if not self.model.cloning:  # the engine's capability check refuses it first; never another voice for a clip
+            raise TextError(f"this model does not take a voice clip ({NO_CLONING}: {NO_CLONING_FIX})")
         rate = int(getattr(voice, "reference_sample_rate"))
         samples = np.asarray(audio, dtype=np.float32).reshape(-1)
         key = f"{getattr(voice, 'content_hash', '')}:{rate}:{samples.size}" if getattr(voice, "content_hash", "") else str(hash(samples.tobytes()))

@@ -145,6 +145,9 @@ def spoken_without(params: SpeechParams, lines: Sequence[str], engine: Any, mode
     from tts_app.engine.input_processing import without_refused  # the voice package is heavy: first run only
 
     kept, refused = without_refused(params, lines, engine.backend.capabilities)
+    clip = next((r for r in refused if r.param == "voice"), None)
+    if clip is not None:  # a clip is never spoken in another voice: refused, saying why (capabilities.NO_CLONING)
+        raise UserError(f"{model} does not take {clip.asked}.")
     dropped = [r.asked for r in refused if r.param != "input"]  # SSML cannot be dropped: the engine refuses it
     if not dropped:
         return kept, ""
