@@ -127,7 +127,8 @@ def test_a_token_with_access_fetches_and_clones(with_access) -> None:
 def test_the_page_clones_an_uploaded_clip(with_access) -> None:
     http, tmp, _seen = with_access
     _stream, full, files, status, *_rest = _page(http, "Upload or record", CLIP)
-    assert status.startswith("✓"), status
+    assert status.startswith("✓") and status.endswith("· voice: cloned by Pocket TTS"), status
+    assert _models(http)[MODEL]["voice_clip"] == "cloned by Pocket TTS"
     audio, rate = sf.read(full, dtype="float32")
     assert rate == 24000 and audio.size > 0
     _no_token_anywhere(tmp, http, TOKEN)
@@ -154,6 +155,7 @@ def test_a_refused_token_is_one_line_everywhere_and_saved_voices_speak(refused) 
         _page(http, "Upload or record", CLIP)
     assert NO_CLONING in str(page.value) and "\n" not in str(page.value).strip()
     _stream, full, _files, done, *_rest = _page(http, "Model's own voice", None)
-    assert done.startswith("✓"), done
+    assert done.startswith("✓") and done.endswith("· voice: Pocket TTS's own voice"), done
+    assert listed["voice_clip"].startswith(f"refused by Pocket TTS ({NO_CLONING}")
     if token:
         _no_token_anywhere(tmp, http, token)

@@ -39,13 +39,14 @@ import torch
 
 from tts_app import captions as align
 from tts_app import settings
+from tts_app.audio.loudness import LevelKeeper
 from tts_app.backends.model_voice import ModelVoice
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
 from tts_app.backends.first_audio import FirstAudioCosts, FirstAudioPlan, plan_first_audio
 from tts_app.models.capabilities import NO_CLONING, NO_CLONING_FIX, POCKET_TTS, pocket_capabilities
 from tts_app.models.layers import small_gemm
 from tts_app.models.layers.stage_thread import StageThread
-from tts_app.models.layers.lru import LRUCache
+from tts_app.models.layers.visitor_cache import VisitorCache
 from tts_app.models.pocket_tts.generator import PocketGenerator, Row, seeded_noise
 from tts_app.models.pocket_tts.text import max_frames, prepare, split_chunks
 from tts_app.models.pocket_tts.voice import VoiceState, load_voice_file, voice_state
@@ -64,6 +65,12 @@ MAX_CHUNK_TOKENS = 200  # with a 30 s clip's prompt (378 positions) a chunk stil
 # 2 latents 93 / 220-230 ms and 0 / 0.5 %, 3 latents 118-141 / 293-298 ms and none). A lone stream's is now handed
 # out a latent at a time where that keeps up (first_audio.py): 3 latents still, from 69-82 ms, no stall.
 FIRST_LATENTS = 3
+# Every request's audio at one active-speech level, peaks under -1 dBFS (tts_app.audio.loudness); the parity tests
+# with the official code and benchmarks/loudness_lovo.py turn it off to compare the model's own output.
+LEVELLED = True
+# A visitor's clips' voice states kept (the 4 most recent, at most 64 MB), all visitors' at most 256 MB: a 10 s clip's
+# state is about 6 MB at the released size, and computing it again costs its Mimi encode and prompt.
+VOICE_ENTRIES, VOICE_VISITOR_MB, VOICE_TOTAL_MB = 4, 64, 256
 
 
 @dataclass
@@ -86,6 +93,7 @@ class PocketState:
     aligner: Any = None
     audio_s: float = 0.0
     latents_left: int = 0  # what the request's cap leaves for its chunks not yet started
+    level: Optional[LevelKeeper] = None  # its audio at the take's one level (tts_app.audio.loudness)
 
 
 class PocketBackend(Backend):
@@ -112,7 +120,11 @@ class PocketBackend(Backend):
         self.max_latents = max(1, latents) if max_seconds > 0 else 0
         self.generator = PocketGenerator(model, max_batch, max_len)
         self.max_len = max_len
-        self.voices: LRUCache[VoiceState] = LRUCache()
+        # A clip's voice state (about 6 MB for a 10 s clip at the released size), per visitor: bounded, and never
+        # another visitor's (tts_app.models.layers.visitor_cache).
+        self.voices: VisitorCache[VoiceState] = VisitorCache(VoiceState.nbytes, entries=VOICE_ENTRIES,
+                                                             visitor_bytes=VOICE_VISITOR_MB << 20, total_bytes=VOICE_TOTAL_MB << 20)
+        self._own_voice: Optional[VoiceState] = None  # the BOS-only prompt, when the checkpoint has no saved voice
         self.builtin = self._builtin_voices(model.path)
         threads = stage_threads or max(1, torch.get_num_threads() // 2)
         self.lm, self.mimi = StageThread("pocket-flow-lm", threads), StageThread("pocket-mimi", threads)
@@ -158,7 +170,9 @@ class PocketBackend(Backend):
         states = []
         for row in rows:
             chunks = row.parsed if isinstance(row.parsed, list) else self.check_text(row.text)
-            state = PocketState(chunks, self._voice(row.params.voice), int(row.params.seed), latents_left=self.max_latents)
+            state = PocketState(chunks, self._voice(row.params.voice, row.params.client), int(row.params.seed),
+                                latents_left=self.max_latents,
+                                level=LevelKeeper(self.sample_rate) if LEVELLED else None)
             if align.enabled() and self.capabilities.word_timings == "aligned":
                 state.aligner = align.WordAligner(row.text, self.sample_rate)
             states.append(state)
@@ -203,7 +217,7 @@ class PocketBackend(Backend):
         outputs = []
         for s in rows:
             s.done = s.row is None and s.draining is None
-            a = torch.cat(audio[id(s)]).float().cpu().numpy() if id(s) in audio else np.zeros(0, dtype=np.float32)
+            a = _levelled(s, torch.cat(audio[id(s)]).float().cpu().numpy()) if id(s) in audio else np.zeros(0, dtype=np.float32)
             s.audio_s += a.size / self.sample_rate
             words = s.aligner.feed(a, s.done) if s.aligner is not None else ()
             out = StepOutput(a, s.done, words)
@@ -249,7 +263,7 @@ class PocketBackend(Backend):
             if live:
                 t = time.perf_counter()
                 for s, a in zip(live, self.generator.decode([s.row for s in live])):
-                    audio = a.float().cpu().numpy()
+                    audio = _levelled(s, a.float().cpu().numpy())
                     s.audio_s += audio.size / self.sample_rate
                     out = StepOutput(audio, False, s.aligner.feed(audio, False) if s.aligner is not None else ())
                     made.setdefault(id(s), []).append(out)
@@ -377,7 +391,7 @@ class PocketBackend(Backend):
             s.row = row
             s.next_chunk += 1
 
-    def _voice(self, voice: Any) -> VoiceState:
+    def _voice(self, voice: Any, client: Optional[str] = None) -> VoiceState:
         if isinstance(voice, ModelVoice):
             if voice.name not in self.builtin:  # the API checks the name first; a voice file that failed to load
                 raise TextError(f"this model has no saved voice {voice.name[:64]!r}; it has: {', '.join(self.voice_names) or 'none'}")
@@ -390,7 +404,7 @@ class PocketBackend(Backend):
         rate = int(getattr(voice, "reference_sample_rate"))
         samples = np.asarray(audio, dtype=np.float32).reshape(-1)
         key = f"{getattr(voice, 'content_hash', '')}:{rate}:{samples.size}" if getattr(voice, "content_hash", "") else str(hash(samples.tobytes()))
-        return self.voices.get(key, lambda: voice_state(self.model, torch.from_numpy(samples.copy())[None], rate))
+        return self.voices.get(client, key, lambda: voice_state(self.model, torch.from_numpy(samples.copy())[None], rate))
 
     def _default_voice(self) -> VoiceState:
         default = self.model.variant.default_voice  # the official default of the language, when the checkpoint has it
@@ -399,10 +413,11 @@ class PocketBackend(Backend):
         if self.builtin:
             return self.builtin[sorted(self.builtin)[0]]
         # No saved voice: the prompt is the BOS before the voice alone (the model's voice without a clip).
-        return self.voices.get("<bos>", lambda: VoiceState(tuple(
-            (k.contiguous(), v.contiguous()) for k, v in self.model.flow_lm.voice_kv(self.model.flow_lm.voice_prompt(
-                torch.zeros(0, self.model.config.mimi.inner_dim or self.model.config.mimi.latent_dim)))
-        )))
+        if self._own_voice is None:
+            self._own_voice = VoiceState(tuple(
+                (k.contiguous(), v.contiguous()) for k, v in self.model.flow_lm.voice_kv(self.model.flow_lm.voice_prompt(
+                    torch.zeros(0, self.model.config.mimi.inner_dim or self.model.config.mimi.latent_dim)))))
+        return self._own_voice
 
     def _builtin_voices(self, folder: Path) -> dict[str, VoiceState]:
         found = {}
@@ -417,6 +432,10 @@ class PocketBackend(Backend):
         guess = sum(len(c.ids) for c in parsed) / 3.0 if isinstance(parsed, list) else super().audio_estimate_s(parsed)
         # The official estimate is 3 tokens a second; no request outlasts its cap (queue ETAs and prices use this).
         return min(guess, self.max_latents / self.model.config.mimi.frame_rate) if self.max_latents else guess
+
+
+def _levelled(state: PocketState, audio: np.ndarray) -> np.ndarray:
+    return state.level.process(audio) if state.level is not None else audio
 
 
 def _joined(outs: list[StepOutput]) -> StepOutput:

@@ -26,6 +26,7 @@ from tts_app.models.available import (
     unknown_model_message,
 )
 from tts_app.models.pocket_tts.voice_files import saved_voice_files
+from tts_app.catalog.clone_route import clip_route
 from tts_app.catalog.fetch_jobs import FetchStatus, job, jobs
 from tts_app.catalog.shared_engine import create_lowered, engine_loaded, get_engine
 
@@ -194,6 +195,7 @@ def _model_row(model_id: str, engine: "Engine | None") -> dict[str, Any]:
     elif model_id == EMBEDDED_ID and engine is None:
         row["status"] = "loading"
     voices = model_voice_names(model_id)  # what OpenAI's route may name besides the library's voices
+    row["voice_clip"] = clip_route(model_id)  # what a clip given to it becomes, in the page's words
     return row | ({"capabilities": capabilities.as_json()} if capabilities is not None else {}) | ({"voices": voices} if voices else {})
 
 

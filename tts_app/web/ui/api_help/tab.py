@@ -7,6 +7,7 @@ from typing import Any
 
 import gradio as gr
 
+from tts_app.catalog.clone_route import FILTER, voice_panel_line
 from tts_app.models.available import EMBEDDED_ID as MODEL_ID
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 
@@ -46,6 +47,9 @@ both batch together). The body streams as audio is produced.
 | `speed` | {SPEED_MIN:g} to {SPEED_MAX:g}; the length scales as 1/speed |
 | `instructions` | accepted and ignored (this model takes no style prompt) |
 | `seed`, `voice_strength`, `stream` | extensions: sampling seed, voice-matching strength 0 to 1, `false` for a complete file whose header states its length |
+
+**A clip's route:** given to `{MODEL_ID}`, a voice is the {FILTER} (not a clone); a cloning model clones it
+(`GET /v1/models` says each model's `voice_clip`). {voice_panel_line()}
 
 ```bash
 curl -s {origin}/v1/audio/speech -H 'Content-Type: application/json' \\

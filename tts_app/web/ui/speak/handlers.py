@@ -18,6 +18,7 @@ from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_fo
 from tts_app.models.available import EMBEDDED_ID
 from tts_app.catalog.shared_engine import engine_loaded, get_engine
 from tts_app.web.guards.client_identity import visitor_key
+from tts_app.catalog.clone_route import spoken_by
 from tts_app.web.ui.common.model_picker import check_model, model_label
 from tts_app.web.ui.common.text_lines import TextLimitError, parse_lines
 from tts_app.web.ui.common.user_error import UserError
@@ -211,13 +212,13 @@ def _progress_status(run: SpeakRun, handles: Sequence[Any]) -> str:
     return f"**{doing}** {run.finished_count} of {len(run.lines)} lines done{queued}"
 
 
-def _done_status(summary: dict[str, Any], count: int) -> str:
+def _done_status(summary: dict[str, Any], count: int, route: str = "") -> str:
     model = f" with {summary['model']}" if summary.get("model") else ""
     return (
         f"✓ **Done{model}:** {count} line{'s' if count != 1 else ''}, "
         f"{summary['audio_s']:.1f} s of audio in {summary['total_s']:.1f} s "
         f"(first audio {summary['time_to_first_audio_s'] or 0:.2f} s, RTF {summary['rtf'] or 0:.2f}, "
-        f"max batch {summary['max_batch']})"
+        f"max batch {summary['max_batch']})" + (f" · voice: {route}" if route else "")
     )
 
 
@@ -328,7 +329,7 @@ async def _generate(
         if channel is not None:
             for seg in gate.flush():
                 channel.put(seg)
-        summary = run.finish()
+        summary = run.finish() | {"voice_route": spoken_by(model_id, voice is not None)}  # which route spoke it
         full_path = files.finish(run)
         take = Take(
             kind="speak",
@@ -348,7 +349,7 @@ async def _generate(
             outputs.captions: captions_html(run.take_lines(), run_id),
             outputs.figures: run.figures.table(),
             outputs.history: add_take(history, take),
-            outputs.status: _done_status(summary, len(run.lines)),
+            outputs.status: _done_status(summary, len(run.lines), summary["voice_route"]),
         }
     finally:
         if channel is not None:
