@@ -178,8 +178,10 @@ SETTINGS: tuple[Setting, ...] = (
          "restart's idle memory by 73 MB; kernels are cached on disk anyway)", low=0),
     # Optional GPU models
     Setting("TTS_APP_MODELS", "list", (), "checkpoints to download from the Hugging Face hub at start, into its cache "
-            "(e.g. `qwen3-0.6b,chatterbox`; the names of `python -m tts_app fetch`): the embedded voice serves meanwhile, "
-            "a failure is one line on the page; HF_ENDPOINT, HF_HOME and HF_TOKEN apply", GPU_MODELS, shown_default="none"),
+            "(e.g. `pocket-tts` to clone on a CPU, `qwen3-0.6b,chatterbox`; the names of `python -m tts_app fetch`): the "
+            "embedded voice serves meanwhile, a failure is one line on the page; HF_ENDPOINT, HF_HOME and HF_TOKEN apply "
+            "(Pocket TTS's cloning weights are gated: without a token of an account that accepted their terms, its saved "
+            "voices only)", GPU_MODELS, shown_default="none"),
     Setting("TTS_APP_LOAD_MODELS", "list", (), "more models loaded at start (ids of `/v1/models`, e.g. "
             "`piper-joe-medium-fast` or a checkpoint found in the Hugging Face cache); the embedded voice, the checkpoints "
             "given by path and those of TTS_APP_MODELS always load. A request naming a model not loaded is a 400 "

@@ -169,7 +169,8 @@ def test_the_fast_embedded_voice_through_http(artifacts_dir) -> None:
         assert abs(len(fast.content) - len(exact.content)) <= 0.02 * len(exact.content)  # same durations: the text stage stays float32
         exact_entry, fast_entry = http.get("/v1/models").json()["data"][:2]
         capabilities = fast_entry.pop("capabilities")
-        assert fast_entry == {"id": EMBEDDED_FAST_ID, "object": "model", "owned_by": "tts_app", "loaded": True, "status": "ready"}
+        assert fast_entry == {"id": EMBEDDED_FAST_ID, "object": "model", "owned_by": "tts_app", "loaded": True, "status": "ready",
+                              "voice_clip": "embedded voice, matched by a filter"}
         assert exact_entry["id"] == "piper-joe-medium" and capabilities == exact_entry["capabilities"]  # the same voice
 
 

@@ -31,6 +31,11 @@ def test_the_first_screen_is_set_up_the_page_and_the_api() -> None:
         assert internal not in first, internal
 
 
+def test_the_first_screen_says_it_clones_on_a_cpu_with_one_setting() -> None:
+    first = _first_screen()
+    assert "TTS_APP_MODELS=pocket-tts" in first and "clones" in first and "CPU" in first and "HF_TOKEN" in first
+
+
 def test_the_optional_files_are_explained() -> None:
     first = _first_screen()
     dev = first[first.index("requirements-dev.txt") :][:400]

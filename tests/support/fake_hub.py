@@ -6,7 +6,10 @@ Routes (what huggingface_hub 2.x calls): ``GET /api/models/{repo}[/revision/{rev
 /{repo}/resolve/{rev}/{path}`` (X-Repo-Commit, ETag / X-Linked-Etag, Content-Length / X-Linked-Size, Range).
 An unknown repository is the hub's 404 with ``X-Error-Code: RepoNotFound``. ``cut_once`` names files whose first
 GET sends half the body, then drops the connection; ``corrupt`` names files served with their bytes changed;
-``stall`` holds a file's second half until its event is set (a download caught in the middle).
+``stall`` holds a file's second half until its event is set (a download caught in the middle). ``refuse`` answers a
+repository's file downloads as a gated or private one does (status and ``X-Error-Code``: 401 GatedRepo for no token,
+403 GatedRepo for a token whose account has not accepted the terms, a bare 403, 404 RepoNotFound), except to a
+request whose bearer token is in ``tokens`` (an account with access); its listing and info stay public, as the hub's do.
 """
 
 from __future__ import annotations
@@ -64,6 +67,8 @@ class FakeHub:
     cut_once: set[str] = field(default_factory=set)
     corrupt: set[str] = field(default_factory=set)
     stall: dict[str, threading.Event] = field(default_factory=dict)  # file -> sent half, then the rest once set
+    refuse: dict[str, tuple[int, str]] = field(default_factory=dict)  # repo -> (status, X-Error-Code or "")
+    tokens: set[str] = field(default_factory=set)  # bearer tokens with access to the refused repositories
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, Range header)
     files: dict[str, dict[str, HubFile]] = field(default_factory=dict)
 
@@ -127,6 +132,12 @@ class FakeHub:
         self._send(h, 404, {"X-Error-Code": code, "X-Error-Message": "not found", "Content-Type": "application/json",
                             "Content-Length": str(len(data))}, data)
 
+    def _refused(self, h: BaseHTTPRequestHandler, status: int, code: str) -> None:
+        data = b'{"error": "Access to this model is restricted."}'
+        headers = {"X-Error-Message": "Access to this model is restricted.", "Content-Type": "application/json",
+                   "Content-Length": str(len(data))}
+        self._send(h, status, headers | ({"X-Error-Code": code} if code else {}), data)
+
     def _serve(self, h: BaseHTTPRequestHandler, body: bool) -> None:
         path = unquote(urlsplit(h.path).path)
         self.requests.append((h.command, path, h.headers.get("Range", "")))
@@ -140,6 +151,10 @@ class FakeHub:
             return self._json(h, {"id": repo, "modelId": repo, "sha": COMMIT, "private": False, "siblings": siblings}, body)
         if api:
             return self._json(h, [f.tree_entry() for f in files.values()], body)
+        token = h.headers.get("Authorization", "").removeprefix("Bearer ")
+        if repo in self.refuse and token not in self.tokens:
+            status, code = self.refuse[repo]
+            return self._refused(h, status, code)
         name = resolve.group(3)
         if name not in files:
             return self._not_found(h, "EntryNotFound")

@@ -8,6 +8,7 @@ and, with ``voices=True``, a saved voice state (and one per name of ``more_voice
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import torch
@@ -109,3 +110,48 @@ def _save_voice(flow: FlowLM, path: Path, length: int, seed: int) -> None:
         out[f"{name}/offset"] = torch.tensor([k.shape[1]])
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file(out, str(path))
+
+
+ENGLISH_VOICE_NAMES = ("marius", "javert", "jean", "fantine", "cosette")  # beside alba: the voices the fetch takes
+
+
+def write_released_repos(root: Path, seed: int = 0) -> dict[str, Path]:
+    """The two hub repositories of the English release, tiny: ``kyutai/pocket-tts`` (the voice-cloning weights) and
+    ``kyutai/pocket-tts-without-voice-cloning`` (the same weights less the speaker projection and Mimi's encoder, the
+    tokenizer, the saved voices), in the folders ``languages/english/...`` that ``fetch pocket-tts`` asks for.
+    Returns repo -> folder, for ``FakeHub``."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from tts_app.models.pocket_tts.weights import CLONING_ONLY
+
+    ckpt = write_tiny_checkpoint(root / "ckpt", seed=seed, more_voices=ENGLISH_VOICE_NAMES)
+    cloning, plain = root / "pocket-tts" / "languages" / "english", root / "no-cloning" / "languages" / "english"
+    cloning.mkdir(parents=True)
+    (plain / "embeddings").mkdir(parents=True)
+    shutil.copy(ckpt / "model.safetensors", cloning / "model.safetensors")
+    state = load_file(str(ckpt / "model.safetensors"))
+    kept = {k: v for k, v in state.items() if not k.split(".", 1)[1].startswith(CLONING_ONLY)}
+    save_file(kept, str(plain / "model.safetensors"))
+    shutil.copy(ckpt / "tokenizer.json", plain / "tokenizer.json")
+    for voice in ckpt.glob("voices/*.safetensors"):
+        shutil.copy(voice, plain / "embeddings" / voice.name)
+    return {"kyutai/pocket-tts": root / "pocket-tts", "kyutai/pocket-tts-without-voice-cloning": root / "no-cloning"}
+
+
+def released_widths(repos: dict[str, Path]) -> dict:
+    """The tiny config the released repositories' weights were made with: what the fetch must write for them (it
+    writes the official English config, whose widths are the real model's) in place of ``POCKET_ENGLISH_CONFIG``."""
+    root = repos["kyutai/pocket-tts"].parent
+    return yaml.safe_load((root / "ckpt" / "config.yaml").read_text())
+
+
+def widths_hook(folder: Path, widths: dict) -> Path:
+    """A ``sitecustomize.py`` in ``folder`` (put it on a server's PYTHONPATH) that makes the fetch write ``widths``
+    in place of the official English config: the one difference between the tiny release and the real one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(
+        "import json\nimport tts_app.models.pocket_tts.fetch as fetch\n"
+        f"fetch.POCKET_ENGLISH_CONFIG = json.loads({json.dumps(json.dumps(widths))})\n")
+    return folder

@@ -1,5 +1,5 @@
-"""The GPU Space recipe's files (spaces/gpu/): its README header, the pins of its requirements and the
-``TTS_APP_MODELS`` it tells the Space to set, read for tests/repo/test_space_recipe.py and the HTTP test that starts
+"""The Space recipes' files (spaces/gpu/, spaces/cpu/): each README header, the pins of its requirements and the
+``TTS_APP_MODELS`` it tells the Space to set, read for tests/repo/test_space_recipe.py and the HTTP tests that start
 the app with them."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from packaging.utils import canonicalize_name
 from tests.support.paths import REPO
 
 RECIPE = REPO / "spaces" / "gpu"
+CPU_RECIPE = REPO / "spaces" / "cpu"
 
 
 def header(readme: Path) -> dict:
@@ -35,7 +36,12 @@ def pins(path: Path) -> dict[str, str]:
     return found
 
 
-def recipe_models() -> list[str]:
-    found = re.findall(r"`TTS_APP_MODELS=([^`]+)`", (RECIPE / "README.md").read_text(encoding="utf-8"))
-    assert found, "spaces/gpu/README.md does not say which TTS_APP_MODELS to set"
+def index_options(path: Path) -> list[str]:
+    """The option lines of a requirements file (``--extra-index-url URL``...)."""
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip().startswith("-")]
+
+
+def recipe_models(recipe: Path = RECIPE) -> list[str]:
+    found = re.findall(r"`TTS_APP_MODELS=([^`]+)`", (recipe / "README.md").read_text(encoding="utf-8"))
+    assert found, f"{recipe}/README.md does not say which TTS_APP_MODELS to set"
     return found[0].split(",")

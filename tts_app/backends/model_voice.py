@@ -9,3 +9,4 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class ModelVoice:
     name: str  # a name the model lists (its backend's ``voice_names``); checked against that list before use
+    saved_voice = True  # not a clip: a model without cloning speaks it (capabilities.voice_clips)

@@ -17,6 +17,7 @@ from tts_app.text.cost import check_audio_length, max_pause_s
 from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, StepOutput
 from tts_app.models.capabilities import PIPER
 from tts_app.backends.word_clock import WordClock
+from tts_app.audio.loudness import LevelKeeper
 
 if TYPE_CHECKING:
     from tts_app.backends.params import SpeechParams
@@ -63,6 +64,10 @@ class ParsedText:
     sources: tuple[tuple[int, int, str] | None, ...] = ()  # per word: (text_start, text_end, written), None: not in the text
 
 
+# benchmarks/loudness_lovo.py turns the level keeper off to measure what it is given.
+LEVELLED = True
+
+
 @dataclass
 class PiperRow:
     """One request's decoding state; lives on the engine's request, not on the backend."""
@@ -71,6 +76,7 @@ class PiperRow:
     speed: float  # the request's; SSML <prosody rate> multiplies it per chunk
     rng: np.random.Generator
     streamer: Any = None  # voice adapter for this request (tts_app.voice), or None
+    level: Any = None  # the matched route's LevelKeeper (tts_app.audio.loudness): its lines at one level
     next_chunk: int = 0  # index of the next chunk whose text stage has not run
     z_p_CxT: np.ndarray | None = None  # prior of the chunk being decoded [192, T], until all of it is flowed
     z_CxT: np.ndarray | None = None  # latents of that chunk flowed so far [192, T' <= T]
@@ -149,7 +155,10 @@ class PiperBackend(Backend):
                 if parsed.word_spans
                 else None
             )
-            states.append(PiperRow(parsed, p.speed, np.random.default_rng(p.seed), streamer, clock=clock))
+            # The matched route's lines at one level (their filter moved it by up to 7.7 dB); the model's own voice
+            # stays stock Piper's, sample for sample.
+            level = LevelKeeper(self.sample_rate) if streamer is not None and LEVELLED else None
+            states.append(PiperRow(parsed, p.speed, np.random.default_rng(p.seed), streamer, clock=clock, level=level))
         # The text stage up to the flow, in one batch for every newcomer (the encoder costs half as much
         # per row at 8 rows as alone); each row's flow for its first window runs in its first step (_decode).
         self._run_text_stage(states)
@@ -344,6 +353,8 @@ class PiperBackend(Backend):
             audio = state.streamer.process(audio)
             if done:
                 audio = np.concatenate([audio, state.streamer.flush()]).astype(np.float32, copy=False)
+        if state.level is not None:
+            audio = state.level.process(audio)
         state.sent_samples += audio.size
         words = state.clock.release(state.sent_samples, done) if state.clock is not None else ()
         return StepOutput(audio, done, words)

@@ -14,7 +14,10 @@ and the window after it there: its first audio is decoded and handed out at once
 made or in one piece, as the engine's plan says (tts_app/engine/first_audio.py), the
 window after it is decoded in the step and handed out at its end (else the first audio ran dry before the pipeline
 handed out more), and the latents the flow LM makes beside that decode are the next step's audio. The audio is the
-same as made one stage after the other: each row's noise is its own and the windows are the same. The voice state of a clip is computed once and cached by the clip's
+same as made one stage after the other: each row's noise is its own and the windows are the same. The first audio's
+latents are decoded one at a time whatever the plan (the plan, made from timings, says only when they go out), so
+the machine's load never changes a request's bits; batch mates and the GEMM route change only the rounding (within
+1e-5: tests/unit/pocket_tts/test_pocket_tts_same_seed.py says why). The voice state of a clip is computed once and cached by the clip's
 content hash; a checkpoint's saved voices (``voices/`` or ``embeddings/*.safetensors``) are its
 built-in ones. A request's latents over all its chunks are capped by ``max_seconds`` (the server's
 $TTS_APP_MAX_SECONDS): a model whose end of speech never comes stops there, as Qwen3-TTS's max_new_tokens does.
@@ -36,12 +39,13 @@ import torch
 
 from tts_app import captions as align
 from tts_app import settings
+from tts_app.audio.loudness import LevelKeeper
 from tts_app.backends.model_voice import ModelVoice
 from tts_app.backends.base import Backend, FirstAudioPlan, RowEmitter, RowInput, StepEstimate, StepOutput
-from tts_app.models.capabilities import POCKET_TTS, pocket_capabilities
+from tts_app.models.capabilities import NO_CLONING, NO_CLONING_FIX, POCKET_TTS, pocket_capabilities
 from tts_app.models.layers import small_gemm
 from tts_app.models.layers.stage_thread import StageThread
-from tts_app.models.layers.lru import LRUCache
+from tts_app.models.layers.visitor_cache import VisitorCache
 from tts_app.models.pocket_tts.generator import PocketGenerator, Row, seeded_noise
 from tts_app.models.pocket_tts.text import max_frames, prepare, split_chunks
 from tts_app.models.pocket_tts.voice import VoiceState, load_voice_file, voice_state
@@ -60,6 +64,12 @@ MAX_CHUNK_TOKENS = 200  # with a 30 s clip's prompt (378 positions) a chunk stil
 # 2 latents 93 / 220-230 ms and 0 / 0.5 %, 3 latents 118-141 / 293-298 ms and none). A lone stream's is now handed
 # out a latent at a time where that keeps up (first_audio.py): 3 latents still, from 69-82 ms, no stall.
 FIRST_LATENTS = 3
+# Every request's audio at one active-speech level, peaks under -1 dBFS (tts_app.audio.loudness); the parity tests
+# with the official code and benchmarks/loudness_lovo.py turn it off to compare the model's own output.
+LEVELLED = True
+# A visitor's clips' voice states kept (the 4 most recent, at most 64 MB), all visitors' at most 256 MB: a 10 s clip's
+# state is about 6 MB at the released size, and computing it again costs its Mimi encode and prompt.
+VOICE_ENTRIES, VOICE_VISITOR_MB, VOICE_TOTAL_MB = 4, 64, 256
 
 
 @dataclass
@@ -82,6 +92,7 @@ class PocketState:
     aligner: Any = None
     audio_s: float = 0.0
     latents_left: int = 0  # what the request's cap leaves for its chunks not yet started
+    level: Optional[LevelKeeper] = None  # its audio at the take's one level (tts_app.audio.loudness)
 
 
 class PocketBackend(Backend):
@@ -97,7 +108,7 @@ class PocketBackend(Backend):
         if model.device.type == "cpu":  # a decode step's few-row products: the faster library on this CPU
             small_gemm.calibrate(settings.value("TTS_APP_SMALL_GEMM") or "auto")
         # One checkpoint reads one language: the API refuses another (``language``) before queueing.
-        self.capabilities = pocket_capabilities(model.variant.code)
+        self.capabilities = pocket_capabilities(model.variant.code, model.cloning)
         self.sample_rate = model.config.mimi.sample_rate
         self.samples_per_latent = model.config.mimi.samples_per_latent
         self.latents_per_step = latents_per_step
@@ -108,7 +119,11 @@ class PocketBackend(Backend):
         self.max_latents = max(1, latents) if max_seconds > 0 else 0
         self.generator = PocketGenerator(model, max_batch, max_len)
         self.max_len = max_len
-        self.voices: LRUCache[VoiceState] = LRUCache()
+        # A clip's voice state (about 6 MB for a 10 s clip at the released size), per visitor: bounded, and never
+        # another visitor's (tts_app.models.layers.visitor_cache).
+        self.voices: VisitorCache[VoiceState] = VisitorCache(VoiceState.nbytes, entries=VOICE_ENTRIES,
+                                                             visitor_bytes=VOICE_VISITOR_MB << 20, total_bytes=VOICE_TOTAL_MB << 20)
+        self._own_voice: Optional[VoiceState] = None  # the BOS-only prompt, when the checkpoint has no saved voice
         self.builtin = self._builtin_voices(model.path)
         threads = stage_threads or max(1, torch.get_num_threads() // 2)
         self.lm, self.mimi = StageThread("pocket-flow-lm", threads), StageThread("pocket-mimi", threads)
@@ -156,7 +171,9 @@ class PocketBackend(Backend):
         states = []
         for row in rows:
             chunks = row.parsed if isinstance(row.parsed, list) else self.check_text(row.text)
-            state = PocketState(chunks, self._voice(row.params.voice), int(row.params.seed), latents_left=self.max_latents)
+            state = PocketState(chunks, self._voice(row.params.voice, row.params.client), int(row.params.seed),
+                                latents_left=self.max_latents,
+                                level=LevelKeeper(self.sample_rate) if LEVELLED else None)
             if align.enabled() and self.capabilities.word_timings == "aligned":
                 state.aligner = align.WordAligner(row.text, self.sample_rate)
             states.append(state)
@@ -203,7 +220,7 @@ class PocketBackend(Backend):
         outputs = []
         for s in rows:
             s.done = s.row is None and s.draining is None
-            a = torch.cat(audio[id(s)]).float().cpu().numpy() if id(s) in audio else np.zeros(0, dtype=np.float32)
+            a = _levelled(s, torch.cat(audio[id(s)]).float().cpu().numpy()) if id(s) in audio else np.zeros(0, dtype=np.float32)
             s.audio_s += a.size / self.sample_rate
             words = s.aligner.feed(a, s.done) if s.aligner is not None else ()
             out = StepOutput(a, s.done, words)
@@ -233,27 +250,31 @@ class PocketBackend(Backend):
         made: dict[int, list[StepOutput]] = {}
         held: dict[int, list[StepOutput]] = {}
         last = self.first_latents - 1
+        decoding_s = 0.0
         for n in range(self.first_latents):
             if n:
                 t = plan.clock()
                 self._make([s.row for s in starting], 1)
                 plan.flow_s = plan.clock() - t
-            if not plan.each and n < last:
-                continue
+            # Every latent is decoded as it is made, whatever the plan: the plan (made from timings, so from the
+            # machine's load) says only when the audio goes out. Mimi's streaming decode of the same latents in
+            # windows cut otherwise gives other float sums (about 1e-7), which 16-bit samples turn into other bits:
+            # two requests of one seed differed so under load.
             live = [s for s in starting if not s.row.done]  # a row that ended leaves its last latents to the pipeline
             if live:
                 t = plan.clock()
                 for s, a in zip(live, self.generator.decode([s.row for s in live])):
-                    audio = a.float().cpu().numpy()
+                    audio = _levelled(s, a.float().cpu().numpy())
                     s.audio_s += audio.size / self.sample_rate
                     out = StepOutput(audio, False, s.aligner.feed(audio, False) if s.aligner is not None else ())
                     made.setdefault(id(s), []).append(out)
                     held.setdefault(id(s), []).append(out)
                 took = plan.clock() - t
+                decoding_s += took
                 if plan.each:
                     plan.decode_one_s = took
-                else:
-                    plan.decode_all_s = took
+                elif n == last:
+                    plan.decode_all_s = decoding_s  # the whole first audio's decode, as the plan prices it
             if held and (not live or plan.hands_out(n, last)):
                 if emit is not None:
                     for s in starting:
@@ -371,7 +392,7 @@ class PocketBackend(Backend):
             s.row = row
             s.next_chunk += 1
 
-    def _voice(self, voice: Any) -> VoiceState:
+    def _voice(self, voice: Any, client: Optional[str] = None) -> VoiceState:
         if isinstance(voice, ModelVoice):
             if voice.name not in self.builtin:  # the API checks the name first; a voice file that failed to load
                 raise TextError(f"this model has no saved voice {voice.name[:64]!r}; it has: {', '.join(self.voice_names) or 'none'}")
@@ -379,10 +400,12 @@ class PocketBackend(Backend):
         audio = getattr(voice, "reference_audio", None) if voice is not None else None
         if audio is None:
             return self._default_voice()
+        if not self.model.cloning:  # the engine's capability check refuses it first; never another voice for a clip
+            raise TextError(f"this model does not take a voice clip ({NO_CLONING}: {NO_CLONING_FIX})")
         rate = int(getattr(voice, "reference_sample_rate"))
         samples = np.asarray(audio, dtype=np.float32).reshape(-1)
         key = f"{getattr(voice, 'content_hash', '')}:{rate}:{samples.size}" if getattr(voice, "content_hash", "") else str(hash(samples.tobytes()))
-        return self.voices.get(key, lambda: voice_state(self.model, torch.from_numpy(samples.copy())[None], rate))
+        return self.voices.get(client, key, lambda: voice_state(self.model, torch.from_numpy(samples.copy())[None], rate))
 
     def _default_voice(self) -> VoiceState:
         default = self.model.variant.default_voice  # the official default of the language, when the checkpoint has it
@@ -391,10 +414,11 @@ class PocketBackend(Backend):
         if self.builtin:
             return self.builtin[sorted(self.builtin)[0]]
         # No saved voice: the prompt is the BOS before the voice alone (the model's voice without a clip).
-        return self.voices.get("<bos>", lambda: VoiceState(tuple(
-            (k.contiguous(), v.contiguous()) for k, v in self.model.flow_lm.voice_kv(self.model.flow_lm.voice_prompt(
-                torch.zeros(0, self.model.config.mimi.inner_dim or self.model.config.mimi.latent_dim)))
-        )))
+        if self._own_voice is None:
+            self._own_voice = VoiceState(tuple(
+                (k.contiguous(), v.contiguous()) for k, v in self.model.flow_lm.voice_kv(self.model.flow_lm.voice_prompt(
+                    torch.zeros(0, self.model.config.mimi.inner_dim or self.model.config.mimi.latent_dim)))))
+        return self._own_voice
 
     def _builtin_voices(self, folder: Path) -> dict[str, VoiceState]:
         found = {}
@@ -409,6 +433,10 @@ class PocketBackend(Backend):
         guess = sum(len(c.ids) for c in parsed) / 3.0 if isinstance(parsed, list) else super().audio_estimate_s(parsed)
         # The official estimate is 3 tokens a second; no request outlasts its cap (queue ETAs and prices use this).
         return min(guess, self.max_latents / self.model.config.mimi.frame_rate) if self.max_latents else guess
+
+
+def _levelled(state: PocketState, audio: np.ndarray) -> np.ndarray:
+    return state.level.process(audio) if state.level is not None else audio
 
 
 def _joined(outs: list[StepOutput]) -> StepOutput:

@@ -14,6 +14,7 @@ import logging
 import math
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +28,11 @@ from tts_app.models.available import (
     fast_variant_offered,
     find_models,
     given_models,
+    pocket_clones,
     unknown_model_message,
 )
 from tts_app.models.pocket_tts.voice_files import saved_voice_files
+from tts_app.catalog.clone_route import clip_route
 from tts_app.catalog.fetch_jobs import FetchStatus, job, jobs, requested_models
 from tts_app.catalog.shared_engine import create_lowered, engine_loaded, get_engine
 
@@ -229,6 +232,9 @@ def _model_row(model_id: str, engine: "Engine | None") -> dict[str, Any]:
     """One entry; a loaded model's capabilities are its checkpoint's (a Qwen3-TTS fine-tune may read
     fewer languages than the model declares before it is loaded)."""
     capabilities = engine.backend.capabilities if engine is not None else capabilities_of(model_id)
+    path = next((c.path for c in find_models() if c.id == model_id), None) if model_id in POCKET_MODEL_IDS else None
+    if engine is None and capabilities is not None and path is not None and not pocket_clones(path):
+        capabilities = replace(capabilities, voice_clips=False)  # the no-cloning release: saved voices only
     row = {"id": model_id, "object": "model", "owned_by": "tts_app", "loaded": engine is not None, "status": "ready"}
     fetching = job(model_id)
     if fetching is not None:  # named in $TTS_APP_MODELS: loading, ready or unavailable (and why)
@@ -236,6 +242,7 @@ def _model_row(model_id: str, engine: "Engine | None") -> dict[str, Any]:
     elif model_id == EMBEDDED_ID and engine is None:
         row["status"] = "loading"
     voices = model_voice_names(model_id)  # what OpenAI's route may name besides the library's voices
+    row["voice_clip"] = clip_route(model_id)  # what a clip given to it becomes, in the page's words
     return row | ({"capabilities": capabilities.as_json()} if capabilities is not None else {}) | ({"voices": voices} if voices else {})
 
 

@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from tts_app import settings
 from tts_app.models.available import FETCHABLE
+from tts_app.models.capabilities import NO_CLONING
 from tts_app.models.hub_fetch import Plan
 
 MODELS_ENV = "TTS_APP_MODELS"
@@ -31,6 +32,8 @@ class FetchJob:
     stage: str = "waiting"
     reason: str = ""
     plan: Optional[Plan] = field(default=None, repr=False)
+    # Ready, but short of what was asked (Pocket TTS's no-cloning release after the hub refused the gated one): why.
+    short: str = ""
 
     def progress(self) -> tuple[int, int]:
         """(bytes on disk, bytes in all) of the download; (0, 0) before the hub has listed the files."""
@@ -40,6 +43,8 @@ class FetchJob:
 
     def line(self) -> str:
         """One line for the page and the log."""
+        if self.status is FetchStatus.READY and self.short:
+            return f"{self.model_id} is ready with {NO_CLONING}: {self.short}."
         if self.status is FetchStatus.READY:
             return f"{self.model_id} is ready."
         if self.status is FetchStatus.UNAVAILABLE:
@@ -56,6 +61,8 @@ class FetchJob:
         row: dict[str, Any] = {"status": self.status.value}
         if self.status is FetchStatus.UNAVAILABLE:
             row["reason"] = self.reason
+        if self.status is FetchStatus.READY and self.short:
+            row["reason"] = self.line()
         if self.status is FetchStatus.LOADING:
             done, total = self.progress()
             row |= {"stage": self.stage, "downloaded_bytes": done, "total_bytes": total}

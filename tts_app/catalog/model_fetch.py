@@ -11,7 +11,7 @@ from typing import Optional
 
 from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, load_model, served_ids
 from tts_app.catalog.fetch_jobs import FetchJob, FetchStatus, add_job, requested_models
-from tts_app.models.available import EMBEDDED_ID
+from tts_app.models.available import EMBEDDED_ID, POCKET_MODEL_IDS
 from tts_app.models.hub_fetch import FetchError, Plan, fetch
 
 logger = logging.getLogger(__name__)
@@ -24,7 +24,13 @@ def _fetch_and_load(job: FetchJob) -> None:
     try:
         if job.stage != "loading":  # a model of $TTS_APP_MODELS: downloaded first
             job.stage = "downloading"
-            folder = fetch(job.model_id, on_plan=planned)
+            if job.model_id in POCKET_MODEL_IDS:
+                from tts_app.models.pocket_tts.fetch import fetch_pocket  # yaml and the Pocket TTS config: only when named
+
+                fetched = fetch_pocket(model_id=job.model_id, on_plan=planned)
+                folder, job.short = fetched.folder, fetched.refused
+            else:
+                folder = fetch(job.model_id, on_plan=planned)
             logger.info("%s downloaded to %s; loading it", job.model_id, folder)
             job.stage = "loading"
         load_model(job.model_id)  # in memory before /readyz says ready: the first request does not wait for it
@@ -33,7 +39,7 @@ def _fetch_and_load(job: FetchJob) -> None:
         logger.warning("%s", job.line())
         return
     job.status = FetchStatus.READY
-    logger.info("%s", job.line())
+    (logger.warning if job.short else logger.info)("%s", job.line())
 
 
 def _run(jobs: list[FetchJob]) -> None:

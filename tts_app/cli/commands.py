@@ -14,7 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from tts_app.cli.library import LibraryError, add_library_commands, run_lexicon, run_voice
-from tts_app.models.available import FETCHABLE, POCKET_ID, POCKET_MODEL_IDS
+from tts_app.models.available import HUB_CHECKPOINTS, POCKET_ID, POCKET_MODEL_IDS
 from tts_app.text import TextError, load_lexicon
 
 _LOGGER = logging.getLogger("tts_app")
@@ -41,9 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--lexicon", help="JSON pronunciation lexicon: {\"word\": \"respelling\" or \"/ipa/\"}")
     s.add_argument("-v", "--verbose", action="store_true", help="log engine progress to stderr")
     f = sub.add_parser("fetch", help="download a model's checkpoint from the Hugging Face hub (opt-in)")
-    f.add_argument("model", help=", ".join((*FETCHABLE, POCKET_ID, f"{POCKET_ID}-LANGUAGE[-24l] (LANGUAGE: french, german, portuguese, italian, spanish, dutch)")))
+    f.add_argument("model", help=", ".join((*HUB_CHECKPOINTS, POCKET_ID, f"{POCKET_ID}-LANGUAGE[-24l] (LANGUAGE: french, german, portuguese, italian, spanish, dutch)")))
     f.add_argument("--dir", help="folder to download into (default: the Hugging Face cache; pocket-tts: TTS_APP_CACHE_DIR/pocket-tts)")
-    f.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    f.add_argument("-v", "--verbose", action="store_true", help="log progress, and huggingface_hub's retries, to stderr")
     add_library_commands(sub)
     return p
 
@@ -126,24 +126,32 @@ def synth(args: argparse.Namespace) -> dict:
     }
 
 
-def _fetch(model: str, directory: str | None) -> Path:
-    """Download ``model`` (the one explicit network use); its folder."""
+def _fetch(model: str, directory: str | None) -> dict:
+    """Download ``model`` (the one explicit network use): its folder, and for Pocket TTS whether it clones (where the
+    hub refused the gated weights, the no-cloning release, and why in one line on stderr)."""
     # Two repositories and a config written: not a hub snapshot (an unknown language is refused there, naming them).
     if model in POCKET_MODEL_IDS or model.startswith(f"{POCKET_ID}-"):
+        from tts_app.models.capabilities import NO_CLONING  # start-up: only the fetch command needs it
         from tts_app.models.pocket_tts.fetch import fetch_pocket  # start-up: only the fetch command needs it
 
-        return fetch_pocket(directory, model)
+        fetched = fetch_pocket(directory, model)
+        if not fetched.cloning:
+            print(f"warning: {model} fetched with {NO_CLONING}: {fetched.refused}", file=sys.stderr)
+        return {"model": model, "path": str(fetched.folder), "cloning": fetched.cloning}
     from tts_app.models.hub_fetch import fetch  # start-up: only the fetch command needs it
 
-    return fetch(model, directory)
+    return {"model": model, "path": str(fetch(model, directory))}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.command == "fetch" and not args.verbose:
+        # huggingface_hub warns on each retry, and prints it twice (its handler and ours): the failure is one line.
+        logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     try:
         if args.command == "fetch":
-            print(json.dumps({"model": args.model, "path": str(_fetch(args.model, args.dir))}))
+            print(json.dumps(_fetch(args.model, args.dir)))
         elif args.command in ("voice", "lexicon"):
             print(json.dumps((run_voice if args.command == "voice" else run_lexicon)(args), ensure_ascii=False))
         else:

@@ -6,7 +6,8 @@ $TTS_APP_QWEN3_PATH / $TTS_APP_CHATTERBOX_PATH / $TTS_APP_POCKET_TTS_PATH, then 
 (file-system lookup only; Qwen3-TTS and Chatterbox) or, for Pocket TTS, the folder its fetch writes.
 Nothing here downloads: ``HUB_CHECKPOINTS`` says what ``tts_app.models.hub_fetch`` may download, the explicit
 opt-in behind ``python -m tts_app fetch {qwen3-0.6b,qwen3-1.7b,chatterbox} [--dir DIR]`` and $TTS_APP_MODELS;
-``python -m tts_app fetch pocket-tts`` is ``tts_app.models.pocket_tts.fetch`` (several repositories, a config written).
+``fetch pocket-tts[-LANGUAGE[-24l]]`` (and the same names in $TTS_APP_MODELS) is ``tts_app.models.pocket_tts.fetch``
+(several repositories, a config written).
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
 from tts_app import settings
-from tts_app.models.capabilities import CHATTERBOX, PIPER, QWEN3, Capabilities, pocket_capabilities
+from tts_app.models.capabilities import CHATTERBOX, NO_CLONING, PIPER, QWEN3, Capabilities, pocket_capabilities
 from tts_app.models.pocket_languages import MODEL_IDS as POCKET_MODEL_IDS
-from tts_app.models.pocket_languages import variant_for_id, variant_of_weights
+from tts_app.models.pocket_languages import NO_CLONING_REPO, variant_for_id, variant_of_weights
 from tts_app.voice.errors import shown_name
 
 logger = logging.getLogger(__name__)
@@ -146,6 +147,17 @@ def pocket_model_id(path: Path) -> str:
     return variant_of_weights(line).model_id
 
 
+def pocket_clones(path: Path) -> bool:
+    """False for a folder of the no-cloning release (its config's ``weights_path`` names that repository: the fetch
+    writes it so where the hub refused the gated weights); such a folder speaks its saved voices only."""
+    try:
+        text = (path / "config.yaml").read_text(encoding="utf-8")
+    except OSError:
+        return True
+    line = next((ln for ln in text.splitlines() if ln.startswith("weights_path:")), "")
+    return f"hf://{NO_CLONING_REPO}/" not in line
+
+
 def find_pocket_checkpoint(model_path: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> Path:
     """``model_path``, $TTS_APP_POCKET_TTS_PATH or the fetch's default folder, the first that holds a Pocket TTS
     folder; ValueError (one line, how to get one) otherwise."""
@@ -229,7 +241,9 @@ def find_models(model_path: Optional[str] = None, env: Optional[Mapping[str, str
     choices.append(ModelChoice(POCKET_ID, POCKET_LABEL, found.get(POCKET_ID)))
     # The other languages only where found: one entry per released language would crowd the selector.
     choices += [ModelChoice(i, v.label, found[i]) for i, v in POCKET_MODEL_IDS.items() if i != POCKET_ID and i in found]
-    return choices
+    # A no-cloning folder says so wherever it can be picked (the label), as its refusals of a clip do.
+    return [replace(c, label=f"{c.label}: {NO_CLONING}") if c.id in POCKET_MODEL_IDS and c.path is not None
+            and not pocket_clones(c.path) else c for c in choices]
 
 
 def fast_variant_offered(env: Optional[Mapping[str, str]] = None) -> bool:
@@ -264,7 +278,9 @@ HUB_CHECKPOINTS: dict[str, HubCheckpoint] = {
     **{s.id: HubCheckpoint(s.repo, QWEN3_FILES, is_checkpoint) for s in QWEN3_MODELS.values()},
     CHATTERBOX_ID: HubCheckpoint(CHATTERBOX_REPO, CHATTERBOX_FILES, is_chatterbox_checkpoint),
 }
-FETCHABLE = tuple(HUB_CHECKPOINTS)
+# Every name ``fetch`` and $TTS_APP_MODELS take: those checkpoints, and each released Pocket TTS language
+# (tts_app.models.pocket_tts.fetch: two repositories at pinned revisions, a config written).
+FETCHABLE = (*HUB_CHECKPOINTS, *POCKET_MODEL_IDS)
 
 
 def unknown_model_message(model: str, served: str, model_path: Optional[str] = None) -> str:

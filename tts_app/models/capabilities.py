@@ -20,6 +20,12 @@ QWEN3_LANGUAGES = {
 }  # fmt: skip
 
 
+# A Pocket TTS model loaded from the no-cloning release (the gated weights were refused): its saved voices speak,
+# a clip is refused with this line (never spoken in a voice that is not the clip's).
+NO_CLONING = "saved voices only: cloning is off"
+NO_CLONING_FIX = "accept the terms of kyutai/pocket-tts on the Hugging Face hub, set HF_TOKEN and restart"
+
+
 class UnsupportedParameter(ValueError):
     """A request asks a model for what it does not honour; ``param`` names the request field."""
 
@@ -41,7 +47,8 @@ class Capabilities:
     """What a backend honours. ``normalize``: it can spell out numbers, dates and abbreviations
     (``normalize_default``: it does so unless told not to). ``word_timings``: "model" (its own
     durations), "aligned" (forced alignment, unless TTS_APP_ALIGN_WORDS=0) or "none".
-    ``languages``: ISO 639-1 codes it reads. ``max_text_chars``: the longest line it takes."""
+    ``languages``: ISO 639-1 codes it reads. ``max_text_chars``: the longest line it takes. ``voice_clips``: a clip
+    given is spoken in its voice (False: the model's saved voices only, ``NO_CLONING``)."""
 
     speed: bool
     ssml: bool
@@ -52,6 +59,7 @@ class Capabilities:
     word_timings: str
     languages: tuple[str, ...]
     max_text_chars: int
+    voice_clips: bool = True
 
     def as_json(self) -> dict[str, Any]:
         """The fields as ``/v1/models`` lists them: ``max_text_chars`` is the longest ``input`` a request may send."""
@@ -80,6 +88,8 @@ class Capabilities:
             found.append(Refusal("normalize", "normalize (spelling out numbers, dates and abbreviations)"))
         if not self.voice_strength and params.voice is not None and params.voice_strength != 1.0:
             found.append(Refusal("voice_strength", f"voice_strength {params.voice_strength:g}"))
+        if not self.voice_clips and params.voice is not None and not getattr(params.voice, "saved_voice", False):
+            found.append(Refusal("voice", f"a voice clip ({NO_CLONING}: {NO_CLONING_FIX})"))
         if params.language is not None and params.language not in self.languages:
             found.append(Refusal("language", f"language {params.language!r} (it reads: {', '.join(self.languages)})"))
         return found
@@ -116,9 +126,9 @@ POCKET_TTS = Capabilities(
 )  # fmt: skip
 
 
-def pocket_capabilities(code: str) -> Capabilities:
+def pocket_capabilities(code: str, cloning: bool = True) -> Capabilities:
     """A Pocket TTS model of one language (an ISO 639-1 code of POCKET_TTS_LANGUAGES). Captions are aligned by an
-    English acoustic model (tts_app.captions), so another language's words get no timings."""
-    if code == "en":
-        return POCKET_TTS
-    return replace(POCKET_TTS, languages=(code,), word_timings="none")
+    English acoustic model (tts_app.captions), so another language's words get no timings. ``cloning`` False: the
+    no-cloning release (its saved voices only)."""
+    found = POCKET_TTS if code == "en" else replace(POCKET_TTS, languages=(code,), word_timings="none")
+    return found if cloning else replace(found, voice_clips=False)

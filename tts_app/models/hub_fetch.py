@@ -43,11 +43,11 @@ class RemoteFile:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a fetch will download, known once the hub has listed the repository; ``blobs`` is the cache folder the
-    files land in (None when downloading into a folder of the user's)."""
+    """What a fetch will download, known once the hub has listed the repository; ``blobs``, per file, the cache
+    folder it lands in (None when downloading into a folder of the user's)."""
 
     files: tuple[RemoteFile, ...]
-    blobs: Optional[Path]
+    blobs: tuple[Optional[Path], ...]
 
     @property
     def total_bytes(self) -> int:
@@ -55,13 +55,13 @@ class Plan:
 
     def bytes_on_disk(self) -> int:
         """Bytes of the planned files already in the cache, finished or partial (read from the disk, for the page)."""
-        if self.blobs is None:
-            return 0
         done = 0
-        for f in self.files:
+        for f, blobs in zip(self.files, self.blobs):
+            if blobs is None:
+                continue
             # A finished blob is named by its ETag; one being written, ETAG.incomplete or (huggingface_hub 2.x,
             # one per process) ETAG.XXXXXXXX.incomplete.
-            for path in (self.blobs / f.etag, *self.blobs.glob(f"{f.etag}.*incomplete")):
+            for path in (blobs / f.etag, *blobs.glob(f"{f.etag}.*incomplete")):
                 try:
                     done += min(f.size, path.stat().st_size)
                     break
@@ -70,13 +70,39 @@ class Plan:
         return done
 
 
+# How long the first call to the hub may take before "cannot be reached" (huggingface_hub's own client waits
+# forever, and retries a HEAD five times over 23 s): the one-line answer comes within 5 s.
+PROBE_TIMEOUT_S = 4.0
+
+
+def scrub_token(text: str) -> str:
+    """``text`` with the Hugging Face token (HF_TOKEN or the saved one) replaced: a token never reaches a page or a log."""
+    from huggingface_hub import get_token  # fetch path only
+
+    token = get_token()
+    return text.replace(token, "<HF_TOKEN>") if token and len(token) >= 4 else text
+
+
+def probe(repo: str, revision: Optional[str], endpoint: Optional[str]) -> None:
+    """One call to the hub with a short timeout and no retries (the repository's info; public even when the files
+    are gated): raises huggingface_hub's error when the hub cannot be reached, or does not know the repository."""
+    from huggingface_hub import HfApi  # fetch path only
+
+    HfApi(endpoint=endpoint).model_info(repo, revision=revision, timeout=PROBE_TIMEOUT_S)
+
+
+def repo_blobs(repo: str) -> Path:
+    """The Hugging Face cache's folder of ``repo``'s downloaded files (for the page's progress)."""
+    return _hub_cache() / ("models--" + repo.replace("/", "--")) / "blobs"
+
+
 def _hub_cache() -> Path:
     from huggingface_hub import constants  # read where huggingface_hub reads it (HF_HUB_CACHE, HF_HOME, XDG)
 
     return Path(constants.HF_HUB_CACHE)
 
 
-def _is_offline_or_unreachable(exc: BaseException) -> bool:
+def is_offline_or_unreachable(exc: BaseException) -> bool:
     """True for "no network" (offline mode, a refused or timed-out connection), where a cached copy may serve."""
     from huggingface_hub.errors import OfflineModeIsEnabled  # huggingface_hub loads on the fetch path only
 
@@ -86,7 +112,11 @@ def _is_offline_or_unreachable(exc: BaseException) -> bool:
 
 
 def one_line(exc: BaseException, repo: str, endpoint: str) -> str:
-    """What went wrong, in one line a page or a log can show (no traceback, no request ids)."""
+    """What went wrong, in one line a page or a log can show (no traceback, no request ids, never the token)."""
+    return scrub_token(_one_line(exc, repo, endpoint))
+
+
+def _one_line(exc: BaseException, repo: str, endpoint: str) -> str:
     from huggingface_hub.errors import GatedRepoError, OfflineModeIsEnabled, RepositoryNotFoundError  # fetch path only
 
     if isinstance(exc, FetchError):
@@ -127,7 +157,7 @@ def file_hash_ok(path: Path, remote: RemoteFile) -> bool:
     return digest.hexdigest() == (remote.sha256 or remote.blob_id)
 
 
-def _download_one(repo: str, remote: RemoteFile, commit: str, directory: Optional[str], endpoint: Optional[str]) -> Path:
+def download_one(repo: str, remote: RemoteFile, commit: str, directory: Optional[str], endpoint: Optional[str]) -> Path:
     """One file through hf_hub_download (resumes a partial one); its hash checked when it was not there before."""
     from huggingface_hub import hf_hub_download, try_to_load_from_cache  # fetch path only
 
@@ -163,21 +193,21 @@ def fetch(
 
     where = endpoint or constants.ENDPOINT
     try:
+        probe(spec.repo, None, endpoint)
         commit, listing = _listing(spec.repo, endpoint)
     except Exception as exc:  # noqa: BLE001 - network, auth and server errors all come back as one line
         cached = hf_cache_snapshot(spec.repo, os.environ, spec.complete) if directory is None else None
-        if cached is not None and _is_offline_or_unreachable(exc):
+        if cached is not None and is_offline_or_unreachable(exc):
             logger.warning("%s; using the cached copy at %s", one_line(exc, spec.repo, where), cached)
             return cached
         raise FetchError(one_line(exc, spec.repo, where)) from exc
     wanted = tuple(filter_repo_objects(listing, allow_patterns=list(spec.files), key=lambda f: f.path))
     if not wanted:
         raise FetchError(f"{spec.repo} on {where} has none of the files a {model_id} checkpoint needs")
-    storage = _hub_cache() / ("models--" + spec.repo.replace("/", "--"))
     if on_plan is not None:
-        on_plan(Plan(wanted, storage / "blobs" if directory is None else None))
+        on_plan(Plan(wanted, (repo_blobs(spec.repo) if directory is None else None,) * len(wanted)))
     try:
-        paths = [_download_one(spec.repo, f, commit, directory, endpoint) for f in wanted]
+        paths = [download_one(spec.repo, f, commit, directory, endpoint) for f in wanted]
     except Exception as exc:  # noqa: BLE001 - the disk, the network or the hub: one line either way
         raise FetchError(one_line(exc, spec.repo, where)) from exc
     # The folder: the first file's path less its own path inside the repository.

@@ -20,6 +20,9 @@ NO_CLONING_REPO = "kyutai/pocket-tts-without-voice-cloning"  # the tokenizers an
 VOICES_REVISION = "a7056f505a4a8ca72d8b5fb1440071d6f1a35739"  # pocket_tts.utils.utils.get_predefined_voice
 _REV_A, _REV_B = "3e82814a68665eec246ff649b14c71331f955c06", "2dd944b099d06bb9edbd221fef138685711d9bf0"
 _TOK_FR, _TOK_OTHER = "8843db76457a91db32077edf8dfcd1c0e3e755fd", "4e1e0a3e611c51c0b4ed8174fc10f32a54644303"
+# The no-cloning weights' revisions (``weights_path_without_voice_cloning``): English's, the other 6-layer models' and
+# the 24-layer French and Italian ones', and the other 24-layer models' (the tokenizers' revision).
+_NO_CLONING_EN, _NO_CLONING_REV = VOICES_REVISION, "1e08e6a23401048648a9fdcfde2f89348215c2a7"
 # What every non-English config replaces (quotes and brackets dropped, typographic apostrophes and the en dash
 # made plain); French adds ':' -> ',', German '—' -> ',', Spanish drops the inverted marks.
 _EUROPEAN = {'"': "", "\u201c": "", "\u201d": "", "\u201e": "", "\u00ab": "", "\u00bb": "", "\u2019": "'",
@@ -38,6 +41,13 @@ class Variant:
     remove_semicolons: bool
     num_layers: int
     default_voice: str
+
+    @property
+    def no_cloning_revision(self) -> str:
+        """The revision of this model's weights in the no-cloning release (not gated; saved voices only)."""
+        if self.name == "english":
+            return _NO_CLONING_EN
+        return _TOK_OTHER if self.num_layers == 24 and self.language not in ("french", "italian") else _NO_CLONING_REV
 
     @property
     def language(self) -> str:

@@ -19,3 +19,14 @@ def offline_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(hub, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(hub, "HF_HUB_CACHE", str(cache))
     return cache
+
+
+@pytest.fixture(autouse=True)
+def model_output_unlevelled(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model's own output: these tests compare it with the official code's and between windowings, so the
+    level keeper (tts_app.audio.loudness, tested in tests/unit/test_loudness.py and through the engine) is off,
+    unless the module says ``LEVELLED = True``."""
+    if not getattr(request.module, "LEVELLED", False):
+        import tts_app.backends.pocket_tts as backend  # torch: only the tests that load a checkpoint
+
+        monkeypatch.setattr(backend, "LEVELLED", False)

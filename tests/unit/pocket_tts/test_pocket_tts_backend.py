@@ -110,7 +110,7 @@ def test_a_clip_is_analysed_once_and_saved_voices_load(model):
     backend = PocketBackend(model, max_batch=4)
     assert backend.voice_names == ["alba"]
     states = backend.prepare(_rows())
-    assert len(backend.voices) == 2  # clips 1 and 2; row 4 reused clip 1's state
+    assert len(backend.voices) == 2  # clips 1 and 2; row 4 reused clip 1's state (one visitor: None)
     assert states[1].voice is states[3].voice
     assert states[0].voice is backend.builtin["alba"]
     for s in states:
@@ -250,3 +250,20 @@ def test_remaining_audio_counts_what_is_still_to_come(model, endless: bool):
         assert late and all(est >= total - h - 1e-9 for est, h in late)
         assert any(est < total - h for est, h in zip(left, heard))  # before, the guess (end of speech usually comes)
     backend.release(state)
+
+
+def test_a_clips_voice_state_is_the_visitors_own(model, monkeypatch):
+    """Two visitors: B giving the same clip as A gets a state made for B (B cannot use, or time, A's cached one);
+    each visitor's states are bounded by its own entries."""
+    from tts_app.backends import pocket_tts as pocket
+
+    made = []
+    real = pocket.voice_state
+    monkeypatch.setattr(pocket, "voice_state", lambda *args: made.append(1) or real(*args))
+    backend = PocketBackend(model, max_batch=2)
+    for client in ("A", "B", "A"):
+        backend.release(backend.prepare([RowInput(1, "Hi.", SpeechParams(seed=1, voice=_clip(1), client=client))])[0])
+    assert len(made) == 2 and backend.voices.keys("A") == backend.voices.keys("B") and len(backend.voices) == 2
+    for i in range(pocket.VOICE_ENTRIES + 3):  # B's uploads: B's own oldest go, A's stays
+        backend.release(backend.prepare([RowInput(1, "Hi.", SpeechParams(seed=1, voice=_clip(10 + i), client="B"))])[0])
+    assert len(backend.voices.keys("B")) == pocket.VOICE_ENTRIES and len(backend.voices.keys("A")) == 1

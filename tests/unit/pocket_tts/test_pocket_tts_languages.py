@@ -14,6 +14,7 @@ from tts_app.cli.commands import main
 from tts_app.engine import SpeechParams
 from tts_app.models.available import POCKET_ID, capabilities_of, find_models, pocket_model_id, unknown_model_message
 from tts_app.models.capabilities import POCKET_TTS, UnsupportedParameter
+from tts_app.models.hub_fetch import RemoteFile
 from tts_app.models.pocket_tts import fetch as pocket_fetch
 from tts_app.models.pocket_tts.config import PocketConfig
 from tts_app.models.pocket_languages import MODEL_IDS, VARIANTS, variant_for_id, variant_of_weights
@@ -44,21 +45,24 @@ def test_the_language_of_a_weights_path(path, name):
 
 @pytest.fixture
 def recorded(tmp_path, monkeypatch) -> list[tuple[str, str, str]]:
-    """hf_hub_download replaced: each call recorded, an empty file returned (nothing leaves this machine)."""
+    """The hub replaced: each file asked for recorded, an empty file returned (nothing leaves this machine; the
+    downloads themselves run against a fake hub in tests/unit/catalog/test_pocket_fetch.py)."""
     calls: list[tuple[str, str, str]] = []
     blob = tmp_path / "blob"
     blob.write_text("")
 
-    def download(repo_id: str, filename: str, revision: str) -> str:
-        calls.append((repo_id, filename, revision))
-        return str(blob)
+    def listed(repo: str, path: str, revision: str, endpoint, listings) -> RemoteFile:
+        calls.append((repo, path, revision))
+        return RemoteFile(path, 0, None, "0" * 40)
 
-    monkeypatch.setattr(pocket_fetch, "hf_hub_download", download)
+    monkeypatch.setattr(pocket_fetch, "probe", lambda *args: None)
+    monkeypatch.setattr(pocket_fetch, "_listed", listed)
+    monkeypatch.setattr(pocket_fetch, "download_one", lambda *args: blob)
     return calls
 
 
 def test_fetch_of_a_language_targets_its_files_and_writes_its_config(tmp_path, recorded):
-    folder = pocket_fetch.fetch_pocket(str(tmp_path / "de"), "pocket-tts-german-24l")
+    folder = pocket_fetch.fetch_pocket(str(tmp_path / "de"), "pocket-tts-german-24l").folder
     assert recorded == [
         ("kyutai/pocket-tts", "languages/german_24l/model.safetensors", "2dd944b099d06bb9edbd221fef138685711d9bf0"),
         ("kyutai/pocket-tts-without-voice-cloning", "languages/german_24l/tokenizer.json", "4e1e0a3e611c51c0b4ed8174fc10f32a54644303"),
@@ -75,7 +79,7 @@ def test_fetch_of_a_language_targets_its_files_and_writes_its_config(tmp_path, r
 
 
 def test_fetch_of_english_is_unchanged_but_names_its_release(tmp_path, recorded):
-    folder = pocket_fetch.fetch_pocket(str(tmp_path / "en"))
+    folder = pocket_fetch.fetch_pocket(str(tmp_path / "en")).folder
     assert recorded[0] == ("kyutai/pocket-tts", "languages/english/model.safetensors", "db04f0e653473e5c7333c69686ac92b7460b0c1d")
     assert [f for _, f, _ in recorded[2:]] == [f"languages/english/embeddings/{v}.safetensors" for v in pocket_fetch.ENGLISH_VOICES]
     assert pocket_model_id(folder) == POCKET_ID and PocketConfig.from_yaml(folder / "config.yaml").temperature == 0.3
@@ -83,7 +87,7 @@ def test_fetch_of_english_is_unchanged_but_names_its_release(tmp_path, recorded)
 
 def test_fetch_without_a_dir_goes_to_the_language_folder_the_catalogue_scans(tmp_path, recorded, monkeypatch):
     monkeypatch.setenv("TTS_APP_CACHE_DIR", str(tmp_path / "cache"))
-    folder = pocket_fetch.fetch_pocket(None, "pocket-tts-spanish")
+    folder = pocket_fetch.fetch_pocket(None, "pocket-tts-spanish").folder
     assert folder == tmp_path / "cache" / "pocket-tts-spanish"
     env = {"HF_HUB_CACHE": str(tmp_path / "hub"), "TTS_APP_CACHE_DIR": str(tmp_path / "cache")}
     assert {c.id: c.path for c in find_models(None, env=env)}["pocket-tts-spanish"] == folder
@@ -96,10 +100,10 @@ def test_the_fetch_command_refuses_an_unknown_language_in_one_line(tmp_path, off
     assert err.startswith("error: ") and err.count("\n") == 1 and len(err) < 600, err
 
 
-def test_the_fetch_command_reaches_the_language_files(tmp_path, offline_hub, capsys):
-    assert main(["fetch", "pocket-tts-french", "--dir", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: could not download kyutai/pocket-tts/languages/french/model.safetensors"), err
+def test_the_fetch_command_reaches_the_language_files(tmp_path, recorded, capsys):
+    assert main(["fetch", "pocket-tts-french", "--dir", str(tmp_path / "out")]) == 0
+    assert recorded[0] == ("kyutai/pocket-tts", "languages/french/model.safetensors", VARIANTS["french"].weights_revision)
+    assert '"cloning": true' in capsys.readouterr().out
 
 
 def test_capabilities_declare_the_one_language():
@@ -142,7 +146,7 @@ def test_the_configs_written_equal_the_official_ones():
 
 def test_the_written_config_is_read_as_its_language(tmp_path, recorded):
     for model_id in MODEL_IDS:
-        folder = pocket_fetch.fetch_pocket(str(tmp_path / model_id), model_id)
+        folder = pocket_fetch.fetch_pocket(str(tmp_path / model_id), model_id).folder
         assert pocket_model_id(Path(folder)) == model_id
 
 

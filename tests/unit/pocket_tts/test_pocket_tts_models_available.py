@@ -57,10 +57,10 @@ def test_capabilities_are_declared_without_loading():
 def test_fetch_without_the_hub_is_one_line(tmp_path, offline_hub):
     with pytest.raises(ValueError) as err:
         fetch_pocket(str(tmp_path / "out"))
-    assert "could not download kyutai/pocket-tts" in str(err.value) and "\n" not in str(err.value)
+    assert "cannot download kyutai/pocket-tts" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_the_fetch_command_reaches_the_pocket_fetch_and_says_one_line(tmp_path, offline_hub, capsys):
     assert main(["fetch", POCKET_ID, "--dir", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: could not download kyutai/pocket-tts") and err.count("\n") == 1, err
+    assert err.startswith("error: cannot download kyutai/pocket-tts") and err.count("\n") == 1, err

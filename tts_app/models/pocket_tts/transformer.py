@@ -77,7 +77,11 @@ class Attention(nn.Module):
         if self.num_kv_heads != self.num_heads:
             rep = self.num_heads // self.num_kv_heads
             keys, values = keys.repeat_interleave(rep, dim=1), values.repeat_interleave(rep, dim=1)
-        out = F.scaled_dot_product_attention(q.transpose(1, 2), keys, values, mask)
+        windowed = getattr(store, "attention", None)  # a clip's whole-sequence encode: its window's keys only
+        if windowed is not None and keep_B is None:
+            out = windowed(q.transpose(1, 2), keys, values)
+        else:
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), keys, values, mask)
         return self.out_proj(out.transpose(1, 2).reshape(b, t, self.attn_dim))
 
 
@@ -131,6 +135,7 @@ class CausalWindow:
     """A stateless store: each row attends to its own new tokens, causally, within ``context`` (None: unlimited)."""
 
     def __init__(self, t: int, context: Optional[int], device: torch.device) -> None:
+        self.context = context
         pos = torch.arange(t, device=device)
         delta = pos[:, None] - pos[None, :]
         mask = delta >= 0
@@ -140,3 +145,17 @@ class CausalWindow:
 
     def attend(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         return k, v, self.mask
+
+    def attention(self, q_BxHxTxD: torch.Tensor, k_BxHxTxD: torch.Tensor, v_BxHxTxD: torch.Tensor) -> torch.Tensor:
+        """Causal attention within ``context``, a block of queries at a time over the keys its window can reach: a
+        10 s clip's 2,000 frames with a 250-frame context attend to at most 2 x 250 keys a query, not 2,000 (the
+        keys left out are masked anyway: the same sums, less the zeros)."""
+        t = q_BxHxTxD.shape[2]
+        if self.context is None or t <= 2 * self.context:
+            return F.scaled_dot_product_attention(q_BxHxTxD, k_BxHxTxD, v_BxHxTxD, self.mask)
+        out = torch.empty_like(q_BxHxTxD)
+        for start in range(0, t, self.context):
+            end, low = min(t, start + self.context), max(0, start - self.context + 1)
+            out[:, :, start:end] = F.scaled_dot_product_attention(
+                q_BxHxTxD[:, :, start:end], k_BxHxTxD[:, :, low:end], v_BxHxTxD[:, :, low:end], self.mask[..., start:end, low:end])
+        return out

@@ -17,6 +17,7 @@ from tts_app.backends.params import SpeechParams
 from tts_app.web.engine_calls import submitted
 from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.ui.common.players import player_buttons
+from tts_app.catalog.clone_route import cloning_model, spoken_by
 from tts_app.web.ui.common.model_picker import check_model, model_dropdown
 from tts_app.web.ui.common.run_figures import RunFigures
 from tts_app.web.ui.common.text_lines import MAX_LINE_CHARS
@@ -38,8 +39,9 @@ logger = logging.getLogger(__name__)
 PRESET_VOICES = "Voice A vs voice B"
 PRESET_MATCH = "Matched vs unmatched"
 PRESET_SEEDS = "Seed 1 vs seed 2"
+PRESET_ROUTES = "Cloned vs filter"  # one clip: cloned by a ready cloning model, and the embedded voice's filter
 PRESET_CUSTOM = "Custom"
-PRESETS = [PRESET_VOICES, PRESET_MATCH, PRESET_SEEDS, PRESET_CUSTOM]
+PRESETS = [PRESET_VOICES, PRESET_MATCH, PRESET_SEEDS, PRESET_ROUTES, PRESET_CUSTOM]
 DEFAULT_TEXT = "The birch canoe slid on the smooth planks."
 
 
@@ -78,13 +80,15 @@ def preset_values(preset: str) -> list[Any]:
         return [MODEL_ID, first, 1.0, 0, 1.0, MODEL_ID, first, 0.0, 0, 1.0]
     if preset == PRESET_SEEDS:
         return [MODEL_ID, first, 1.0, 1, 1.0, MODEL_ID, first, 1.0, 2, 1.0]
+    if preset == PRESET_ROUTES:  # with no cloning model ready, both sides are the filter (the voice panel says why)
+        return [cloning_model() or MODEL_ID, first, 1.0, 0, 1.0, MODEL_ID, first, 1.0, 0, 1.0]
     return [gr.skip()] * 10
 
 
 def _describe(settings: dict[str, Any]) -> str:
     return (
         f"{settings['voice']} · strength {settings['strength']:.2f} · seed {settings['seed']} · "
-        f"speed {settings['speed']:.2f} · {settings['model']}"
+        f"speed {settings['speed']:.2f} · {settings['model']} · {spoken_by(settings['model'], settings['voice'] != DEFAULT_VOICE)}"
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import gradio as gr
 
 from tts_app.catalog.voice_aliases import OPENAI_VOICES
+from tts_app.catalog.clone_route import FILTER, voice_panel_line
 from tts_app.models.available import EMBEDDED_ID as MODEL_ID
 from tts_app.models.available import OPENAI_MODELS
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
@@ -53,6 +54,9 @@ both batch together). The body streams as audio is produced.
 | `instructions` | accepted and ignored (this model takes no style prompt) |
 | `stream_format` | `audio` (default) or `sse`: `speech.audio.delta` events (`audio`: base64 of the next piece of the body, any `response_format`), then one `speech.audio.done` with `usage` (input characters, audio milliseconds); refused for `tts-1`/`tts-1-hd`, as OpenAI does |
 | `seed`, `voice_strength`, `stream` | extensions: sampling seed, voice-matching strength 0 to 1, `false` for a complete file whose header states its length (a `wav` without `stream` is sent whole too, unless the openai client streams it: `with_streaming_response`) |
+
+**A clip's route:** given to `{MODEL_ID}`, a voice is the {FILTER} (not a clone); a cloning model clones it
+(`GET /v1/models` says each model's `voice_clip`). {voice_panel_line()}
 
 ```bash
 curl -s {origin}/v1/audio/speech -H 'Content-Type: application/json' \\

@@ -14,6 +14,7 @@ from typing import Any
 import gradio as gr
 
 from tts_app.catalog.engines import LOAD_ENV, served_ids
+from tts_app.catalog.clone_route import default_model
 from tts_app.catalog.fetch_jobs import job, settled_or_absent
 from tts_app.models.available import CHATTERBOX_ID, EMBEDDED_FAST_ID, EMBEDDED_ID, EMBEDDED_IDS, POCKET_MODEL_IDS, find_models
 from tts_app.web.ui.common.user_error import UserError
@@ -58,7 +59,7 @@ def model_dropdown(elem_id: str) -> gr.Dropdown:
     """The selector (its choices are refreshed on page load)."""
     return gr.Dropdown(
         model_choices(),
-        value=EMBEDDED_ID,
+        value=default_model(),  # a ready cloning model: a clip given on the page is cloned by default
         label="Model",
         info=model_help(),
         allow_custom_value=True,  # checked by check_model on every run (choices change after the build)
@@ -69,7 +70,9 @@ def model_dropdown(elem_id: str) -> gr.Dropdown:
 def refresh(current: str | None) -> Any:
     """The selector's update for a page load: today's choices, the current value kept if still there."""
     choices = model_choices()
-    value = current if current in {model_id for _label, model_id in choices} else EMBEDDED_ID
+    here = {model_id for _label, model_id in choices}
+    # The embedded voice (the first default) gives way to a cloning model once one is ready.
+    value = current if current in here and current != EMBEDDED_ID else default_model()
     return gr.update(choices=choices, value=value, info=model_help())
 
 

@@ -19,6 +19,7 @@ from tts_app.models.available import EMBEDDED_ID
 from tts_app.catalog.shared_engine import engine_loaded, get_engine
 from tts_app.web.engine_calls import submitted
 from tts_app.web.guards.client_identity import visitor_key
+from tts_app.catalog.clone_route import spoken_by
 from tts_app.web.ui.common.model_picker import check_model, model_label
 from tts_app.web.ui.common.run_timeline import EMPTY as EMPTY_TIMELINE
 from tts_app.web.ui.common.run_timeline import timeline_html
@@ -127,6 +128,9 @@ def spoken_without(params: SpeechParams, lines: Sequence[str], engine: Any, mode
     from tts_app.engine.input_processing import without_refused  # the voice package is heavy: first run only
 
     kept, refused = without_refused(params, lines, engine.backend.capabilities)
+    clip = next((r for r in refused if r.param == "voice"), None)
+    if clip is not None:  # a clip is never spoken in another voice: refused, saying why (capabilities.NO_CLONING)
+        raise UserError(f"{model} does not take {clip.asked}.")
     dropped = [r.asked for r in refused if r.param != "input"]  # SSML cannot be dropped: the engine refuses it
     if not dropped:
         return kept, ""
@@ -328,10 +332,10 @@ async def _generate(
         if channel is not None:
             for seg in gate.flush():
                 channel.put(seg)
-        summary = run.finish()
+        summary = run.finish() | {"voice_route": spoken_by(model_id, voice is not None)}  # which route spoke it
         full_path = files.finish(run)
         take = _take(form, run, files, voice_label, summary, full_path)
-        yield _final_updates(outputs, run, files, run_id, history, take, done_status(summary, len(run.lines)))
+        yield _final_updates(outputs, run, files, run_id, history, take, done_status(summary, len(run.lines), summary["voice_route"]))
     finally:
         if channel is not None:
             channel.close()  # its reader ends after what is queued (an unopened one expires)

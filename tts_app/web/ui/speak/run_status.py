@@ -55,13 +55,14 @@ def progress_status(run: SpeakRun, handles: Sequence[Any]) -> str:
     return f"**{doing}** " + ", ".join(parts)
 
 
-def done_status(summary: dict[str, Any], count: int) -> str:
+def done_status(summary: dict[str, Any], count: int, route: str = "") -> str:
+    """A finished run's figures, and which route spoke its voice (``route``: clone_route.spoken_by)."""
     model = f" with {summary['model']}" if summary.get("model") else ""
     return (
         f"✓ **Done{model}:** {count} line{'s' if count != 1 else ''}, "
         f"{summary['audio_s']:.1f} s of audio in {summary['total_s']:.1f} s "
         f"(first audio {summary['time_to_first_audio_s'] or 0:.2f} s, RTF {summary['rtf'] or 0:.2f}, "
-        f"max batch {summary['max_batch']})"
+        f"max batch {summary['max_batch']})" + (f" · voice: {route}" if route else "")
     )
 
 

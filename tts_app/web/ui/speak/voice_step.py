@@ -13,6 +13,7 @@ from tts_app.web.ui.session.owner import owner_of
 from tts_app.web.ui.speak import handlers
 from tts_app.web.ui.voices.voice_input import MODE_BUILTIN, MODE_UPLOAD, VOICE_MODES, default_builtin, is_own_voice, voice_choices
 from tts_app.web.ui.voices.voice_library import delete_voice, refresh_choices, save_voice
+from tts_app.catalog.clone_route import voice_panel_line
 from tts_app.catalog.voices import builtin_voice_path
 
 
@@ -34,6 +35,7 @@ class VoiceStep:
     library_status: gr.Markdown
     strength: gr.Slider
     report: gr.Markdown
+    route: gr.Markdown  # where a clip goes: cloned by a ready model, or the embedded voice's filter and how to clone
 
     def inputs(self) -> list[Any]:
         """The components that name the voice, in the order the voice handlers take them."""
@@ -58,6 +60,7 @@ def build_voice_step() -> VoiceStep:
     first_voice = default_builtin()
     gr.Markdown("### 1 · Voice", elem_classes=["step-title"])
     mode = gr.Radio(VOICE_MODES, value=MODE_BUILTIN, label="Voice source", show_label=False, elem_id="voice-mode")
+    route = gr.Markdown(voice_panel_line(), elem_id="clone-route")  # cloned, or a filter and how to clone
     with gr.Row(equal_height=True, elem_id="voice-pick-row") as pick_row:
         with gr.Column(scale=2, min_width=160):
             builtin = gr.Dropdown(
@@ -103,7 +106,7 @@ def build_voice_step() -> VoiceStep:
     report = gr.Markdown(label="Reference report", elem_id="reference-report")  # its name in the API tab
     return VoiceStep(
         first_voice, mode, pick_row, builtin, delete_btn, preview, upload, voice_text, save_row, save_name, save_btn,
-        library_status, strength, report,
+        library_status, strength, report, route,
     )
 
 
@@ -135,3 +138,4 @@ def wire_voice_step(demo: gr.Blocks, voice: VoiceStep) -> None:
         handlers.prepare_voice, inputs, None, show_progress="hidden", api_visibility="private"
     )
     demo.load(refresh_choices, voice.builtin, voice.builtin, queue=False, api_visibility="private")
+    demo.load(voice_panel_line, None, voice.route, queue=False, api_visibility="private")

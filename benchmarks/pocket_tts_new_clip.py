@@ -1,0 +1,111 @@
+"""The cost of a new clip with Pocket TTS (issue 47, item 6), side by side in one run: from a request's submit to its
+first audio with a fresh 10 s clip (never seen: its voice state is computed), with the same clip again (its state
+cached for this visitor), and with a saved voice (no clip: the baseline); the fresh path split into the clip's
+analysis (input processing, as the API runs it) and its voice state (Mimi's encoder and the prompt's prefill).
+
+Random weights at the released size (the compute does not depend on the values): ``--ckpt`` names a folder (e.g.
+the one ``benchmarks/pocket_tts_throughput.py`` builds), else one is written with our modules at the released widths.
+
+    python benchmarks/pocket_tts_new_clip.py [--ckpt DIR] [--trials 3] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.pocket_tts_throughput import machine  # noqa: E402
+from tts_app.backends.pocket_tts import PocketBackend  # noqa: E402
+from tts_app.engine import Engine, SpeechParams  # noqa: E402
+from tts_app.engine.input_processing import resolve_params  # noqa: E402
+from tts_app.models.pocket_tts import voice as pocket_voice  # noqa: E402
+from tts_app.models.pocket_tts.weights import load_pocket  # noqa: E402
+
+TEXT = "Hello there, how are you today?"
+CLIP = REPO.parent / "shared" / "voices" / "ov_speaker1_long.mp3"
+
+
+def released_size(folder: Path) -> Path:
+    """Random weights at the released widths, written by our own modules (tests/support/pocket_tts_tiny.py)."""
+    from tests.support import pocket_tts_tiny as tiny
+    from tts_app.models.pocket_tts.fetch import POCKET_ENGLISH_CONFIG
+
+    if not (folder / "model.safetensors").is_file():
+        def released(n_bins: int) -> dict:
+            data = copy.deepcopy(POCKET_ENGLISH_CONFIG)
+            data["flow_lm"]["lookup_table"]["n_bins"] = n_bins
+            return data
+        tiny._config = released
+        tiny.write_tiny_checkpoint(folder)
+    return folder
+
+
+def _first_audio(engine: Engine, params: SpeechParams) -> float:
+    t = time.perf_counter()
+    handle = engine.submit(TEXT, params)
+    next(iter(handle))
+    took = time.perf_counter() - t
+    handle.cancel()
+    return took
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ckpt", type=Path)
+    ap.add_argument("--root", type=Path, default=Path("/tmp/pocket_tts_new_clip"))
+    ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    ckpt = args.ckpt or released_size(args.root / "released-size")
+    backend = PocketBackend(load_pocket(ckpt), max_batch=8, max_seconds=5)
+    engine = Engine(backend=backend, max_batch_size=8)
+    audio, rate = sf.read(CLIP, dtype="float32")
+    audio = (audio if audio.ndim == 1 else audio.mean(axis=1))[: 10 * rate]
+    rows = []
+    try:
+        _first_audio(engine, SpeechParams(seed=0))  # the engine's start-up sweep and first steps, before any figure
+        for trial in range(args.trials):
+            # A new clip each trial: the same voice, its content made new (a quiet noise of its own).
+            fresh = audio + 1e-4 * np.random.default_rng(trial).standard_normal(audio.size).astype(np.float32)
+            path = args.root / f"clip-{trial}-{time.time_ns()}.wav"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            sf.write(path, fresh, rate)
+            saved = _first_audio(engine, SpeechParams(seed=trial, client="bench"))
+            t = time.perf_counter()
+            params = resolve_params(SpeechParams(seed=trial, voice=str(path), client="bench"))
+            analysis = time.perf_counter() - t
+            new = _first_audio(engine, params)
+            cached = _first_audio(engine, params)
+            t = time.perf_counter()
+            pocket_voice.voice_state(backend.model, torch.from_numpy(fresh)[None], rate)
+            state = time.perf_counter() - t
+            rows.append({"saved_voice_s": round(saved, 3), "clip_analysis_s": round(analysis, 3),
+                         "new_clip_after_analysis_s": round(new, 3), "new_clip_total_s": round(analysis + new, 3),
+                         "cached_clip_s": round(cached, 3), "voice_state_alone_s": round(state, 3)})
+            print(json.dumps(rows[-1]), flush=True)
+    finally:
+        engine.close()
+    med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+    report = {"machine": machine(), "trials": rows, "median": med,
+              "ratios": {"new_clip_total / saved_voice": round(med["new_clip_total_s"] / med["saved_voice_s"], 2),
+                         "cached_clip / saved_voice": round(med["cached_clip_s"] / med["saved_voice_s"], 2)},
+              "bounds_s": {"new_clip_total": 1.0, "cached_clip": 0.3}}
+    print(json.dumps(report, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
