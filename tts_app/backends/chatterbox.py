@@ -62,13 +62,15 @@ class ChatterboxBackend(Backend):
         max_batch: int = 4,
         max_seq_len: int = 1536,
         tokens_per_step: int = 4,
+        use_cuda_graphs: Optional[bool] = None,
     ) -> None:
         self.model = model
         self.sampling = sampling or ChatterboxSampling()
         self.plan = plan or ChunkPlan()
         self.tokens_per_step = tokens_per_step
         self.prompt = T3Prompt(model.t3, model.tokens)
-        self.generator = T3Generator(model.t3, model.backbone, model.tokens, max_batch, max_seq_len)
+        # The Qwen3 generator's switch (None: on CUDA only): T3's decode call and S3Gen's flow solve are bucketed and captured.
+        self.generator = T3Generator(model.t3, model.backbone, model.tokens, max_batch, max_seq_len, use_cuda_graphs)
         self.voices = VoiceCache()
         self._punc_norm = official("tts").punc_norm
 
@@ -78,6 +80,11 @@ class ChatterboxBackend(Backend):
         path = find_checkpoint(model_path)
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         return cls(load_chatterbox(path, dev), **kwargs)
+
+    def capture_graphs(self) -> float:
+        """On CUDA, capture T3's decode call for every batch and attention-length bucket (before the engine
+        serves: a capture must not run beside a decode); returns the seconds taken, 0 on CPU."""
+        return self.generator.capture_all(self.tokens_per_step)
 
     @property
     def max_batch_size(self) -> int:

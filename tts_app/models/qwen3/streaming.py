@@ -27,7 +27,7 @@ import torch
 
 from tts_app.models.layers.cuda_graph import CallGraphs, batch_buckets
 from tts_app.models.qwen3.codec import CodecDecoder
-from tts_app.models.qwen3.host_output import HostOutput
+from tts_app.models.layers.host_output import HostOutput
 
 logger = logging.getLogger(__name__)
 
