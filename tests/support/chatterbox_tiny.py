@@ -42,3 +42,19 @@ def random_prompts(t3: nn.Module, lengths: list[int], seed: int = 1) -> list[tor
     D = t3.speech_head.weight.shape[1]
     p = t3.speech_head.weight
     return [(0.5 * torch.randn(2, n, D, generator=g)).to(p.device, p.dtype) for n in lengths]
+
+
+def random_s3gen(seed: int = 0, device: str = "cpu", dtype: torch.dtype = torch.float32) -> nn.Module:
+    """The official S3Gen at its released sizes, random weights."""
+    torch.manual_seed(seed)
+    s3gen = official("models.s3gen").S3Gen()
+    return s3gen.to(device=device, dtype=dtype).eval()
+
+
+def random_ref(prompt_tokens: int, seed: int, device: str = "cpu") -> dict[str, Any]:
+    """A voice's official S3Gen ref dict with random contents: prompt tokens, their mel (2 frames each), an x-vector."""
+    g = torch.Generator().manual_seed(seed)
+    return dict(prompt_token=torch.randint(0, 6561, (1, prompt_tokens), generator=g).to(device),
+                prompt_token_len=torch.tensor([prompt_tokens]),
+                prompt_feat=torch.randn(1, 2 * prompt_tokens, 80, generator=g).to(device),
+                embedding=torch.randn(1, 192, generator=g).to(device))

@@ -99,6 +99,7 @@ def _create_chatterbox(path: Path) -> "Engine":
 
     def make() -> "Engine":
         backend = ChatterboxBackend.from_pretrained(str(path), sampling=sampling)
+        backend.capture_graphs()  # on CUDA every bucket, before the engine takes a request (nothing on CPU)
         return Engine(backend=backend, max_batch_size=backend.max_batch_size, policy=app_policy())
 
     return create_lowered(make, "chatterbox-engine-create")
