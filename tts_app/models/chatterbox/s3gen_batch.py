@@ -20,7 +20,7 @@ batch would need a mask at each of them to keep rows exact, and on CPU stacking 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import torch
@@ -29,9 +29,6 @@ from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
 from tts_app.models.chatterbox.official import official
-
-if TYPE_CHECKING:
-    from tts_app.models.chatterbox.flow_graph import FlowSolver
 
 N_TIMESTEPS = 10  # the official flow_inference's Euler steps (non-meanflow S3Gen)
 
@@ -98,9 +95,9 @@ def encode(encoder: nn.Module, xs_BxTxD: torch.Tensor, lengths_B: torch.Tensor) 
 
 @torch.inference_mode()
 def flow_mels(s3gen: nn.Module, rows: Sequence[FlowRow], n_timesteps: int = N_TIMESTEPS,
-              solver: Optional["FlowSolver"] = None) -> list[torch.Tensor]:
+              solver: Optional[Any] = None) -> list[torch.Tensor]:
     """Mel frames of each row's speech tokens, [80, 2n - (prompt frames - 2 Lp)] each, in one CFM solve
-    (``solver``'s fixed shapes, a CUDA graph per bucket, when given; its steps are then its own)."""
+    (``solver``, a flow_graph.FlowSolver, when given: its fixed shapes, a CUDA graph per bucket, and its own steps)."""
     flow = s3gen.flow
     dev, dt = s3gen.device, s3gen.dtype
     spk_Bx80 = flow.spk_embed_affine_layer(F.normalize(torch.cat([torch.atleast_2d(r.ref["embedding"]) for r in rows]).to(dev, dt), dim=1))
