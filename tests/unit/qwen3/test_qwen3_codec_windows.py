@@ -16,19 +16,11 @@ from tts_app.models.qwen3.codec import CodecDecoder
 from tts_app.models.qwen3.config import CodecConfig, tiny_configs
 from tts_app.models.qwen3.streaming import CodecWindows, decode_new_audio
 
+from tests.support.qwen3_tiny import random_codec
+
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 ATOL = 1e-5
-
-
-def _codec(cfg: CodecConfig) -> CodecDecoder:
-    torch.manual_seed(0)
-    codec = CodecDecoder(cfg).eval()
-    with torch.no_grad():  # non-trivial codebooks and activations (checkpoint init is zeros)
-        for name, p in codec.named_parameters():
-            if name.endswith(("embedding_sum", "alpha", "beta")):
-                p.normal_(0.0, 0.5)
-    return codec
 
 
 def _histories(cfg: CodecConfig, lengths: list[int], chunk: int) -> list[list[np.ndarray]]:
@@ -52,7 +44,7 @@ def _assert_equal(got: list[np.ndarray], want: list[np.ndarray]) -> float:
 
 @pytest.fixture(scope="module")
 def tiny() -> CodecDecoder:
-    return _codec(tiny_configs()[1])
+    return random_codec(tiny_configs()[1])
 
 
 def test_bucketed_windows_equal_ragged_decode(tiny):
@@ -93,7 +85,7 @@ def test_the_window_call_traces_as_one_graph(tiny):
 @pytest.mark.slow
 def test_released_layout_bucketed_equals_ragged():
     """The released codec's sizes (random weights), three rows in a bucket of 4; a short window keeps it under a minute."""
-    codec = _codec(CodecConfig())
+    codec = random_codec(CodecConfig())
     windows = CodecWindows(codec, left_context=2, frames_per_step=2, max_batch=4, fixed_shapes=True)
     histories = _histories(codec.cfg, [2, 7, 4], chunk=2)
     new = [2, 2, 1]
