@@ -69,3 +69,9 @@ def test_a_window_past_the_largest_bucket_is_solved_eagerly(s3gen):
     solver = FlowSolver(s3gen, max_batch=2, n_timesteps=STEPS, max_frames=64, fixed_shapes=True)
     got = sb.flow_mels(s3gen, rows, solver=solver)[0]
     torch.testing.assert_close(got, sb.flow_mels(s3gen, rows, n_timesteps=STEPS)[0], atol=0, rtol=0)
+
+
+def test_graphs_follow_the_qwen3_switch(s3gen):
+    for switch in (None, True, False):  # off the GPU nothing is captured, whatever the switch says
+        solver = FlowSolver(s3gen, max_batch=2, use_cuda_graphs=switch)
+        assert not solver.capturing and solver.graphs is None and solver.capture_all() == 0.0
