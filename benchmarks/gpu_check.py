@@ -1,21 +1,29 @@
-"""Prepared GPU check of the Qwen3-TTS path (issue 33): about 6 minutes on one H100; ``--tiny`` runs the same
-code on a tiny random model on CPU in a few seconds.
+"""Prepared GPU check of the Qwen3-TTS path (issues 33, 51) and Chatterbox beside it: about 6 minutes on one H100 or
+H200; ``--tiny`` runs the same code on tiny random models on CPU.
 
-    python benchmarks/gpu_check.py --out DIR          # CUDA, bf16, random weights at the released sizes
-    python benchmarks/gpu_check.py --tiny --out DIR   # CPU smoke run of the same code path
+    bash scripts/gather_gpu_wheels.sh                       # here, with a network: the packages the GPU machine lacks
+    python3 benchmarks/gpu_check.py --wheels .whl --out DIR  # there: installs them --no-index, then CUDA, bf16, random
+                                                            # weights at the released sizes
+    python benchmarks/gpu_check.py --tiny --out DIR          # CPU smoke run of the same code paths
+    python3 benchmarks/gpu_check.py --only codec,chatterbox --out DIR   # a rerun of some sections
 
 Writes DIR/gpu_check.json after every section (a run cut short keeps what it measured) with:
   env         device, torch, CPU, date
   agreement   4 rows (seeds 11-14): CUDA-graph replay vs eager and each row batched vs alone (token agreement)
-  throughput  0.6B and 1.7B at batch 1/8/32/64/128 (EOS suppressed): talker frames/s, x real time aggregate
+  throughput  0.6B at batch 1/8/32/64/128 (EOS suppressed): talker frames/s, x real time aggregate
               (codec included), process CPU s per wall s, peak GPU memory, graph capture seconds
   ops         aten ops dispatched by one decode call at batch 1/8/32 (torch.profiler; with graphs on CUDA)
   first_audio N streams admitted at once (1/8/32/64): prefill to the audio of their first decode call, median
   engine      Engine + Qwen3Backend (0.6B, graphs captured at start) with 1/16/64 streams submitted at once,
               per policy (fifo, deadline): first audio p50/p95, stall fraction of a 1x player, audio-s per s
+  codec       the 0.6B run's codec per batch bucket 1/8/32/64/128: CUDA graph vs the same fixed-shape call eager vs
+              the ragged decode (ms per call, x real time, graph vs eager max |diff|, capture s)
+  chatterbox  1 stream and 32 rows: T3 tokens/s graph vs eager (and token agreement), S3Gen flow solve per 1 s chunk
+              graph vs eager (ms, max |diff|), vocoder per row, audio-s per s (benchmarks/gpu_check_graphs.py)
 
-Needs, beyond torch and numpy (a GPU machine may have only those and the common scientific packages):
-num2words, piper-tts, defusedxml, pathvalidate (imported on the Qwen3 engine path); install them from wheels.
+Needs, beyond torch and numpy (a GPU machine may have only those and the common scientific packages): the Qwen3
+engine path's num2words, piper-tts, defusedxml, pathvalidate, and Chatterbox's official modules with their needs;
+``--wheels DIR`` installs the wheels scripts/gather_gpu_wheels.sh gathered (pip --no-index) before anything imports.
 The random weights are built in memory at the released sizes (no checkpoint is read; the text tokenizer is a
 character one, so prompts are about as long as their text).
 """
@@ -23,9 +31,11 @@ character one, so prompts are about as long as their text).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import platform
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -38,6 +48,22 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
+
+def install_wheels(folder: Path) -> None:
+    """pip install --no-index --no-deps the carried wheels into FOLDER-site beside them, first on the path (nothing is fetched)."""
+    site = folder.resolve().parent / (folder.name + "-site")
+    wheels = sorted(str(w) for w in folder.glob("*.whl"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--no-cache-dir",
+                    "--upgrade", "--target", str(site), *wheels], check=True)
+    sys.path.insert(0, str(site))
+    importlib.invalidate_caches()
+
+
+if __name__ == "__main__" and "--wheels" in sys.argv[:-1]:  # before the imports below, which need the wheels' packages
+    install_wheels(Path(sys.argv[sys.argv.index("--wheels") + 1]))
+
+
+from benchmarks import gpu_check_graphs as graphs  # noqa: E402
 from tests.support.decode_ops import ops_per_decode_call  # noqa: E402
 from tests.support.qwen3_tiny import CharTokenizer  # noqa: E402
 from tts_app.backends.params import SpeechParams  # noqa: E402
@@ -74,7 +100,8 @@ class Plan:
     max_seq_len: int
 
 
-FULL = Plan(("0.6b", "1.7b"), (1, 8, 32, 64, 128), 15, 64, (1, 8, 32), (1, 8, 32, 64), (1, 16, 64), 150, 45.0, 1024)
+# 0.6B only (the goals' size): the 1.7B rows of the first run made room for the codec and Chatterbox sections.
+FULL = Plan(("0.6b",), (1, 8, 32, 64, 128), 15, 64, (1, 8, 32), (1, 8, 32, 64), (1, 16, 64), 150, 45.0, 1024)
 TINY = Plan(("tiny",), (1, 4), 2, 8, (1, 4), (1, 2), (1, 2), 8, 60.0, 256)
 
 
@@ -274,11 +301,21 @@ def _section(results: dict[str, Any], out: Path, name: str, fn: Callable[[], Any
     print(f"{name} ({results['seconds'][name]} s): {json.dumps(results[name])}", flush=True)
 
 
+SECTIONS = ("agreement", "ops", "throughput", "first_audio", "engine", "codec", "chatterbox")
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="folder for gpu_check.json")
     ap.add_argument("--tiny", action="store_true", help="tiny random model on CPU: a smoke run of the same code")
+    ap.add_argument("--wheels", type=Path, help="install these wheels (scripts/gather_gpu_wheels.sh) before the run")
+    ap.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections (default all: {','.join(SECTIONS)})")
     args = ap.parse_args(argv)
+    if args.wheels is not None and __name__ != "__main__":  # as a script they were installed before the imports
+        install_wheels(args.wheels)
+    only = set(args.only.split(","))
+    if only - set(SECTIONS):
+        ap.error(f"unknown sections: {sorted(only - set(SECTIONS))}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     device = torch.device("cpu" if args.tiny or not torch.cuda.is_available() else "cuda")
@@ -286,24 +323,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     plan = TINY if args.tiny else FULL
     results: dict[str, Any] = {"plan": plan.__dict__}
     _section(results, out, "env", lambda: _env(device, dtype))
-    models = {name: Model(name, device, dtype) for name in plan.models[:1]}
-    first = models[plan.models[0]]
-    _section(results, out, "agreement", lambda: agreement(first, plan, device))
-    _section(results, out, "ops", lambda: ops(first, plan, device))
-    rows: list[dict[str, Any]] = []
-    for name in plan.models:
-        model = models.pop(name, None) or Model(name, device, dtype)
-        for batch in plan.batches:
-            rows.append(dict(model=name, **throughput(model, plan, device, batch)))
-            results["throughput"] = rows
-            (out / "gpu_check.json").write_text(json.dumps(results, indent=1))
-        del model
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-    _section(results, out, "throughput", lambda: rows)
     first = Model(plan.models[0], device, dtype)
-    _section(results, out, "first_audio", lambda: first_audio(first, plan, device))
-    _section(results, out, "engine", lambda: engine_runs(first, plan, device))
+    if "agreement" in only:
+        _section(results, out, "agreement", lambda: agreement(first, plan, device))
+    if "ops" in only:
+        _section(results, out, "ops", lambda: ops(first, plan, device))
+    if "throughput" in only:
+        rows: list[dict[str, Any]] = []
+        for name in plan.models:
+            model = first if name == plan.models[0] else Model(name, device, dtype)
+            for batch in plan.batches:
+                rows.append(dict(model=name, **throughput(model, plan, device, batch)))
+                results["throughput"] = rows
+                (out / "gpu_check.json").write_text(json.dumps(results, indent=1))
+        _section(results, out, "throughput", lambda: rows)
+    if "first_audio" in only:
+        _section(results, out, "first_audio", lambda: first_audio(first, plan, device))
+    if "engine" in only:
+        _section(results, out, "engine", lambda: engine_runs(first, plan, device))
+    graph_plan = graphs.TINY if args.tiny else graphs.FULL
+    if "codec" in only:
+        _section(results, out, "codec", lambda: graphs.codec_section(first.codec, graph_plan, device, LEFT_CONTEXT))
+    del first
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    if "chatterbox" in only:
+        _section(results, out, "chatterbox", lambda: graphs.chatterbox_section(graph_plan, device))
     return results
 
 

@@ -6,7 +6,10 @@ The module-scoped ``one_thread`` fixture those tests use lives in tests/unit/con
 from __future__ import annotations
 
 from tts_app.backends.qwen3 import Qwen3Backend
+import torch
+
 from tts_app.models.qwen3.codec import CodecDecoder
+from tts_app.models.qwen3.config import CodecConfig
 from tts_app.models.qwen3.prompt import PromptTokens
 from tts_app.models.qwen3.sampling import SamplingParams
 from tts_app.models.qwen3.speaker_encoder import SpeakerEncoder
@@ -50,3 +53,14 @@ def write_checkpoint(backend, folder) -> None:
     tok.add_special_tokens(["<|im_start|>", "<|im_end|>"])
     tok.add_tokens(["assistant"])
     tok.save(str(folder / "tokenizer.json"))
+
+
+def random_codec(cfg: CodecConfig) -> CodecDecoder:
+    """A codec decoder with random weights, codebooks and activations non-trivial (a checkpoint's init is zeros)."""
+    torch.manual_seed(0)
+    codec = CodecDecoder(cfg).eval()
+    with torch.no_grad():
+        for name, p in codec.named_parameters():
+            if name.endswith(("embedding_sum", "alpha", "beta")):
+                p.normal_(0.0, 0.5)
+    return codec

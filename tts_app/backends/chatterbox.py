@@ -20,6 +20,7 @@ from tts_app.backends.base import Backend, RowEmitter, RowInput, StepEstimate, S
 from tts_app.models.capabilities import CHATTERBOX
 from tts_app.models.chatterbox import s3gen_batch
 from tts_app.models.chatterbox.config import ChatterboxSampling
+from tts_app.models.chatterbox.flow_graph import FlowSolver
 from tts_app.models.chatterbox.official import ChatterboxMissing, official
 from tts_app.models.chatterbox.streaming import ChunkPlan, RowStream, join, window_noise
 from tts_app.models.chatterbox.t3_generator import T3Generator, T3Prompt, T3Row
@@ -62,13 +63,16 @@ class ChatterboxBackend(Backend):
         max_batch: int = 4,
         max_seq_len: int = 1536,
         tokens_per_step: int = 4,
+        use_cuda_graphs: Optional[bool] = None,
     ) -> None:
         self.model = model
         self.sampling = sampling or ChatterboxSampling()
         self.plan = plan or ChunkPlan()
         self.tokens_per_step = tokens_per_step
         self.prompt = T3Prompt(model.t3, model.tokens)
-        self.generator = T3Generator(model.t3, model.backbone, model.tokens, max_batch, max_seq_len)
+        # The Qwen3 generator's switch (None: on CUDA only): T3's decode call and S3Gen's flow solve are bucketed and captured.
+        self.generator = T3Generator(model.t3, model.backbone, model.tokens, max_batch, max_seq_len, use_cuda_graphs)
+        self.flow_solver = FlowSolver(model.s3gen, max_batch, use_cuda_graphs=use_cuda_graphs)
         self.voices = VoiceCache()
         self._punc_norm = official("tts").punc_norm
 
@@ -81,6 +85,12 @@ class ChatterboxBackend(Backend):
 
     def slot_bytes(self) -> int:
         return self.generator.pool.slot_bytes
+
+    def capture_graphs(self) -> float:
+        """On CUDA, capture T3's decode call for every batch and attention-length bucket and the flow solve for
+        every batch and frames bucket (before the engine serves: a capture must not run beside a decode);
+        returns the seconds taken, 0 on CPU."""
+        return self.generator.capture_all(self.tokens_per_step) + self.flow_solver.capture_all()
 
     @property
     def max_batch_size(self) -> int:
@@ -184,7 +194,7 @@ class ChatterboxBackend(Backend):
             flow_rows.append(s3gen_batch.FlowRow(tokens, s.voice.gen, noise))
             spans.append((start, upto, final))
         live = [r for r in flow_rows if r is not None]
-        mels = iter(s3gen_batch.flow_mels(s3gen, live)) if live else iter(())
+        mels = iter(s3gen_batch.flow_mels(s3gen, live, solver=self.flow_solver)) if live else iter(())
         out = []
         for (s, upto), row, (start, _, final) in zip(ready, flow_rows, spans):
             if row is None:  # T3 ended without a single speech token

@@ -23,7 +23,7 @@ from tts_app.models.qwen3.generator import BatchedGenerator, RowState
 from tts_app.models.qwen3.prompt import build_prompt
 from tts_app.models.qwen3.sampling import SamplingParams
 from tts_app.models.qwen3.speaker_encoder import SpeakerEncoder
-from tts_app.models.qwen3.streaming import decode_new_audio
+from tts_app.models.qwen3.streaming import CodecWindows
 from tts_app.models.qwen3.talker import Talker
 from tts_app.models.qwen3.text_tokenizer import TextTokenizer
 from tts_app.models.qwen3.weights import WeightsMissing, find_checkpoint, load_qwen3
@@ -65,6 +65,8 @@ class Qwen3Backend(Backend):
         self.generator = BatchedGenerator(
             talker, config.tts_pad_token_id, max_batch, max_seq_len, frames_per_step, use_cuda_graphs
         )
+        # The same switch: on CUDA the codec's windows are bucketed and captured too.
+        self.codec_windows = CodecWindows(codec, codec_left_context, frames_per_step, max_batch, use_cuda_graphs)
         self.capture_s = 0.0  # seconds the start-up capture took (capture_graphs)
 
     @classmethod
@@ -83,9 +85,10 @@ class Qwen3Backend(Backend):
         return cls(m.config, m.talker, m.codec, m.tokenizer, m.speaker_encoder, **kwargs)
 
     def capture_graphs(self) -> float:
-        """On CUDA, capture the decode call of every batch and attention-length bucket the server will use
-        (before the engine serves: a capture must not run beside a decode); returns the seconds taken, 0 on CPU."""
-        self.capture_s = self.generator.capture_all()
+        """On CUDA, capture the decode call of every batch and attention-length bucket the server will use, and
+        the codec window of every batch bucket (before the engine serves: a capture must not run beside a
+        decode); returns the seconds taken, 0 on CPU."""
+        self.capture_s = self.generator.capture_all() + self.codec_windows.capture_all()
         return self.capture_s
 
     def slot_bytes(self) -> int:
@@ -119,7 +122,7 @@ class Qwen3Backend(Backend):
     def step(self, states: Sequence[Any], emit: RowEmitter | None = None) -> list[StepOutput]:
         rows: list[RowState] = list(states)
         new = self.generator.decode(rows)
-        audio = decode_new_audio(self.codec, [s.codes for s in rows], [n.shape[0] for n in new], self.codec_left_context)
+        audio = self.codec_windows.decode([s.codes for s in rows], [n.shape[0] for n in new])
         return [StepOutput(a, s.done, s.aligner.feed(a, s.done) if s.aligner is not None else ()) for a, s in zip(audio, rows)]
 
     def estimate_step(self, state: Any) -> StepEstimate:

@@ -114,6 +114,7 @@ def _create_chatterbox(path: Path) -> "Engine":
 
     def make() -> "Engine":
         backend = ChatterboxBackend.from_pretrained(str(path), sampling=sampling)
+        backend.capture_graphs()  # on CUDA every bucket, before the engine takes a request (nothing on CPU)
         return Engine(backend=backend, policy=app_policy())  # its slots: $TTS_APP_ENGINE_SLOTS, at most its pool's
 
     return create_lowered(make, "chatterbox-engine-create")

@@ -1,4 +1,5 @@
-"""benchmarks/gpu_check.py --tiny: the prepared GPU check's code path runs on CPU and writes every field."""
+"""benchmarks/gpu_check.py --tiny: the prepared GPU check's code paths (Qwen3-TTS, its codec per bucket, Chatterbox's
+T3 and S3Gen flow in fixed shapes) run on CPU and write every field."""
 
 from __future__ import annotations
 
@@ -14,11 +15,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "gpu_check.py"
 
 
-def test_tiny_run_writes_every_section(tmp_path, monkeypatch):
+def _load(monkeypatch):
     spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "gpu_check", module)  # its dataclasses look their module up there
     spec.loader.exec_module(module)
+    return module
+
+
+def test_tiny_run_writes_every_section(tmp_path, monkeypatch):
+    module = _load(monkeypatch)
     module.main(["--tiny", "--out", str(tmp_path)])
     got = json.loads((tmp_path / "gpu_check.json").read_text())
     assert got["env"]["device"] == "cpu"
@@ -34,3 +40,20 @@ def test_tiny_run_writes_every_section(tmp_path, monkeypatch):
     for r in engine:
         assert r["finished"] == r["streams"]
         assert {"first_audio_p50_s", "first_audio_p95_s", "stall_fraction", "audio_s_per_s"} <= set(r)
+    codec = got["codec"]
+    assert [r["batch"] for r in codec] == [1, 4]
+    assert all(r["graph_ms"] == "no CUDA" and r["eager_ms"] > 0 and r["ragged_ms"] > 0 and r["x_real_time_eager"] > 0 for r in codec)
+    chatterbox = got["chatterbox"]
+    assert [r["rows"] for r in chatterbox] == [1, 2]
+    for r in chatterbox:
+        assert r["t3_tokens_per_s_eager"] > 0 and r["flow_ms_eager"] > 0 and r["vocoder_ms_per_row"] > 0 and r["audio_s_per_s"] > 0
+        assert "t3_tokens_per_s_graph" not in r  # no CUDA: nothing captured
+
+
+def test_only_runs_the_named_sections(tmp_path, monkeypatch):
+    module = _load(monkeypatch)
+    module.main(["--tiny", "--only", "codec", "--out", str(tmp_path)])
+    got = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert set(got) == {"plan", "env", "codec", "seconds"}
+    with pytest.raises(SystemExit):
+        module.main(["--tiny", "--only", "codec,nope", "--out", str(tmp_path)])

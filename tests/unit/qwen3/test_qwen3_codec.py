@@ -18,6 +18,8 @@ from tts_app.models.qwen3.codec import CodecDecoder
 from tests.support.qwen3_talker import tiny_configs
 from tts_app.models.qwen3.streaming import decode_new_audio
 
+from tests.support.qwen3_tiny import random_codec
+
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 EXACT_ATOL = 1e-5
@@ -27,15 +29,7 @@ APPROX_ATOL = 5e-3  # bound for 25 frames of context
 
 
 def _codec(**overrides) -> CodecDecoder:
-    torch.manual_seed(0)
-    _, cfg = tiny_configs()
-    cfg = dataclasses.replace(cfg, **overrides)
-    codec = CodecDecoder(cfg).eval()
-    with torch.no_grad():  # non-trivial codebooks and activations (checkpoint init is zeros)
-        for name, p in codec.named_parameters():
-            if name.endswith(("embedding_sum", "alpha", "beta")):
-                p.normal_(0.0, 0.5)
-    return codec
+    return random_codec(dataclasses.replace(tiny_configs()[1], **overrides))
 
 
 def _stream(codec: CodecDecoder, codes_TxG: torch.Tensor, chunk_sizes: list[int], left_context: int) -> np.ndarray:

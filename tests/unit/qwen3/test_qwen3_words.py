@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy.signal import resample_poly
 
-import tts_app.backends.qwen3 as qwen3_backend
+from tts_app.models.qwen3.streaming import CodecWindows
 
 from tests.support.qwen3_tiny import CharTokenizer
 from tts_app.backends.qwen3 import Qwen3Backend
@@ -75,14 +75,14 @@ def test_qwen3_speech_is_aligned_clause_by_clause_through_the_engine(piper_backe
         piper.close()
     played = [0]
 
-    def play_speech(codec, codes, new_frames, left_context):  # the codec's place: the next frames of real speech
+    def play_speech(windows, codes, new_frames):  # the codec's place: the next frames of real speech
         out = []
         for n in new_frames:
             out.append(speech[played[0] : played[0] + n * SPEECH_FRAME])
             played[0] += n * SPEECH_FRAME
         return out
 
-    monkeypatch.setattr(qwen3_backend, "decode_new_audio", play_speech)
+    monkeypatch.setattr(CodecWindows, "decode", play_speech)
     engine = _engine(-(-speech.size // SPEECH_FRAME), frames_per_step=4)
     try:
         handle = engine.submit(text, SpeechParams(seed=3))

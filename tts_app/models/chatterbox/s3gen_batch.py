@@ -20,7 +20,7 @@ batch would need a mask at each of them to keep rows exact, and on CPU stacking 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import torch
@@ -94,8 +94,10 @@ def encode(encoder: nn.Module, xs_BxTxD: torch.Tensor, lengths_B: torch.Tensor) 
 
 
 @torch.inference_mode()
-def flow_mels(s3gen: nn.Module, rows: Sequence[FlowRow], n_timesteps: int = N_TIMESTEPS) -> list[torch.Tensor]:
-    """Mel frames of each row's speech tokens, [80, 2n - (prompt frames - 2 Lp)] each, in one CFM solve."""
+def flow_mels(s3gen: nn.Module, rows: Sequence[FlowRow], n_timesteps: int = N_TIMESTEPS,
+              solver: Optional[Any] = None) -> list[torch.Tensor]:
+    """Mel frames of each row's speech tokens, [80, 2n - (prompt frames - 2 Lp)] each, in one CFM solve
+    (``solver``, a flow_graph.FlowSolver, when given: its fixed shapes, a CUDA graph per bucket, and its own steps)."""
     flow = s3gen.flow
     dev, dt = s3gen.device, s3gen.dtype
     spk_Bx80 = flow.spk_embed_affine_layer(F.normalize(torch.cat([torch.atleast_2d(r.ref["embedding"]) for r in rows]).to(dev, dt), dim=1))
@@ -114,12 +116,18 @@ def flow_mels(s3gen: nn.Module, rows: Sequence[FlowRow], n_timesteps: int = N_TI
     for r, row in enumerate(rows):
         cond_Bx80xT[r, :, :row.prompt_frames] = row.ref["prompt_feat"][0].T.to(dev, dt)
         z_Bx80xT[r, :, :row.noise.shape[-1]] = row.noise.to(dev, dt)
-    t_span = torch.linspace(0, 1, n_timesteps + 1, device=dev, dtype=dt)
-    if flow.decoder.t_scheduler == "cosine":
-        t_span = 1 - torch.cos(t_span * 0.5 * torch.pi)
-    feat = flow.decoder.solve_euler(z_Bx80xT, t_span=t_span, mu=h_BxTx80.transpose(1, 2).contiguous(),
-                                    mask=_padding_mask(frames_B, T).to(dt), spks=spk_Bx80, cond=cond_Bx80xT)
+    mu_Bx80xT, mask_Bx1xT = h_BxTx80.transpose(1, 2).contiguous(), _padding_mask(frames_B, T).to(dt)
+    if solver is not None:
+        feat = solver.solve(z_Bx80xT, mu_Bx80xT, mask_Bx1xT, spk_Bx80, cond_Bx80xT)
+    else:
+        feat = flow.decoder.solve_euler(z_Bx80xT, t_span=time_steps(flow.decoder, n_timesteps, dev, dt), mu=mu_Bx80xT, mask=mask_Bx1xT, spks=spk_Bx80, cond=cond_Bx80xT)
     return [feat[r, :, row.prompt_frames:int(frames_B[r])] for r, row in enumerate(rows)]
+
+
+def time_steps(decoder: nn.Module, n_timesteps: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """The official flow_inference's time grid: n + 1 points on [0, 1], cosine-scheduled."""
+    t_span = torch.linspace(0, 1, n_timesteps + 1, device=device, dtype=dtype)
+    return 1 - torch.cos(t_span * 0.5 * torch.pi) if decoder.t_scheduler == "cosine" else t_span
 
 
 def _source(m_source: nn.Module, f0_Bx1xL: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

@@ -4,7 +4,7 @@ Pieces, one per file: ``config`` (checkpoint config mirrors), ``layers`` (the sh
 transformer blocks), ``talker``, ``code_predictor``, ``codec`` (codes to waveform),
 ``speaker_encoder`` (reference-voice x-vector), ``kv_cache`` (slot pool and static cache),
 ``sampling``, ``prompt`` (prefill embeddings), ``generator`` (prefill, decode loop,
-compaction), ``cuda_graph`` and ``weights`` (finding and loading a checkpoint).
+compaction), ``streaming`` (the codec over each row's new frames, bucketed for graphs) and ``weights`` (finding and loading a checkpoint).
 
 Importing this package loads nothing heavy; transformers is never needed.
 """

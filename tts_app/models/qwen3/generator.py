@@ -25,8 +25,8 @@ import torch
 from tts_app.models.layers.blocks import causal_mask
 from tts_app.models.layers.kv_cache import SlotHandle, SlotPool, StaticKVCache
 from tts_app.models.layers.row_noise import row_key, row_uniform
-from tts_app.models.qwen3.cuda_graph import CallGraphs, Key, round_up
-from tts_app.models.qwen3.host_output import HostOutput
+from tts_app.models.layers.cuda_graph import CallGraphs, Key, round_up
+from tts_app.models.layers.host_output import HostOutput
 from tts_app.models.qwen3.sampling import SamplingParams, sample_tokens
 from tts_app.models.qwen3.slot_state import SlotState
 from tts_app.models.qwen3.talker import Talker

@@ -1,10 +1,12 @@
-"""CUDA graphs of the whole decode call, one per (batch bucket, attention-length bucket, frames per call).
+"""CUDA graphs of fixed-shape calls, one per key: (batch bucket, length bucket, ...).
 
-The decode call has fixed shapes for a given key, reads and writes only the generator's slot
-buffers (fixed addresses) and draws its randomness from counters on the device, so one replay
-runs every frame of the call: code predictor inner loops, talker tokens, sampling, EOS and
-length masks, state updates. Only built when ``torch.cuda.is_available()``; on CPU the generator
-runs the same call eagerly.
+A captured call has fixed shapes for its key, reads and writes only buffers at fixed addresses
+(slot state, staged inputs) and draws its randomness from counters on the device, so one replay
+runs the whole call. Qwen3-TTS's decode call (every frame of it: code predictor inner loops,
+talker tokens, sampling, state updates) and its codec window, Chatterbox's T3 call and S3Gen's
+flow solve each use one ``CallGraphs``. The bucket rule is the same for all: a batch is rounded up
+to ``batch_buckets``, a length to ``length_buckets``. Only built when CUDA is there; on CPU each
+caller runs the same call eagerly.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import torch
 
 logger = logging.getLogger(__name__)
 
-Key = tuple[int, int, int]  # (batch bucket, attention length bucket, frames per call)
+Key = tuple[int, ...]  # (batch bucket, length bucket, ...): one graph each
 
 
 def round_up(n: int, multiple: int) -> int:
@@ -34,7 +36,8 @@ def length_buckets(max_len: int) -> list[int]:
 
 
 class CallGraphs:
-    def __init__(self, max_batch: int, max_len: int) -> None:
+    def __init__(self, max_batch: int, max_len: int, what: str = "the decode call") -> None:
+        self.what = what  # for the capture log line
         self.batch_sizes = batch_buckets(max_batch)
         self.lengths = length_buckets(max_len)
         self._graphs: dict[Key, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}
@@ -67,7 +70,7 @@ class CallGraphs:
         torch.cuda.synchronize()
         self._graphs[key] = (graph, out)
         seconds = time.perf_counter() - t0
-        logger.info("captured the decode call for batch %d, attention length %d, %d frames in %.2f s", *key, seconds)
+        logger.info("captured %s for %s in %.2f s", self.what, key, seconds)
         return seconds
 
     def replay(self, key: Key) -> torch.Tensor:
