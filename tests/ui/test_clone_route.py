@@ -19,7 +19,7 @@ from tts_app.models.capabilities import NO_CLONING
 from tts_app.web.ui.ab.tab import PRESET_ROUTES, preset_values
 from tts_app.web.ui.api_help.tab import api_help_markdown
 from tts_app.web.ui.common.model_picker import refresh
-from tts_app.web.ui.speak.handlers import _done_status
+from tts_app.web.ui.speak.run_status import done_status
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +74,6 @@ def test_without_a_cloning_model_the_voice_panel_says_the_filter_is_not_a_clone(
 def test_every_run_says_the_route_that_spoke_it(here) -> None:
     here("cloning")
     summary = {"audio_s": 1.0, "total_s": 1.0, "time_to_first_audio_s": 0.1, "rtf": 1.0, "max_batch": 1}
-    assert _done_status(summary, 1, spoken_by(POCKET_ID, True)).endswith("· voice: cloned by Pocket TTS")
-    assert _done_status(summary, 1, spoken_by(EMBEDDED_ID, True)).endswith(f"· voice: {FILTER}")
+    assert done_status(summary, 1, spoken_by(POCKET_ID, True)).endswith("· voice: cloned by Pocket TTS")
+    assert done_status(summary, 1, spoken_by(EMBEDDED_ID, True)).endswith(f"· voice: {FILTER}")
     assert spoken_by(POCKET_ID, False) == "Pocket TTS's own voice" and spoken_by(EMBEDDED_ID, False) == "the embedded voice"

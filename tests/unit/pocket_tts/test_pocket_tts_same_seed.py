@@ -17,15 +17,15 @@ either route, has as many samples, within 1e-5 (measured at most 1e-7 here, 9e-8
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from tests.support.pocket_tts_tiny import write_tiny_checkpoint
-from tts_app.backends import pocket_tts as pocket_backend
-from tts_app.backends.base import RowInput
-from tts_app.backends.first_audio import FirstAudioPlan
+from tests.support.internals import reset_small_gemm
+from tts_app.backends.base import FirstAudioPlan, RowInput
 from tts_app.backends.params import SpeechParams
 from tts_app.backends.pocket_tts import PocketBackend
 from tts_app.models.layers import small_gemm
@@ -44,10 +44,10 @@ def model(tmp_path_factory):
 @pytest.fixture(params=["torch", "openblas"])
 def route(request):
     """Each GEMM route the load-time timing may pick, forced."""
-    small_gemm.reset_for_tests()
+    reset_small_gemm()
     small_gemm.calibrate(request.param)
     yield request.param
-    small_gemm.reset_for_tests()
+    reset_small_gemm()
 
 
 def _clip(seed: int) -> SimpleNamespace:
@@ -65,9 +65,17 @@ def _mates(n: int) -> list[RowInput]:
             for i in range(n)]
 
 
-def _drive(backend: PocketBackend, target: RowInput, mates: list[RowInput], late: int = 0) -> np.ndarray:
-    """The engine's way: rows admitted as slots free up (the target ``late`` steps after its mates), stepped, released;
-    returns the target's audio."""
+def _plan(backend: PocketBackend, rows: int, each: bool | None) -> FirstAudioPlan | None:
+    """The plan the engine's first-audio costs may give a step (None: the backend's own default): a quiet machine's
+    (``each``: a latent at a time, handed out at once) or a loaded one's (whole, at the last latent)."""
+    if each is None:
+        return None
+    return FirstAudioPlan((1, rows), time.perf_counter, each=each, hold=0 if each else backend.first_latents - 1)
+
+
+def _drive(backend: PocketBackend, target: RowInput, mates: list[RowInput], late: int = 0, each: bool | None = None) -> np.ndarray:
+    """The engine's way: rows admitted as slots free up (the target ``late`` steps after its mates), stepped, released,
+    each step with the first-audio plan ``each`` (see _plan); returns the target's audio."""
     audio: list[np.ndarray] = []
     waiting, live, steps = list(mates), [], 0
     pending: RowInput | None = target
@@ -82,7 +90,7 @@ def _drive(backend: PocketBackend, target: RowInput, mates: list[RowInput], late
         steps += 1
         if not live:
             continue
-        outs = backend.step([s for _, s in live])
+        outs = backend.step([s for _, s in live], plan=_plan(backend, len(live), each))
         for (row, state), out in zip(live, outs):
             if row is target:
                 audio.append(out.audio)
@@ -92,21 +100,11 @@ def _drive(backend: PocketBackend, target: RowInput, mates: list[RowInput], late
     return np.concatenate(audio)
 
 
-def _forced_plan(monkeypatch: pytest.MonkeyPatch, each: bool) -> None:
-    """The plan a quiet (``each``) or a loaded machine's timings give a lone new row."""
-    monkeypatch.setattr(pocket_backend, "plan_first_audio",
-                        lambda costs, key, latents, latent_s: FirstAudioPlan(key, each=each, hold=latents - 1))
-
-
-def test_a_request_alone_is_bit_exact_whichever_plan_the_load_gives(model, route, monkeypatch) -> None:
-    own_plan = pocket_backend.plan_first_audio
-    _forced_plan(monkeypatch, True)
-    quiet = _drive(PocketBackend(model, max_batch=8), TARGET, [])
-    _forced_plan(monkeypatch, False)
-    loaded = _drive(PocketBackend(model, max_batch=8), TARGET, [])
+def test_a_request_alone_is_bit_exact_whichever_plan_the_load_gives(model, route) -> None:
+    quiet = _drive(PocketBackend(model, max_batch=8), TARGET, [], each=True)
+    loaded = _drive(PocketBackend(model, max_batch=8), TARGET, [], each=False)
     assert quiet.size > 0 and np.array_equal(quiet, loaded)
-    monkeypatch.setattr(pocket_backend, "plan_first_audio", own_plan)
-    backend = PocketBackend(model, max_batch=8)  # the plan its own timings make, twice (costs learnt in between)
+    backend = PocketBackend(model, max_batch=8)  # no engine plan, twice on one backend
     assert np.array_equal(_drive(backend, TARGET, []), _drive(backend, TARGET, [])) and np.array_equal(quiet, _drive(backend, TARGET, []))
 
 
@@ -122,9 +120,9 @@ def test_batch_mates_change_the_rounding_not_the_speech(model, route) -> None:
 def test_the_gemm_route_changes_the_rounding_not_the_speech(model) -> None:
     spoken = {}
     for name in ("torch", "openblas"):
-        small_gemm.reset_for_tests()
+        reset_small_gemm()
         small_gemm.calibrate(name)
         spoken[name] = _drive(PocketBackend(model, max_batch=8), TARGET, _mates(3))
-    small_gemm.reset_for_tests()
+    reset_small_gemm()
     assert spoken["torch"].shape == spoken["openblas"].shape
     assert float(np.abs(spoken["torch"] - spoken["openblas"]).max()) <= ATOL

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from tts_app.models.qwen3.codec import CodecDecoder
-from tts_app.models.qwen3.config import CodecConfig, tiny_configs
+from tts_app.models.qwen3.config import CodecConfig
+from tests.support.qwen3_talker import tiny_configs
 from tts_app.models.qwen3.streaming import CodecWindows, decode_new_audio
 
 from tests.support.qwen3_tiny import random_codec
