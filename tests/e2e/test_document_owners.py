@@ -109,7 +109,7 @@ class Browser:
 def test_on_the_page_another_browser_with_the_id_gets_nothing_but_a_share_link_works(app_server: str) -> None:
     a, b = Browser(app_server), Browser(app_server)  # one address, two browsers
     try:
-        _state, box, _timer = a.output("read_document", [LONG, False, "Letter", *VOICE])
+        _state, box = a.output("read_document", [LONG, False, "Letter", *VOICE, None])  # None: the upload's name (page state)
         job = box.split('data-job="', 1)[1].split('"', 1)[0]  # what A's address bar shows (a State stays on the server)
         # B opens A's address (?job=<id>): its tab's job is A's id, and it finds nothing; its Stop stops nothing.
         seen = b.output("resume", [], query=f"?job={job}")[1]
