@@ -109,6 +109,8 @@ Each named endpoint and what it returns (every update of a streaming one holds a
 | `/ab_reveal` | nothing | which sample was which and this session's blind tally (Markdown) |
 | `/read_document` | text, Markdown, title, voice mode, built-in voice, upload, what the clip says, strength, speed, seed | the progress box (HTML; `data-job` is the job id, `data-status` its state); the files are named by the title, else the first heading, else "Document" |
 | `/stop_document` | nothing | the progress box once the job has stopped (`data-status="cancelled"`) |
+| `/share_document` | nothing | a read-only link to this session's document (`?share=…`: listen and download, no Stop), the same until revoked |
+| `/unshare_document` | nothing | `""` once the link no longer opens the document |
 | `/engine_stats` | nothing | the engine's counters (a dict) |
 """
 
