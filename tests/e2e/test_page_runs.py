@@ -27,14 +27,14 @@ pytestmark = pytest.mark.slow
 TIMEOUT = httpx.Timeout(120.0)
 LINE = ("The quick brown fox jumps over the lazy dog, and then it runs far away into the woods. " * 23)[:2000]
 PAGE_TEXT = "\n".join([LINE] * 50)  # the page's most: 50 lines of 2,000 characters
-SLOTS, SHARE = 16, 0.25  # the embedded voice's engine and TTS_APP_CLIENT_SHARE's default
+SLOTS, SHARE = 16, 0.25  # the server's TTS_APP_ENGINE_SLOTS (set below: 50 lines must overflow it) and TTS_APP_CLIENT_SHARE's default
 ABANDONED = "a page run nobody listens to"  # the run watchdog's log line
 
 
 @pytest.fixture(scope="module")
 def server(artifacts_dir: Path) -> Iterator[tuple[str, Path]]:
     log = artifacts_dir / "page_runs_server.log"
-    with serve_app(log, {"TTS_APP_MAX_QUEUE_WAIT_S": "20"}) as (base, _process):
+    with serve_app(log, {"TTS_APP_MAX_QUEUE_WAIT_S": "20", "TTS_APP_ENGINE_SLOTS": str(SLOTS)}) as (base, _process):
         _wait_for(lambda: httpx.get(f"{base}/readyz", timeout=10).status_code == 200, 300, "the model to load")
         yield base, log
 
