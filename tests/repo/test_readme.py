@@ -159,3 +159,23 @@ def test_the_fast_voice_s_cost_is_one_figure_the_page_repeats() -> None:
     measured = re.search(r"about 7 s and (\d+ MB) more", row)
     assert measured, row
     assert re.search(rf"second model in memory, about {measured.group(1)}", FAST_NOTE)
+
+
+def _markers() -> list[str]:
+    """The pytest markers pyproject.toml declares (each a lane besides the fast one)."""
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    block = pyproject[pyproject.index("markers = [") :].split("]", 1)[0]
+    return re.findall(r'"(\w+):', block)
+
+
+def test_the_testing_page_has_a_lane_a_marker_and_a_row_a_system_package() -> None:
+    testing = (DOCS / "testing.md").read_text(encoding="utf-8")
+    times = section(testing, "Lane times")
+    assert "| lane | command | tests | time | machine | date |" in times
+    assert _markers() and all(f"`python -m pytest -m {m}`" in times for m in _markers()), _markers()
+    assert f"`{_ci_test_command()}`" in times
+    packages = section(testing, "System packages")
+    listed = {
+        p for cells in re.findall(r"^\| (`[^|]+`) \|", packages, flags=re.M) for p in re.findall(r"`([^`]+)`", cells)
+    }
+    assert listed == _apt_packages((REPO / ".ci" / "run").read_text(encoding="utf-8"))
