@@ -368,6 +368,9 @@ if __name__ == "__main__":
         print(markdown_table())
     elif sys.argv[1:2] == ["--write"] and len(sys.argv) == 3:
         path = Path(sys.argv[2])
-        path.write_text(with_table(path.read_text(encoding="utf-8")), encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
+        if TABLE_BEGIN not in text or TABLE_END not in text:
+            raise SystemExit(f"{path} holds no settings table: its two marker lines are missing ({TABLE_BEGIN})")
+        path.write_text(with_table(text), encoding="utf-8")
     else:
         raise SystemExit("usage: python -m tts_app.settings --markdown | --write docs/operating.md")

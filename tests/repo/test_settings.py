@@ -53,6 +53,14 @@ def test_the_table_is_written_into_the_page_it_is_given(tmp_path: Path) -> None:
     assert written.startswith("before\n") and written.endswith("after\n")
 
 
+def test_a_page_without_the_markers_is_refused_in_one_line(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("no table here\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "tts_app.settings", "--write", str(page)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "no settings table" in done.stderr
+    assert page.read_text(encoding="utf-8") == "no table here\n"
+
+
 def test_every_variable_named_in_the_runtime_is_declared() -> None:
     named = {name: path for path in _runtime_files() for name in NAME.findall(_text(path))}
     assert {n: str(p.relative_to(ROOT)) for n, p in named.items() if n not in DECLARED} == {}
