@@ -1,7 +1,7 @@
 """Print the figures the test run recorded in tests/artifacts, with the machine, as one block.
 
 CI runs this after the tests so that its log carries the browser's time to first sound and the
-memory soak's figures from a machine that runs nothing else (they go into BENCHMARKS.md).
+memory soak's figures from a machine that runs nothing else (they go into docs/benchmarks-log.md).
 """
 
 from __future__ import annotations

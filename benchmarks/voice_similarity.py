@@ -5,7 +5,7 @@ For every sentence of <shared>/eval/sentences.txt and every built-in voice:
   WER        = PocketSphinx transcript vs the sentence text (corpus-level: errors / words),
 for the model's own (unadapted) output and for the adapted output. Also measures the
 adapter's real-time factor on one core and streamed-vs-whole differences, and writes a
-markdown table (--out, default benchmarks/results/voice_similarity.md; BENCHMARKS.md quotes it).
+markdown table (--out, default benchmarks/results/voice_similarity.md; docs/benchmarks-log.md quotes it).
 
     pip install -r requirements-dev.txt
     python benchmarks/voice_similarity.py [--shared ../shared] [--strength 1.0] [--limit N]

@@ -41,10 +41,10 @@ def server(tmp_path_factory: pytest.TempPathFactory, artifacts_dir: Path) -> Ite
         yield base, process.pid
 
 
-# Still broken (measured 2026-12-02, BENCHMARKS.md "The memory rule"): the decoder's second stage keeps 140-220 MB
+# Still broken (measured 2026-12-02, docs/benchmarks-log.md "The memory rule"): the decoder's second stage keeps 140-220 MB
 # per new input width it meets (a whole file's windows grow to 640 frames, widths 5,000-6,500: a WAV at speed 0.25
 # kept +787 MB). Strict: once the rule holds, this fails until the mark is removed.
-@pytest.mark.xfail(strict=True, reason="issue 46 hole 4 open: the decoder keeps memory per input width (BENCHMARKS.md)")
+@pytest.mark.xfail(strict=True, reason="issue 46 hole 4 open: the decoder keeps memory per input width (docs/benchmarks-log.md)")
 def test_every_request_keeps_to_the_memory_rule(server: tuple[str, int], artifacts_dir: Path) -> None:
     base, pid = server
     speech(base, text_of(200), stream=True)  # warm: the route, the encoder, a first shape

@@ -1,4 +1,4 @@
-"""Issue 46's smaller items, through the real server: what SECURITY.md and the README promise.
+"""Issue 46's smaller items, through the real server: what SECURITY.md and docs/ promise.
 
 - A model name echoed in an error is cut at 40 characters with "…" (it was cut at 64, no "…").
 - ``GET /v1/audio/voices?model=`` a model not served here is a one-line 400, not Piper's voices.

@@ -1,4 +1,4 @@
-"""tts_app.settings: every TTS_APP_* variable declared once, read only there, listed in README, one-line errors."""
+"""tts_app.settings: every TTS_APP_* variable declared once, read only there, listed in docs/operating.md, one-line errors."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from tts_app import settings
 from tts_app.engine.qos_settings import QosSettings
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = ROOT / "docs"
+OPERATING = (DOCS / "operating.md").read_text(encoding="utf-8")
 NAME = re.compile(r"TTS_APP_[A-Z0-9][A-Z0-9_]*")
 DECLARED = {n for s in settings.SETTINGS for n in (s.name, *s.aliases)}
 
@@ -29,12 +30,35 @@ def _text(path: Path) -> str:
     return path.read_bytes().decode("utf-8", errors="replace")
 
 
-def test_readme_holds_the_generated_table() -> None:
-    begin, end = README.index(settings.TABLE_BEGIN) + len(settings.TABLE_BEGIN), README.index(settings.TABLE_END)
-    assert README[begin:end].strip() == settings.markdown_table(), "run: python -m tts_app.settings --readme README.md"
+def test_the_operating_page_holds_the_generated_table() -> None:
+    begin, end = OPERATING.index(settings.TABLE_BEGIN) + len(settings.TABLE_BEGIN), OPERATING.index(settings.TABLE_END)
+    assert OPERATING[begin:end].strip() == settings.markdown_table(), "run: python -m tts_app.settings --write docs/operating.md"
     for s in settings.SETTINGS:
-        assert f"`{s.name}`" in README[begin:end]
-        assert not s.section or re.search(rf"^#{{2,3}} {re.escape(s.section)}$", README, flags=re.M), s.section
+        assert f"`{s.name}`" in OPERATING[begin:end]
+
+
+@pytest.mark.parametrize("section", sorted({s.section for s in settings.SETTINGS if s.section}))
+def test_every_setting_points_at_a_heading_that_exists(section: str) -> None:
+    page, _, heading = section.partition("#")
+    text = (DOCS / (page or "operating.md")).read_text(encoding="utf-8")
+    assert re.search(rf"^#{{1,3}} {re.escape(heading)}$", text, flags=re.M), section
+
+
+def test_the_table_is_written_into_the_page_it_is_given(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(f"before\n{settings.TABLE_BEGIN}\nstale\n{settings.TABLE_END}\nafter\n", encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "tts_app.settings", "--write", str(page)], check=True, cwd=ROOT)
+    written = page.read_text(encoding="utf-8")
+    assert "stale" not in written and settings.markdown_table() in written
+    assert written.startswith("before\n") and written.endswith("after\n")
+
+
+def test_a_page_without_the_markers_is_refused_in_one_line(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("no table here\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "tts_app.settings", "--write", str(page)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "no settings table" in done.stderr
+    assert page.read_text(encoding="utf-8") == "no table here\n"
 
 
 def test_every_variable_named_in_the_runtime_is_declared() -> None:

@@ -3,7 +3,7 @@
 On a developer's machine without one, the tests that need it skip with one line naming the package
 (``mpg123 is not installed (apt-get install mpg123)``); CI installs them all (.ci/run: APT_PACKAGES)
 and, with TTS_APP_FAIL_ON_SKIP=1, fails on any skip (tests/support/skip_guard.py), so a missing tool
-never passes there. The README's Test section holds the same apt-get line (tests/repo/test_readme.py).
+never passes there. The README's Test section and docs/testing.md hold the same apt-get line (tests/repo/test_readme.py).
 """
 
 from __future__ import annotations

@@ -49,16 +49,17 @@ def test_every_example_runs_against_the_server(app_server: str, tmp_path: Path) 
 
 
 _ENDPOINT = re.compile(r"`(/[a-z_]+)`")
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE_DOC = Path(__file__).resolve().parents[2] / "docs" / "page.md"
 
 
 def test_named_endpoints_are_listed_where_users_read_them(app_server: str) -> None:
-    """README's feature list and the API tab name exactly the endpoints the server offers to gradio_client."""
+    """docs/page.md's API section and the API tab name exactly the endpoints the server offers to gradio_client."""
     served = set(httpx.get(f"{app_server}/gradio_api/info", timeout=30).json()["named_endpoints"])
     tab_list = api_help_markdown().split("### Gradio endpoints", 1)[1].rsplit("```", 1)[1]
-    readme_item = next(item for item in README.read_text(encoding="utf-8").split("\n- **") if item.startswith("API**")).split("\n\n")[0]
+    doc = PAGE_DOC.read_text(encoding="utf-8")
+    api_section = doc[doc.index("\n## API\n") :].split("\n## ", 2)[1]
     assert set(_ENDPOINT.findall(tab_list)) == served
-    assert set(_ENDPOINT.findall(readme_item)) - {"/v1/audio/speech"} == served
+    assert set(_ENDPOINT.findall(api_section)) - {"/v1/audio/speech"} == served
 
 
 @pytest.mark.parametrize("headers, origin", [

@@ -5,7 +5,7 @@ The server runs with a PATH that has no ffmpeg, so streaming works only through 
 wheel's binary (tts_app/audio/ffmpeg_path.py). While the page plays the live stream, a Web Audio tap records
 exactly what the page's live player (Web Audio fed from /live/{token}) renders, and the test aligns that
 against the joined file the server wrote, to measure any silence the streaming path inserted at chunk
-boundaries, and the time from the click to the player's first sound (tests/artifacts/stream_gaps.json; figures go to BENCHMARKS.md).
+boundaries, and the time from the click to the player's first sound (tests/artifacts/stream_gaps.json; figures go to docs/benchmarks-log.md).
 Stalls, late pieces and inserted silence are asserted; timings are not.
 """
 

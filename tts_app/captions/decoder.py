@@ -21,7 +21,7 @@ RATE = 16000
 FRAME_S = 0.01  # PocketSphinx's frames: 100 a second
 _FILLERS = frozenset(("<s>", "</s>", "<sil>", "[NOISE]", "[SPEECH]"))
 _MID_CLAUSE_STOP = 0.05  # prior of a segment ending after a word no clause mark follows (pauses come mostly at marks)
-# Every second frame (20 ms): a third less time, and word starts as close (BENCHMARKS.md, aligner section).
+# Every second frame (20 ms): a third less time, and word starts as close (docs/benchmarks-log.md, aligner section).
 _OPTIONS: dict[str, Any] = {"ds": 2, "maxhmmpf": 500}
 _MAX_PHONES = 60  # a word's pronunciation is cut there: a longer one cannot be spoken in any stretch worth aligning
 _lock = threading.Lock()

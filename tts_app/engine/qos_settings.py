@@ -22,7 +22,7 @@ class QosSettings:
     """Seconds unless named otherwise."""
 
     # Streams admitted may need this share of what the machine makes (inf: no load check). 1.0 stalled 15 % of
-    # the audio at 1.0 x C on the 2-core AMD CPU (BENCHMARKS, issue 34); the real machine's jitter is the rest.
+    # the audio at 1.0 x C on the 2-core AMD CPU (docs/benchmarks-log.md, issue 34); the real machine's jitter is the rest.
     load_margin: float = 0.85
     # A listener holding less is in need (rows holding ``plenty_s`` then skip a step), and gets small windows;
     # each doubling of what it holds past this doubles them (0: always the usual window). Issue 34's runs.

@@ -2,7 +2,7 @@
 
 "fast" changes the decoder, where most of the arithmetic is, and the flow: bfloat16 on CPUs with bf16
 instructions (AVX512-BF16 or AMX); elsewhere it runs float32, as exact (an int8 decoder from post-training
-quantization cost 17-23 WER points for about a tenth more speed, and was removed: BENCHMARKS.md, 2026-12-02).
+quantization cost 17-23 WER points for about a tenth more speed, and was removed: docs/benchmarks-log.md, 2026-12-02).
 The encoder stays float32 in both, so durations (rounded up from floats) are those of the exact mode.
 """
 

@@ -1,6 +1,6 @@
 """Where a stage graph runs: OpenVINO on CPU, onnxruntime on CUDA.
 
-Measured on the 2-core CPU machine (BENCHMARKS.md): OpenVINO runs the decoder
+Measured on the 2-core CPU machine (docs/benchmarks-log.md): OpenVINO runs the decoder
 (as 2-D convolutions) 1.46x faster than onnxruntime on one thread and scales
 1.87x on two, where onnxruntime scaled 1.26x. Its rows are batch-invariant:
 a row computes the same floats alone or batched, at any thread count used

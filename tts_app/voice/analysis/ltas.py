@@ -15,7 +15,7 @@ _BLOCK = 512  # frames per FFT batch: bounds memory for 30 s clips
 
 # A drop this deep that never comes back is a band limit, not a voice's roll-off: on the shared clips
 # a voice's own spectrum dropped at most 18 dB this way, the same clips through an 8, 11 or 16 kHz
-# file at least 28 dB (BENCHMARKS.voice.md); the threshold sits between the two.
+# file at least 28 dB (docs/benchmarks-log.md); the threshold sits between the two.
 _CLIFF_DB = 24.0
 _CLIFF_SPAN_HZ = (1000.0, 200.0)  # the level below a candidate edge: this far to this near
 _CLIFF_FROM_HZ = 2000.0  # no band limit is looked for below this (telephone audio keeps 3.4 kHz)

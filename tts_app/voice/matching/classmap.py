@@ -28,7 +28,7 @@ from tts_app.voice.analysis.denoise import denoised
 N_FFT = 1024  # 46 ms at 22.05 kHz: resolves harmonics of low voices
 HOP = 256
 N_CEPS = 19  # c1..c19 of the log-mel spectrum; c0 (level) is left out
-N_CLASSES = 8  # chosen leave-one-voice-out among 1/4/8/16 (BENCHMARKS.voice.md)
+N_CLASSES = 8  # chosen leave-one-voice-out among 1/4/8/16 (docs/benchmarks-log.md)
 GAIN_LIMIT_DB = 12.0  # per band and frame, either way
 _SHRINK_FRAMES = 20.0  # a class with few frames falls back toward the global difference
 _ACTIVE_RANGE_DB = 40.0  # frames this far under the loudest are silence: not used for fitting

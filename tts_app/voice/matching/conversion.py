@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 CONVERSION_VERSION = 2  # bump when the class map's fit changes: saved profiles then rebuild it
 MIN_TRANSCRIPT_WORDS = 3  # fewer recognised words than this: alignment is not worth trusting
-# Measured (BENCHMARKS.voice.md, 20 sentences): aligning on PocketSphinx's transcript lost to the
+# Measured (docs/benchmarks-log.md, 20 sentences): aligning on PocketSphinx's transcript lost to the
 # nearest-class fallback on 2 of 3 voices in similarity and on WER (wrong words, wrong pairs), so a
 # recognised transcript is not used for alignment; a typed one is.
 RECOGNISE_TRANSCRIPT = False
@@ -32,7 +32,7 @@ RECOGNISE_TRANSCRIPT = False
 
 @dataclass(frozen=True)
 class ConversionConfig:
-    """Constants chosen leave-one-voice-out on the shared voices (BENCHMARKS.voice.md)."""
+    """Constants chosen leave-one-voice-out on the shared voices (docs/benchmarks-log.md)."""
 
     n_classes: int = N_CLASSES
     parallel: bool = True  # align against the model speaking the transcript when there is one

@@ -19,11 +19,11 @@ from tts_app.catalog.fetch_jobs import job, settled_or_absent
 from tts_app.models.available import CHATTERBOX_ID, EMBEDDED_FAST_ID, EMBEDDED_ID, EMBEDDED_IDS, POCKET_MODEL_IDS, find_models
 from tts_app.web.ui.common.user_error import UserError
 
-# What a CPU user should expect from Qwen3-TTS (BENCHMARKS.md, "CPU speed of the 0.6B model"): the
+# What a CPU user should expect from Qwen3-TTS (docs/benchmarks-log.md, "CPU speed of the 0.6B model"): the
 # 0.6B model with full-size random weights ran at RTF 9.2 (17.8 CPU s per s of speech) on an idle
 # 2-core Zen 4, and took 45.7 CPU s per s on a heavily loaded 2-core Zen 3.
 CPU_NOTE = "Qwen3-TTS is a GPU model: on a 2-core CPU expect about 10-25 s of waiting per second of speech."
-# BENCHMARKS.md, "Chatterbox on CPU": one request costs about 9.5 s of compute per second of speech on a 2-core Zen 4.
+# docs/benchmarks-log.md, "Chatterbox on CPU": one request costs about 9.5 s of compute per second of speech on a 2-core Zen 4.
 CHATTERBOX_CPU_NOTE = "Chatterbox is a GPU model: on a 2-core CPU expect about 10 s of waiting per second of speech."
 POCKET_NOTE = "Pocket TTS clones the uploaded clip on a CPU, streaming as it speaks (each model one language: write in it)."
 
