@@ -105,6 +105,7 @@ class PiperBackend(Backend):
 
     name = EMBEDDED_ID
     capabilities = PIPER
+    voice_filter = True  # a clip's analysis drives its filter (the matched route)
 
     def __init__(
         self,
