@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from tts_app.audio import loudness  # noqa: E402
 
-SHARED = REPO.parent / "shared"
+SHARED = next((p / "shared" for p in REPO.parents if (p / "shared" / "voices").is_dir()), REPO.parent / "shared")  # ../shared, or above a worktree
 
 
 def _machine() -> str:

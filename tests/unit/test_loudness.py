@@ -1,8 +1,9 @@
 """Even loudness (issue 47, item 5): the level keeper alone on synthetic speech-like signals, then through the engine
-on the matched route (the embedded voice with a shared voice's filter) and on Pocket TTS (cloned and its own voice,
+on the embedded voice (its own and matched with a shared voice's filter) and on Pocket TTS (cloned and its own voice,
 tiny random weights): every line of a take within 2 dB of the take's median active-speech level, peaks at most
--1 dBFS. (benchmarks/loudness_lovo.py chooses the constants leaving one shared voice out, and measures every shared
-voice: held-out spreads 1.2-1.8 dB against 3.9-7.6 dB before.)"""
+-1 dBFS; a "Say it" preview (the Pronunciation tab's one short line) within 2 dB of the take's median too.
+(benchmarks/loudness_lovo.py chooses the constants leaving one shared voice out, and measures every shared
+voice and the embedded voice's own.)"""
 
 from __future__ import annotations
 
@@ -51,19 +52,31 @@ def test_silence_stays_silence() -> None:
     assert np.array_equal(keeper.process(quiet), quiet)
 
 
-@pytest.mark.slow  # the embedded voice and a clip's analysis, six lines
-def test_a_matched_take_is_even_through_the_engine() -> None:
+@pytest.mark.slow  # the embedded voice and a clip's analysis: two takes of six lines and two previews
+def test_embedded_takes_and_the_say_it_preview_are_even_through_the_engine() -> None:
+    """The embedded voice's own take and a matched one, each even; "Say it" (the Pronunciation tab's preview, in
+    the embedded voice's own, one short line) within 2 dB of either take's median."""
     from tts_app.engine import Engine, SpeechParams
     from tts_app.engine.input_processing import resolve_params
+    from tts_app.web.ui.pronunciation.panel import SAY_IT_TEMPLATE
 
     engine = Engine()
     try:
-        params = resolve_params(SpeechParams(seed=0, voice=str(REPO / "assets" / "voices" / "lj_female_us.wav")))
-        take = [h.result(timeout=600) for h in [engine.submit(t, params) for t in LINES]]
-        spread, peak = _take_spread(take, int(engine.sample_rate))
+        takes = []
+        for voice in (None, str(REPO / "assets" / "voices" / "lj_female_us.wav")):
+            params = resolve_params(SpeechParams(seed=0, voice=voice))
+            takes.append([h.result(timeout=600) for h in [engine.submit(t, params) for t in LINES]])
+        previews = [engine.submit(SAY_IT_TEMPLATE.format(word=w), SpeechParams()).result(timeout=600) for w in ("Siobhan", "cat")]
+        rate = int(engine.sample_rate)
     finally:
         engine.close()
-    assert spread <= 2.0 and peak <= CEILING_DBFS + 1e-6, (spread, peak)
+    for take in takes:
+        spread, peak = _take_spread(take, rate)
+        assert spread <= 2.0 and peak <= CEILING_DBFS + 1e-6, (spread, peak)
+    medians = [statistics.median(active_level_dbfs(a, rate) for a in take) for take in takes]
+    for preview in previews:
+        assert all(abs(active_level_dbfs(preview, rate) - m) <= 2.0 for m in medians), (active_level_dbfs(preview, rate), medians)
+        assert 20 * np.log10(float(np.abs(preview).max())) <= CEILING_DBFS + 1e-6
 
 
 def _clip(seed: int) -> SimpleNamespace:

@@ -1,5 +1,7 @@
 """Even loudness across the lines of a take: each request's audio brought to one active-speech level, peaks kept
-under a ceiling, chunk by chunk as it streams (the cloned and the matched routes: their lines spread 7.7 dB before).
+under a ceiling, chunk by chunk as it streams, on every route: cloned, matched (its lines spread 7.7 dB before) and
+each model's own voice (the embedded Piper's spread 3.0 dB); a "Say it" preview or an A/B sample, one request like
+a take's line, comes out at the same level.
 
 The active-speech level is the RMS of the 20 ms frames louder than ``GATE_DBFS`` (silence and pauses do not count:
 a simplified ITU-T P.56). A ``LevelKeeper`` per request measures the level of the frames it has heard, and each

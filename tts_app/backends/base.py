@@ -95,6 +95,10 @@ class Backend(ABC):
 
     name: str = "backend"
     sample_rate: int = 22050
+    # True: a clip bends this model's own voice with the voice-matching filter (VoiceProfile.streamer), which needs
+    # the clip's analysis; False: the model clones from the clip's audio itself and the analysis is skipped
+    # (tts_app.engine.input_processing.resolve_params).
+    voice_filter: bool = False
     max_text_chars: int = 10_000
     # What it honours of a request (speed, SSML, a lexicon...): the engine refuses the rest before queueing.
     capabilities: Capabilities = Capabilities(

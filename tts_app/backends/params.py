@@ -14,11 +14,11 @@ if TYPE_CHECKING:  # types only: the engine core never imports the voice or text
 
     from tts_app.backends.model_voice import ModelVoice
     from tts_app.text import Lexicon
-    from tts_app.voice import VoiceProfile
+    from tts_app.voice import ClipVoice, VoiceProfile
 
 # What a caller may name a voice with; tts_app.engine.input_processing.resolve_params turns it into a VoiceProfile
-# (a ModelVoice, one of the model's own saved voices, goes to the backend as it is).
-VoiceRef = Union["VoiceProfile", "ModelVoice", str, Path, "tuple[np.ndarray, int]", None]
+# (a ClipVoice for a model that clones; a ModelVoice, one of the model's own saved voices, goes to the backend as it is).
+VoiceRef = Union["VoiceProfile", "ClipVoice", "ModelVoice", str, Path, "tuple[np.ndarray, int]", None]
 
 SEED_MAX = 2**63 - 1  # what every backend's generator takes; the API allows less (2**31 - 1), a document adds its piece index
 MAX_LANGUAGE_CHARS = 16

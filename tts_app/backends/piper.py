@@ -76,7 +76,7 @@ class PiperRow:
     speed: float  # the request's; SSML <prosody rate> multiplies it per chunk
     rng: np.random.Generator
     streamer: Any = None  # voice adapter for this request (tts_app.voice), or None
-    level: Any = None  # the matched route's LevelKeeper (tts_app.audio.loudness): its lines at one level
+    level: Any = None  # its LevelKeeper (tts_app.audio.loudness): every line of a take at one level
     next_chunk: int = 0  # index of the next chunk whose text stage has not run
     z_p_CxT: np.ndarray | None = None  # prior of the chunk being decoded [192, T], until all of it is flowed
     z_CxT: np.ndarray | None = None  # latents of that chunk flowed so far [192, T' <= T]
@@ -105,6 +105,7 @@ class PiperBackend(Backend):
 
     name = EMBEDDED_ID
     capabilities = PIPER
+    voice_filter = True  # a clip's analysis drives its filter (the matched route)
 
     def __init__(
         self,
@@ -155,9 +156,9 @@ class PiperBackend(Backend):
                 if parsed.word_spans
                 else None
             )
-            # The matched route's lines at one level (their filter moved it by up to 7.7 dB); the model's own voice
-            # stays stock Piper's, sample for sample.
-            level = LevelKeeper(self.sample_rate) if streamer is not None and LEVELLED else None
+            # Every line at one level, the model's own voice too (its lines spread 3.0 dB, the matched route's 7.7:
+            # the filter moves it), so that a take, a "Say it" preview and an A/B sample all sound equally loud.
+            level = LevelKeeper(self.sample_rate) if LEVELLED else None
             states.append(PiperRow(parsed, p.speed, np.random.default_rng(p.seed), streamer, clock=clock, level=level))
         # The text stage up to the flow, in one batch for every newcomer (the encoder costs half as much
         # per row at 8 rows as alone); each row's flow for its first window runs in its first step (_decode).

@@ -4,21 +4,25 @@ and what the model does not honour found (vLLM v1 keeps these outside its engine
 from __future__ import annotations
 
 from dataclasses import fields, replace
-from typing import Sequence
+from typing import Any, Sequence
 
 from tts_app.models.capabilities import Capabilities, Refusal
-from tts_app.voice import resolve_voice
+from tts_app.voice import ClipVoice, resolve_voice
 from tts_app.backends.params import SpeechParams
 
 
-def resolve_params(params: SpeechParams) -> SpeechParams:
+def resolve_params(params: SpeechParams, backend: Any = None) -> SpeechParams:
     """``params`` with its voice resolved to a VoiceProfile (or None for the model's own voice), the clip's
     transcript folded in. Slow the first time for a clip (its analysis); the library caches named voices.
-    Idempotent: resolved params come back as they are. Raises VoiceError (a ValueError) for a voice that
-    cannot be used."""
-    if params.voice_resolved:
+    ``backend``: the one that will speak it. One that clones from the clip itself (``voice_filter`` False: Pocket
+    TTS, Qwen3-TTS, Chatterbox) gets a ClipVoice: the clip checked and cleaned (the same one-line reasons), not
+    analysed for the embedded voice's filter, which it never uses. None: analysed, as the filter needs.
+    Idempotent for the same backend: resolved params come back as they are. Raises VoiceError (a ValueError) for
+    a voice that cannot be used."""
+    analysed = backend is None or bool(getattr(backend, "voice_filter", False))
+    if params.voice_resolved and not (analysed and isinstance(params.voice, ClipVoice)):
         return params
-    return replace(params, voice=resolve_voice(params.voice, text=params.voice_text), voice_text=None)
+    return replace(params, voice=resolve_voice(params.voice, text=params.voice_text, analysed=analysed), voice_text=None)
 
 
 def without_refused(params: SpeechParams, texts: Sequence[str], capabilities: Capabilities) -> tuple[SpeechParams, list[Refusal]]:

@@ -11,12 +11,13 @@ from tts_app.voice.cache import CacheInfo
 from tts_app.voice.errors import VoiceError
 from tts_app.voice.analysis.ingest import Reference, load_reference
 from tts_app.voice.library import VoiceEntry, VoiceLibrary, default_library, voices_dir
-from tts_app.voice.profile import VoiceProfile, clear_profile_cache, load_profile, make_profile, profile_cache_info
+from tts_app.voice.profile import ClipVoice, VoiceProfile, clear_profile_cache, clip_voice, load_profile, make_profile, profile_cache_info
 from tts_app.voice.analysis.report import ReferenceReport
 from tts_app.voice.resolve import resolve_voice
 
 __all__ = [
     "CacheInfo",
+    "ClipVoice",
     "Reference",
     "ReferenceReport",
     "StreamingAdapter",
@@ -27,6 +28,7 @@ __all__ = [
     "VoiceStats",
     "adapt",
     "clear_profile_cache",
+    "clip_voice",
     "default_library",
     "load_profile",
     "load_reference",

@@ -74,6 +74,10 @@ class VoiceLibrary:
     def path_for(self, name: str) -> Path:
         return self._saved_path(check_name(name))
 
+    def builtin_path(self, name: str) -> Path | None:
+        """The clip of the built-in voice ``name`` (None: no such built-in)."""
+        return self._builtin_paths().get(name)
+
     def load(self, name: str) -> VoiceProfile:
         """A built-in (analysed on first use, then cached) or saved voice by name."""
         builtin = self._builtin_paths()

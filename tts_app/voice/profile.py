@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 PROFILE_SUFFIX = ".voice.npz"
 _FILE_FORMAT = "tts_app.voice/1"  # container layout; what is inside is versioned by analysis_version
-_PROFILES: LruCache["VoiceProfile"] = LruCache(maxsize=32)
+_PROFILES: LruCache["VoiceProfile | ClipVoice"] = LruCache(maxsize=32)
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,6 +199,46 @@ def make_profile(source: AudioSource, name: str | None = None, text: str | None 
     profile = _PROFILES.get_or_create((digest, _text_key(text)), lambda: _build_profile(source, digest, text))
     wanted = name or _default_name(source, digest)
     return profile if profile.name == wanted else profile.renamed(wanted)
+
+
+@dataclass(frozen=True, eq=False)
+class ClipVoice:
+    """A clip for a model that clones from the audio itself (Pocket TTS, Qwen3-TTS, Chatterbox): decoded, checked
+    and cleaned as every clip is (the same one-line reasons for a bad clip, the same report), without the analysis
+    that only the embedded voice's filter uses (pitch, spectra, class map, the recogniser): seconds of a 2-core CPU
+    that a cloned line's first audio waited for. Treat as immutable: cached clips are shared."""
+
+    name: str
+    audio: np.ndarray  # float32 mono, loudness-normalised, silence-trimmed, <= 30 s (as VoiceProfile.audio)
+    sample_rate: int
+    report: ReferenceReport
+    content_hash: str  # of the original clip
+
+    @property
+    def reference_audio(self) -> np.ndarray:
+        return self.audio
+
+    @property
+    def reference_sample_rate(self) -> int:
+        return self.sample_rate
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.audio) / self.sample_rate
+
+
+def clip_voice(source: AudioSource, name: str | None = None) -> ClipVoice:
+    """A clip checked and cleaned for a model that clones (no voice-matching analysis), cached by content hash."""
+    digest = content_hash(source)
+
+    def build() -> ClipVoice:
+        ref = load_reference(source)
+        ref.audio.flags.writeable = False
+        return ClipVoice(_default_name(source, digest), ref.audio, ref.sample_rate, ref.report, digest)
+
+    clip = _PROFILES.get_or_create(("clip", digest), build)
+    wanted = name or _default_name(source, digest)
+    return clip if clip.name == wanted else dataclasses.replace(clip, name=wanted)
 
 
 def load_profile(path: str | Path) -> VoiceProfile:

@@ -114,7 +114,8 @@ class FlowLM(nn.Module):
         v = prompt_VxD.shape[0]
         store = _Recorder(CausalWindow(v, None, prompt_VxD.device))
         pos = torch.arange(v, device=prompt_VxD.device)[None]
-        self.transformer(prompt_VxD[None], pos, store)
+        # Only the keys/values are kept: the last layer attends and feeds forward for one position, not all V.
+        self.transformer(prompt_VxD[None], pos, store, torch.tensor([v - 1], device=prompt_VxD.device))
         return [(k[0], val[0]) for k, val in store.kv]
 
     def hidden(self, x_BxTxD: torch.Tensor, call: _SlotCall, keep_B: Optional[torch.Tensor] = None) -> torch.Tensor:

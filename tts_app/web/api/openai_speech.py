@@ -361,7 +361,7 @@ async def submit_speech(request: Request, schema: type[SpeechRequest], client: s
         if capabilities is not None:  # before the model is loaded or anything queued
             capabilities.check(params, [body.input], model_id)
         engine = await asyncio.to_thread(engine_for, model_id)
-        handle = await submitted(lambda: engine.submit(body.input, resolve_params(params)))  # cancelled if the client goes meanwhile
+        handle = await submitted(lambda: engine.submit(body.input, resolve_params(params, engine.backend)))  # cancelled if the client goes meanwhile
     except ModelLoading as exc:  # named in $TTS_APP_MODELS, still downloading: the message says how far
         return error_response(503, str(exc), param="model", code="model_loading", error_type="server_error", retry_after_s=LOADING_RETRY_S)
     except ModelUnavailable as exc:  # the message says how to get the model

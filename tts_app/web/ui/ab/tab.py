@@ -120,7 +120,7 @@ def _submit_pair(text: str, sides: list[dict[str, Any]], owner: str | None = Non
     try:
         # ``client``: the visitor (its fair share, as its Speak runs and API calls); None was the app's own work, never refused.
         asked = [SpeechParams(side["seed"], side["speed"], voice, voice_strength=side["strength"], client=client) for side, voice in zip(sides, voices)]
-        params = [resolve_page_params(p) for p in asked]
+        params = [resolve_page_params(p, engine.backend) for p, engine in zip(asked, engines)]
         for p, engine, side in zip(params, engines, sides, strict=True):
             kept, note = spoken_without(p, [text], engine, side["model"])
             if note:

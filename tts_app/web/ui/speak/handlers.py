@@ -15,7 +15,7 @@ import gradio as gr
 from tts_app.models.piper.config import SPEED_MAX, SPEED_MIN
 from tts_app.backends.params import SpeechParams
 from tts_app.catalog.engines import ModelLoadFailed, ModelUnavailable, engine_for, model_loaded
-from tts_app.models.available import EMBEDDED_ID
+from tts_app.models.available import EMBEDDED_ID, EMBEDDED_IDS
 from tts_app.catalog.shared_engine import engine_loaded, get_engine
 from tts_app.web.engine_calls import submitted
 from tts_app.web.guards.client_identity import visitor_key
@@ -104,22 +104,24 @@ def _stopped(handles: Sequence[Any]) -> bool:
     return any(h.cancel_asked or h.status.value == "cancelled" for h in handles)
 
 
-def resolve_page_params(params: SpeechParams) -> SpeechParams:
+def resolve_page_params(params: SpeechParams, backend: Any = None) -> SpeechParams:
     """``params`` with the voice analysed once for all the lines of a run; a bad clip raises gr.Error.
 
     ``params.voice_text``: what the clip says, when the visitor typed it (the voice is then matched on it).
+    ``backend``: the one that speaks it (a model that clones skips the filter's analysis: resolve_params).
     """
     from tts_app.engine.input_processing import resolve_params  # the voice package is heavy: first run only
 
     try:
-        return resolve_params(params)
+        return resolve_params(params, backend)
     except ValueError as exc:  # VoiceError: one line, ready for the page
         raise UserError(f"This voice cannot be used: {exc}") from exc
 
 
-def _run_params(asked: SpeechParams, owner: str | None) -> SpeechParams:
-    """A run's params: the voice resolved, and the server's words and this visitor's own (read in every run)."""
-    return replace(resolve_page_params(asked), lexicon=lexicon_for(owner))
+def _run_params(asked: SpeechParams, owner: str | None, backend: Any = None) -> SpeechParams:
+    """A run's params: the voice resolved for ``backend``, and the server's words and this visitor's own (read in
+    every run)."""
+    return replace(resolve_page_params(asked, backend), lexicon=lexicon_for(owner))
 
 
 def spoken_without(params: SpeechParams, lines: Sequence[str], engine: Any, model: str) -> tuple[SpeechParams, str]:
@@ -260,7 +262,7 @@ async def _generate(
         raise UserError(f"{model_label(model_id)} cannot be loaded: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
     if voice is not None:
         yield {outputs.status: "**Analysing the reference…**"}
-    params, note = spoken_without(await asyncio.to_thread(_run_params, asked, session), lines, engine, model_label(model_id))
+    params, note = spoken_without(await asyncio.to_thread(_run_params, asked, session, engine.backend), lines, engine, model_label(model_id))
     if note:
         gr.Warning(note)
     if entry.stopped:  # Stop came while the model loaded or the voice was analysed: nothing was submitted
@@ -426,25 +428,34 @@ def voice_report(
 
 def prepare_voice(
     voice_mode: str, builtin_voice: str | None, reference_clip: str | None, voice_text: str | None = None,
-    request: gr.Request = None,  # type: ignore[assignment] - Gradio fills it in
+    model: str | None = None, request: gr.Request = None,  # type: ignore[assignment] - Gradio fills it in
 ) -> None:
     """Analyse the chosen voice (an uploaded clip right after its report, a built-in one when picked)
     and build its full-strength plan, so Generate finds both ready (~1 s off the first audio).
+    ``model``: the Speak tab's Model; a loaded model that clones gets only the clip's checks and cleaning (it never
+    uses the filter's analysis, which took seconds of the 2 cores its first audio then waited for); one not
+    loaded gets nothing.
 
     Runs as its own queued event (bounded like every event); a bad clip is left to the report
     and to Generate, which say why in one line.
     """
     if voice_mode == MODE_UPLOAD and not reference_clip:
         return
+    model_id = model if isinstance(model, str) and model else EMBEDDED_ID
+    if model_id not in EMBEDDED_IDS and not model_loaded(model_id):
+        return
     try:
         voice, _label = voice_choice(voice_mode, builtin_voice, reference_clip, owner_of(request))
         if voice is None:
             return
         typed = (voice_text or "").strip() or None if voice_mode == MODE_UPLOAD else None
+        if model_id not in EMBEDDED_IDS:
+            resolve_page_params(SpeechParams(voice=voice, voice_text=typed), engine_for(model_id).backend)
+            return
         profile = resolve_page_params(SpeechParams(voice=voice, voice_text=typed)).voice
         if engine_loaded():  # never load the model from here
             profile.streamer(1.0, int(get_engine().sample_rate))
-    except (gr.Error, VoiceChoiceError):
+    except (gr.Error, VoiceChoiceError, ModelUnavailable, ModelLoadFailed):
         pass  # already shown by the report; Generate raises it again
 
 

@@ -220,4 +220,4 @@ def wire_speak_tab(demo: gr.Blocks, tab: SpeakTab, runs: ActiveRuns) -> None:
     # No ``cancels``: the run's handler sees the Stop, keeps what was made (History, the joined file) and ends.
     tab.stop_btn.click(stop, None, outputs.status, api_name="stop")
     gr.api(handlers.engine_stats, api_name="engine_stats")
-    wire_voice_step(demo, voice)
+    wire_voice_step(demo, voice, tab.model)

@@ -110,9 +110,11 @@ def build_voice_step() -> VoiceStep:
     )
 
 
-def wire_voice_step(demo: gr.Blocks, voice: VoiceStep) -> None:
-    """The voice step's events: visibility by source, preview, report, early analysis, save and delete."""
+def wire_voice_step(demo: gr.Blocks, voice: VoiceStep, model: gr.Dropdown | None = None) -> None:
+    """The voice step's events: visibility by source, preview, report, early analysis, save and delete.
+    ``model``: the Speak tab's Model (the early analysis is the one its route uses)."""
     inputs = voice.inputs()
+    prepare_inputs = inputs + ([model] if model is not None else [])
     voice.mode.change(
         _mode_visibility, voice.mode, [voice.pick_row, voice.preview, voice.upload, voice.save_row, voice.voice_text],
         queue=False, api_visibility="private",
@@ -121,10 +123,10 @@ def wire_voice_step(demo: gr.Blocks, voice: VoiceStep) -> None:
     voice.builtin.change(_delete_visibility, voice.builtin, voice.delete_btn, queue=False, api_visibility="private")
     voice.builtin.change(handlers.builtin_preview, voice.builtin, voice.preview, api_visibility="private").then(
         handlers.voice_report, inputs, voice.report, api_visibility="private"
-    ).then(handlers.prepare_voice, inputs, None, show_progress="hidden", api_visibility="private")
+    ).then(handlers.prepare_voice, prepare_inputs, None, show_progress="hidden", api_visibility="private")
     voice.upload.change(handlers.on_upload, voice.upload, voice.mode, api_visibility="private").then(
         handlers.voice_report, inputs, voice.report, api_visibility="private"
-    ).then(handlers.prepare_voice, inputs, None, show_progress="hidden", api_visibility="private")
+    ).then(handlers.prepare_voice, prepare_inputs, None, show_progress="hidden", api_visibility="private")
     voice.save_btn.click(
         save_voice, [voice.save_name, voice.upload, voice.voice_text], [voice.library_status, voice.mode, voice.builtin],
         api_visibility="private",
@@ -135,7 +137,7 @@ def wire_voice_step(demo: gr.Blocks, voice: VoiceStep) -> None:
         api_visibility="private",
     )
     demo.load(handlers.voice_report, inputs, voice.report, api_visibility="private").then(
-        handlers.prepare_voice, inputs, None, show_progress="hidden", api_visibility="private"
+        handlers.prepare_voice, prepare_inputs, None, show_progress="hidden", api_visibility="private"
     )
     demo.load(refresh_choices, voice.builtin, voice.builtin, queue=False, api_visibility="private")
     demo.load(voice_panel_line, None, voice.route, queue=False, api_visibility="private")
