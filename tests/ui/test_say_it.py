@@ -20,7 +20,7 @@ class _Recording(Engine):
     """A served engine that keeps the params it was given."""
 
     def __init__(self, step_sleep_s: float = 0.0) -> None:
-        super().__init__(FakeBackend(step_sleep_s=step_sleep_s), max_batch_size=4, max_wait_ms=0, require_client=True)
+        super().__init__(FakeBackend(step_sleep_s=step_sleep_s), max_batch_size=4, require_client=True)
         self.asked: list[SpeechParams] = []
         self.handles: list = []
 

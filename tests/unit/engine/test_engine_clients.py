@@ -14,7 +14,7 @@ from tts_app.web.engine_calls import submitted
 
 @pytest.fixture
 def served():
-    e = Engine(FakeBackend(step_sleep_s=0.02), max_batch_size=4, max_wait_ms=0, max_queue=8, require_client=True)
+    e = Engine(FakeBackend(step_sleep_s=0.02), max_batch_size=4, max_queue=8, require_client=True)
     yield e
     e.close()
 
