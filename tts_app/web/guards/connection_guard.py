@@ -27,9 +27,11 @@ import asyncio
 import ipaddress
 import logging
 import resource
+import time
 from dataclasses import dataclass
 
 from tts_app import settings
+from tts_app.engine.operator_log import RefusalLog
 from tts_app.framework import Connection, watched_h11_protocol
 from tts_app.web.guards.forwarded import TrustedProxies
 from tts_app.web.guards.holdings import Holdings
@@ -104,14 +106,17 @@ def guarded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
     # proxy's under one key of their own, counted in all but never taken from (many visitors are behind it).
     holdings = Holdings()
     open_total = [0]
-    return watched_h11_protocol(lambda connection: GuardedConnection(connection, limits, holdings, open_total))
+    refusals = RefusalLog(logger, time.monotonic, logging.WARNING)  # a flood from one address: its cause once a minute
+    return watched_h11_protocol(lambda connection: GuardedConnection(connection, limits, holdings, open_total, refusals))
 
 
 class GuardedConnection:
     """One connection's deadlines and its place in the caps (see the module doc); ``framework.ConnectionWatch``."""
 
-    def __init__(self, connection: Connection, limits: ConnectionLimits, holdings: Holdings, open_total: list[int]) -> None:
+    def __init__(self, connection: Connection, limits: ConnectionLimits, holdings: Holdings, open_total: list[int],
+                 refusals: RefusalLog) -> None:  # fmt: skip
         self.connection = connection
+        self.refusals = refusals
         self.limits = limits
         self.holdings = holdings
         self.open_total = open_total  # one number shared by every connection of the server
@@ -127,13 +132,13 @@ class GuardedConnection:
         proxy = host is not None and limits.trusted.trusts(host)
         key = "proxy" if proxy else address_key(host) if host else "unknown"
         if not proxy and limits.per_address > 0 and self.holdings.count(key) >= limits.per_address:
-            logger.warning("refused a connection: %d open from one address already", limits.per_address)
+            self.refusals.refused(key, f"{limits.per_address} connections open from this address already")
             self.connection.close(TOO_MANY)
             return
         if limits.max_total > 0 and self.open_total[0] >= limits.max_total:
             evicted = None if proxy else self.holdings.heaviest(key)
             if evicted is None or evicted[0] == "proxy":
-                logger.warning("refused a connection: %d open in all", self.open_total[0])
+                self.refusals.refused(key, f"{self.open_total[0]} connections open in all")
                 self.connection.close(SERVER_FULL)
                 return
             evicted[1].connection.close()  # the heaviest address's oldest connection gives up its place
