@@ -23,7 +23,8 @@ Gradio (``gr.Blocks`` and its queue, read and changed from the server's event lo
 - ``Blocks.fns`` (index -> ``BlockFunction`` with ``.inputs`` and ``.api_name``): which events exist and how many
   inputs each takes, so a malformed event body is refused in one line before Gradio's 500.
 - ``Blocks.blocks`` and each component's ``preprocess``: the components' own input checks (a choice not
-  offered) wrapped so they raise the app's one-line UserError instead of a traceback.
+  offered) wrapped so they raise the app's one-line UserError instead of a traceback (``Blocks.preprocess_data``
+  calls ``block.preprocess`` through the instance, so the wrapper is what runs).
 - ``Blocks.has_launched``: set, because ``gr.mount_gradio_app`` never sets it and Gradio checks that event files
   lie in its upload folder only for launched Blocks (CVE-2024-51751's class).
 - ``gradio.routes.App.stop_event`` (the mounted app, found among the FastAPI routes): Gradio ends its

@@ -18,6 +18,7 @@ import uvicorn
 from fastapi import FastAPI
 from gradio import audio_stream_encoder
 from gradio.route_utils import MediaStream
+from gradio.state_holder import SessionState
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
@@ -78,8 +79,10 @@ def test_component_checks_are_wrapped_once_and_gradio_calls_the_wrapper(demo: gr
     components = sum(callable(getattr(block, "preprocess", None)) for block in demo.blocks.values())
     assert framework.wrap_component_checks(demo, wrap) == components >= 2
     assert framework.wrap_component_checks(demo, wrap) == 0  # already wrapped: not nested
+    (event,) = demo.fns.values()
+    assert asyncio.run(demo.preprocess_data(event, ["hi", "b"], SessionState(demo))) == ["hi", "b"]
+    assert seen == ["hi", "b"]  # Gradio calls each component's check through the instance: the wrapper
     dropdown = next(block for block in demo.blocks.values() if isinstance(block, gr.Dropdown))
-    assert dropdown.preprocess("b") == "b" and seen == ["b"]
     with pytest.raises(gr.Error):  # the component's own check still runs inside the wrapper
         dropdown.preprocess("not offered")
 
