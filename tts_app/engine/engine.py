@@ -25,6 +25,7 @@ from tts_app.engine.step_costs import StepCosts
 
 _LOGGER = logging.getLogger(__name__)
 SLOTS_ENV = "TTS_APP_ENGINE_SLOTS"
+IDLE_WAKE_S = 60.0  # an idle worker wakes this often, so a busy minute's summary is not held until the next request
 _CALIBRATION_STEPS = 3  # measured per batch size, after an unmeasured first one (see Engine._calibrate)
 
 
@@ -293,11 +294,17 @@ class Engine:
         """One engine step; False once closed."""
         with self._lock:
             while not self._closed and not self._scheduler.has_work():
-                self._lock.wait()
+                if not self._lock.wait(IDLE_WAKE_S):
+                    break  # idle a while: the last busy minute's summary may be due
             if self._closed:
                 return False
-            cancelled = self._scheduler.drop_cancelled()
-            admitted = self._scheduler.admit(self._costs, self._clock())
+            idle = not self._scheduler.has_work()
+            if not idle:
+                cancelled = self._scheduler.drop_cancelled()
+                admitted = self._scheduler.admit(self._costs, self._clock())
+        if idle:
+            self._maybe_log()
+            return True
         for req in cancelled:
             self._retire(req, RequestStatus.CANCELLED)
         self._prepare(admitted)

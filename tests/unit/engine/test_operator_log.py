@@ -12,6 +12,7 @@ from tests.support.fake_backend import FakeBackend, SimClock
 from tests.support.held_backend import HOLD_S
 from tts_app.backends.params import SpeechParams
 from tts_app.engine import Engine, EngineBusy
+from tts_app.engine import engine as engine_module
 from tts_app.engine.operator_log import MAX_CLIENTS, MinuteSummary, RefusalLog, Totals
 
 LOGGER = logging.getLogger("tests.operator_log")
@@ -124,3 +125,25 @@ def test_a_refused_client_is_logged_once_a_minute_with_its_cause(caplog: pytest.
     lines = _info(caplog, "tts_app.engine.engine")
     assert len(lines) == 2 and all(line.startswith("refused addr:198.51.100.1: ") for line in lines), lines
     assert "119 more refused" in lines[1]
+
+
+def test_an_idle_engine_still_reports_its_last_busy_minute(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work, then nothing: the summary comes when the idle worker wakes, not at the next request (which may
+    be hours away)."""
+    monkeypatch.setattr(engine_module, "IDLE_WAKE_S", 0.01)  # real seconds between the idle worker's looks
+    clock = SimClock()
+    engine = Engine(FakeBackend(clock=clock, fixed_s=1.0), max_batch_size=2, clock=clock)
+    try:
+        with caplog.at_level(logging.INFO, logger="tts_app.engine"):
+            caplog.clear()
+            engine.submit("two words", SpeechParams(seed=1)).result(timeout=30)
+            assert _info(caplog, "tts_app.engine.engine") == []  # within its first minute: nothing yet
+            clock.t += 61.0
+            deadline = threading.Event()
+            for _ in range(3000):  # a hang guard, not a timing: the worker looks every 0.01 s
+                if _info(caplog, "tts_app.engine.engine") or deadline.wait(0.01):
+                    break
+    finally:
+        engine.close()
+    (line,) = _info(caplog, "tts_app.engine.engine")
+    assert line.startswith("engine, last 1 min: 1 requests done, ")
