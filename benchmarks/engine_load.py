@@ -13,7 +13,6 @@ the engine run back to back in the same process.
 from __future__ import annotations
 
 import argparse
-import inspect
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,9 +24,7 @@ from tts_app.engine import Engine
 from tts_app.backends.params import SpeechParams
 
 NAME = "engine_load"
-_ENGINE_DEFAULTS = inspect.signature(Engine.__init__).parameters  # the table follows the engine's own defaults
 DEFAULT_BATCH = 32  # $TTS_APP_ENGINE_SLOTS default (the engine reads the setting when max_batch_size is None)
-DEFAULT_WAIT_MS = 0.0  # the engine no longer waits for a burst to gather (issue 49): the column stays for old results
 DEFAULT_THREADS = 2
 GOAL_CLIENTS, GOAL_RATIO, GOAL_P95_TTFA_S = 16, 1.3, 1.0
 GOAL_SINGLE_TTFA_S, SINGLE_WORDS = 0.25, 30
@@ -92,7 +89,7 @@ def engine_server(engine: Any) -> Serve:
 PRECISION = ["exact"]  # set from --precision in main(); every engine of the run uses it
 
 
-def make_engine(threads: int, max_batch_size: int, max_wait_ms: float) -> Any:
+def make_engine(threads: int, max_batch_size: int) -> Any:
     engine = Engine(common.load_backend(threads, PRECISION[0]), max_batch_size=max_batch_size)
     engine.submit("Warm up.", SpeechParams(seed=0)).result()
     return engine
@@ -133,15 +130,15 @@ def summarize(served: Sequence[Served], wall_s: float) -> dict[str, float]:
     }
 
 
-def engine_run(threads: int, batch: int, wait_ms: float, sentences: Sequence[str], n_clients: int, per_client: int) -> dict[str, Any]:
+def engine_run(threads: int, batch: int, sentences: Sequence[str], n_clients: int, per_client: int) -> dict[str, Any]:
     """One load run on a fresh engine; its own stats ride along."""
-    engine = make_engine(threads, batch, wait_ms)
+    engine = make_engine(threads, batch)
     try:
         result = run_load(engine_server(engine), sentences, n_clients, per_client)
         stats = engine.stats()
     finally:
         engine.close()
-    return result | {"threads": threads, "max_batch_size": batch, "max_wait_ms": wait_ms, "mean_batch": stats["mean_batch"], "mean_step_s": stats["mean_step_s"]}
+    return result | {"threads": threads, "max_batch_size": batch, "mean_batch": stats["mean_batch"], "mean_step_s": stats["mean_step_s"]}
 
 
 # -- the three parts ---------------------------------------------------------------------
@@ -149,7 +146,7 @@ def client_pass(stock: Serve, sentences: Sequence[str], n: int, per: int, flip: 
     """Stock and engine (defaults) back to back at ``n`` clients; ``flip`` runs the engine first."""
     order = ("engine", "stock") if flip else ("stock", "engine")
     runs = {
-        name: run_load(stock, sentences, n, per) if name == "stock" else engine_run(DEFAULT_THREADS, DEFAULT_BATCH, DEFAULT_WAIT_MS, sentences, n, per)
+        name: run_load(stock, sentences, n, per) if name == "stock" else engine_run(DEFAULT_THREADS, DEFAULT_BATCH, sentences, n, per)
         for name in order
     }
     return runs | {"ratio": runs["engine"]["throughput"] / runs["stock"]["throughput"]}
@@ -183,14 +180,14 @@ def client_sweep(stock: Serve, sentences: Sequence[str], args: argparse.Namespac
 
 
 def config_sweep(voices: dict[str, Serve], sentences: Sequence[str], args: argparse.Namespace) -> dict[str, Any]:
-    """At GOAL_CLIENTS: every (max_batch_size, max_wait_ms), then threads, ``sweep_passes`` times.
+    """At GOAL_CLIENTS: every max_batch_size, then threads, ``sweep_passes`` times.
 
     The order reverses between passes, and stock piper runs before every pass
     and after the last; each configuration's figures are medians over passes.
     """
     per = requests_per_client(GOAL_CLIENTS, args.min_requests, args.min_per_client)
-    grid_configs = [(DEFAULT_THREADS, b, w) for b in args.sweep_batch for w in [DEFAULT_WAIT_MS]]
-    thread_configs = [(w, DEFAULT_BATCH, DEFAULT_WAIT_MS) for w in args.sweep_threads]
+    grid_configs = [(DEFAULT_THREADS, b) for b in args.sweep_batch]
+    thread_configs = [(t, DEFAULT_BATCH) for t in args.sweep_threads]
     # A configuration in both lists (the defaults) runs once and is reported in both.
     configs = list(dict.fromkeys(grid_configs + thread_configs))
     stock_runs: dict[str, list[dict[str, Any]]] = {key: [] for key in voices}
@@ -220,7 +217,7 @@ def single_client_ttfa(voice: Any, sentences: Sequence[str], repeats: int) -> di
     """One client, a 30-word text: the engine's first chunk vs stock piper's first chunk (its first
     sentence: piper yields a chunk a sentence), interleaved; stock's whole synthesis beside them."""
     text = common.text_of_words(sentences, SINGLE_WORDS)
-    engine = make_engine(DEFAULT_THREADS, DEFAULT_BATCH, DEFAULT_WAIT_MS)
+    engine = make_engine(DEFAULT_THREADS, DEFAULT_BATCH)
     serve = engine_server(engine)
     stock, stock_whole, ours = [], [], []
     try:
@@ -257,9 +254,9 @@ def clients_table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def sweep_table(runs: Sequence[dict[str, Any]]) -> str:
-    headers = ["threads", "max_batch_size", "max_wait_ms", "throughput (audio s/s)", "x stock", "TTFA p50 (s)", "TTFA p95 (s)", "total p95 (s)", "mean batch", "CPU cores used", "audio s per CPU s"]
+    headers = ["threads", "max_batch_size", "throughput (audio s/s)", "x stock", "TTFA p50 (s)", "TTFA p95 (s)", "total p95 (s)", "mean batch", "CPU cores used", "audio s per CPU s"]
     out = [
-        [r["threads"], r["max_batch_size"], r["max_wait_ms"], r["throughput"], r["ratio"], r["ttfa_p50_s"], r["ttfa_p95_s"], r["total_p95_s"], r["mean_batch"], r["cpu_share"], r["throughput"] / r["cpu_share"]]
+        [r["threads"], r["max_batch_size"], r["throughput"], r["ratio"], r["ttfa_p50_s"], r["ttfa_p95_s"], r["total_p95_s"], r["mean_batch"], r["cpu_share"], r["throughput"] / r["cpu_share"]]
         for r in runs
     ]
     return common.markdown_table(headers, out)
@@ -305,7 +302,7 @@ def main() -> None:
     # OpenVINO prepares kernels per input shape on first use (the model warms up its
     # typical shapes at load; the rest come with the first requests): one discarded
     # run per thread count, as a server that has been up for a while.
-    cold = {t: engine_run(t, DEFAULT_BATCH, DEFAULT_WAIT_MS, sentences, GOAL_CLIENTS, 2)["throughput"] for t in sorted({DEFAULT_THREADS, *args.sweep_threads})}
+    cold = {t: engine_run(t, DEFAULT_BATCH, sentences, GOAL_CLIENTS, 2)["throughput"] for t in sorted({DEFAULT_THREADS, *args.sweep_threads})}
     print("warm-up runs (discarded), audio s per s:", {t: round(v, 2) for t, v in cold.items()}, flush=True)
     with ThreadPoolExecutor(max_workers=1) as pool:
         stock = stock_server(voice, pool)
@@ -318,9 +315,9 @@ def main() -> None:
     t_clients = clients_table(rows)
     t_sweep = sweep_table(sweep["grid"] + sweep["threads"])
     best = sweep["best"]
-    best_line = f"best at {GOAL_CLIENTS} clients: max_batch_size={best['max_batch_size']}, max_wait_ms={best['max_wait_ms']:g} ({best['throughput']:.2f} audio s/s, p95 TTFA {best['ttfa_p95_s']:.3f} s)"
+    best_line = f"best at {GOAL_CLIENTS} clients: max_batch_size={best['max_batch_size']} ({best['throughput']:.2f} audio s/s, p95 TTFA {best['ttfa_p95_s']:.3f} s)"
     common.report(f"Goals (engine precision {args.precision}; {info_before['cpu_model']}, ISA {info_before['isa']})", t_goals)
-    common.report(f"Clients (engine defaults: max_batch_size={DEFAULT_BATCH}, max_wait_ms={DEFAULT_WAIT_MS:g}, threads={DEFAULT_THREADS})", t_clients)
+    common.report(f"Clients (engine defaults: max_batch_size={DEFAULT_BATCH}, threads={DEFAULT_THREADS})", t_clients)
     tp = sweep["stock_throughput"]
     common.report(f"Sweep at {GOAL_CLIENTS} clients ({sweep['per_client']} requests each; stock {tp['stock']:.2f} audio s/s, stock with 1 intra-op thread {tp['stock_1thread']:.2f})", t_sweep)
     print(best_line)

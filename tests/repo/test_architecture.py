@@ -22,7 +22,7 @@ PACKAGE = next(p / "tts_app" for p in Path(__file__).resolve().parents if (p / "
 
 # Lowest first. Units on one line are peers: neither may import the other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("tts_app.settings", "tts_app.assets"),
+    ("tts_app.settings", "tts_app.assets", "tts_app.framework"),  # framework: Gradio's and uvicorn's internals, nothing of ours
     ("tts_app.audio",),
     ("tts_app.voice", "tts_app.text"),  # a reference clip's analysis and a text's reading know nothing of each other
     ("tts_app.captions",),

@@ -16,6 +16,7 @@ from tts_app.engine import deadlines
 from tts_app.engine.first_audio import FirstAudio
 from tts_app.engine.handle import RequestHandle
 from tts_app.engine.metrics import EngineCounters
+from tts_app.engine.operator_log import MinuteSummary, RefusalLog, Totals
 from tts_app.backends.params import SpeechParams
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request, RequestStatus
@@ -23,8 +24,8 @@ from tts_app.engine.scheduler import EngineBusy, Scheduler
 from tts_app.engine.step_costs import StepCosts
 
 _LOGGER = logging.getLogger(__name__)
-_LOG_EVERY_S = 10.0
 SLOTS_ENV = "TTS_APP_ENGINE_SLOTS"
+IDLE_WAKE_S = 60.0  # an idle worker wakes this often, so a busy minute's summary is not held until the next request
 _CALIBRATION_STEPS = 3  # measured per batch size, after an unmeasured first one (see Engine._calibrate)
 
 
@@ -115,7 +116,8 @@ class Engine:
         self._lock = threading.Condition()
         self._handles: dict[int, RequestHandle] = {}
         self._closed = False
-        self._last_log = time.perf_counter()
+        self._refusals = RefusalLog(_LOGGER, self._clock)  # a client's refusal: its cause once a minute at INFO
+        self._summary = MinuteSummary(_LOGGER, self._clock)  # one short line a minute; the stats dict at DEBUG
         self._busy_until = 0.0  # the predicted end of the step in progress: nothing is admitted before it
         shape = self.backend.first_audio_shape()
         self._first_audio = FirstAudio(shape, self._clock) if shape is not None else None
@@ -183,8 +185,9 @@ class Engine:
                     req.eta_at_submit_s = etas.get(req.id, 0.0)
                 if params.client is not None:  # a visitor is told at once; the app's own work (client None) waits
                     self._check_wait(etas)
-            except EngineBusy:
+            except EngineBusy as busy:
                 self._counters.rejected += len(requests)
+                self._refusals.refused(params.client, str(busy))
                 raise
             handles = []
             for req in requests:
@@ -291,11 +294,17 @@ class Engine:
         """One engine step; False once closed."""
         with self._lock:
             while not self._closed and not self._scheduler.has_work():
-                self._lock.wait()
+                if not self._lock.wait(IDLE_WAKE_S):
+                    break  # idle a while: the last busy minute's summary may be due
             if self._closed:
                 return False
-            cancelled = self._scheduler.drop_cancelled()
-            admitted = self._scheduler.admit(self._costs, self._clock())
+            idle = not self._scheduler.has_work()
+            if not idle:
+                cancelled = self._scheduler.drop_cancelled()
+                admitted = self._scheduler.admit(self._costs, self._clock())
+        if idle:
+            self._maybe_log()
+            return True
         for req in cancelled:
             self._retire(req, RequestStatus.CANCELLED)
         self._prepare(admitted)
@@ -468,7 +477,10 @@ class Engine:
             handle._finish()
 
     def _maybe_log(self) -> None:
-        now = time.perf_counter()
-        if now - self._last_log >= _LOG_EVERY_S:
-            self._last_log = now
-            _LOGGER.info("engine stats: %s", self.stats())
+        if not self._summary.due():
+            return
+        with self._lock:
+            c = self._counters
+            totals = Totals(c.finished, c.audio_s, c.rejected, c.failed)
+            queued, running = len(self._scheduler.waiting), len(self._scheduler.running)
+        self._summary.tick(totals, queued, running, self.stats)

@@ -19,9 +19,9 @@ class UploadPathError(ValueError):
 
 def upload_root() -> Path:
     """Gradio's upload folder ($GRADIO_TEMP_DIR, else <tmp>/gradio), symlinks resolved."""
-    from gradio.utils import get_upload_folder  # gradio is heavy; the CLI imports this module too
+    from tts_app.framework import upload_folder  # it loads uvicorn; the CLI imports this module too
 
-    return Path(get_upload_folder()).resolve()
+    return Path(upload_folder()).resolve()
 
 
 def check_upload_path(path: str | os.PathLike[str]) -> Path:

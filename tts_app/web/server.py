@@ -11,6 +11,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response
 
+from tts_app.framework import gradio_stop_events, mark_launched
 from tts_app.web.api.captioned_speech import router as captioned_router
 from tts_app.web.api.documents import DOCUMENT_BODY_BYTES
 from tts_app.web.api.documents import router as documents_router
@@ -41,7 +42,7 @@ from tts_app.catalog.gpu_preparation import announce as announce_gpu_preparation
 from tts_app.catalog.gpu_preparation import gpu_preparing, qwen3_steps
 from tts_app.catalog.gpu_preparation import prepare as prepare_gpu
 from tts_app.catalog.shared_engine import close_engine, engine_loaded, get_engine
-from tts_app.web.shutdown import StoppingServer, on_stop
+from tts_app.web.shutdown import on_stop, stopping_server
 from tts_app.web.ui.theme import APP_CSS, APP_HEAD, app_theme
 from tts_app.storage.upload_paths import upload_root
 from tts_app.web.guards.upload_quota import UploadQuota
@@ -106,7 +107,7 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     # folder only for Blocks that count as launched, and mount_gradio_app never sets that
     # (the check is silently skipped: CVE-2024-51751's class). Marking the Blocks launched
     # turns Gradio's own check on; FileDataGuard checks again, before Gradio touches a file.
-    demo.has_launched = True
+    mark_launched(demo)
     app.add_middleware(FileDataGuard)
     app.add_middleware(RequestCounter)
     app.add_middleware(HeartbeatTracker)
@@ -125,12 +126,10 @@ def create_app(demo: gr.Blocks, host: str = "0.0.0.0", port: int = DEFAULT_PORT)
     limits_now = ConnectionLimits.from_env()
     app.add_middleware(VisitorRequestCap, per_visitor=limits_now.per_address)
     app.add_middleware(ResolveClient, trusted=limits_now.trusted)
-    for route in app.routes:
-        stop_event = getattr(getattr(route, "app", None), "stop_event", None)
-        if stop_event is not None:
-            # Gradio ends its heartbeat streams on this event, which a mounted app only gets after
-            # uvicorn's grace has run out: set it at the stop signal so pages disconnect at once.
-            on_stop(stop_event.set)
+    for stop_event in gradio_stop_events(app):
+        # Gradio ends its heartbeat streams on this event, which a mounted app only gets after
+        # uvicorn's grace has run out: set it at the stop signal so pages disconnect at once.
+        on_stop(stop_event.set)
     output_store()  # generated files: age and size caps, swept in the background from now on
     return app
 
@@ -185,7 +184,7 @@ def launch(demo: gr.Blocks) -> None:
                                 http=guarded_protocol(connections), backlog=connections.backlog,
                                 proxy_headers=False)  # ResolveClient decides who is asking (uvicorn trusts 127.0.0.1)
         throttle_repeated_logs()  # after uvicorn's logging set-up: its handlers get the filter too
-        StoppingServer(config).run()
+        stopping_server(config).run()
     finally:
         close_model_engines()
         close_engine()

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tts_app import settings
-from tts_app.web.gradio_internals import live_stream_run
+from tts_app.framework import busy_sessions, forget_session_state, live_stream_run, session_last_used, stored_sessions
 from tts_app.web.guards.session_binding import SESSION_BINDINGS, STREAM_TOKENS, forget_session
 from tts_app.web.memory_trim import trim
 
@@ -104,32 +104,21 @@ def add_session_end_hook(hook: Callable[[str], None]) -> None:
 
 def sweep_sessions(blocks: Any, idle_s: float) -> int:
     """Forget every session that is over (see the module doc); returns how many."""
-    holder = blocks.state_holder
-    queue = blocks._queue
-    cutoff = datetime.datetime.now() - datetime.timedelta(seconds=idle_s)
-    busy = {session for session, events in queue.pending_event_ids_session.items() if events}
+    cutoff = datetime.datetime.now() - datetime.timedelta(seconds=idle_s)  # local time, as Gradio stamps it
+    busy = busy_sessions(blocks)
     dropped = 0
-    # A session may hold streams (an API call's live audio) without any stored state: walk both.
-    sessions = set(holder.session_data) | set(blocks.pending_streams) | set(blocks.pending_diff_streams)
-    for session in sessions:
-        last = holder.time_last_used.get(session)
+    # A session may hold streams (an API call's live audio) without any stored state: stored_sessions has both.
+    for session in stored_sessions(blocks):
+        last = session_last_used(blocks, session)
         if session in _open_heartbeats or session in busy or (last is not None and last > cutoff):
             continue
-        with holder.lock:  # Gradio's StateHolder.update takes it (from worker threads too)
-            holder.session_data.pop(session, None)
-            holder.time_last_used.pop(session, None)
-        for run in blocks.pending_streams.pop(session, {}).values():
-            for stream in run.values():
-                stream.end_stream()
-        blocks.pending_diff_streams.pop(session, None)
-        queue.pending_messages_per_session.pop(session, None)  # the session's message queue (no client reads it)
-        queue.pending_event_ids_session.pop(session, None)  # empty: the session is not busy
+        forget_session_state(blocks, session)
         forget_session(session)  # its page binding and stream tokens
         for hook in _session_end_hooks:
             hook(session)
         dropped += 1
     # Hashes bound by a request that never made a session (a heartbeat alone, a refused event).
-    alive = set(holder.session_data) | set(blocks.pending_streams) | set(_open_heartbeats) | busy
+    alive = stored_sessions(blocks) | set(_open_heartbeats) | busy
     SESSION_BINDINGS.prune(idle_s, alive)
     STREAM_TOKENS.prune(lambda session, run: live_stream_run(blocks, session, run))  # tokens go with their runs
     return dropped

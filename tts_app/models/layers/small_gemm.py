@@ -141,10 +141,3 @@ def _best(fn, repeats: int = 7) -> float:
         dt = time.perf_counter() - t
         best = dt if best is None else min(best, dt)
     return float(best or 0.0)
-
-
-def reset_for_tests() -> None:
-    """Forget the choice (tests pick each path in turn)."""
-    with _lock:
-        _choice.clear()
-        _ways.clear()

@@ -236,7 +236,7 @@ async def whole_result(request: Request, handle: Any, work: Awaitable[Any] | Non
     try:
         return await until_disconnect(request, work if work is not None else _drained(handle))
     except ClientGone:
-        logger.info("client gone: cancelled request %d", handle.id)
+        logger.debug("client gone: cancelled request %d", handle.id)  # routine: not an operator's matter
         return Response(status_code=499)  # nobody reads it; nginx's "client closed request"
     finally:
         handle.cancel()  # a no-op once done; frees the request if the client left or this coroutine was cancelled
@@ -398,7 +398,7 @@ async def first_audio(request: Request, handle: Any, audio: AsyncIterator[Any]) 
     try:
         return await until_disconnect(request, anext(audio, None)), None
     except ClientGone:
-        logger.info("client gone: cancelled request %d", handle.id)
+        logger.debug("client gone: cancelled request %d", handle.id)  # routine: not an operator's matter
         return None, Response(status_code=499)
     except Exception as exc:  # noqa: BLE001 - an engine failure before any byte: a clean 500, not a traceback
         logger.warning("request %d failed before its first audio: %s", handle.id, exc)

@@ -27,12 +27,12 @@ import asyncio
 import ipaddress
 import logging
 import resource
+import time
 from dataclasses import dataclass
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
-
 from tts_app import settings
+from tts_app.engine.operator_log import RefusalLog
+from tts_app.framework import Connection, watched_h11_protocol
 from tts_app.web.guards.forwarded import TrustedProxies
 from tts_app.web.guards.holdings import Holdings
 
@@ -100,137 +100,119 @@ BODY_TOO_SLOW = _plain_reply("408 Request Timeout", "request body not received i
 SERVER_FULL = _plain_reply("503 Service Unavailable", "the server has too many open connections; try again soon")
 
 
-def guarded_protocol(limits: ConnectionLimits) -> type[H11Protocol]:
+def guarded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol class with ``limits`` applied (pass it as ``uvicorn.Config(http=...)``)."""
     # One server, one event loop: no lock needed. Every connection is held by its address's key; a trusted
     # proxy's under one key of their own, counted in all but never taken from (many visitors are behind it).
     holdings = Holdings()
     open_total = [0]
+    refusals = RefusalLog(logger, time.monotonic, logging.WARNING)  # a flood from one address: its cause once a minute
+    return watched_h11_protocol(lambda connection: GuardedConnection(connection, limits, holdings, open_total, refusals))
 
-    class GuardedH11Protocol(H11Protocol):
-        _held: str | None = None
-        _header_timer: asyncio.TimerHandle | None = None
-        _body_timer: asyncio.TimerHandle | None = None
-        _body_since = 0.0  # when the body (or the part of it counted) began
-        _body_last = 0.0  # when its last byte came
-        _body_bytes = 0
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            host = self.client[0] if self.client else None
-            proxy = host is not None and limits.trusted.trusts(host)
-            key = "proxy" if proxy else address_key(host) if host else "unknown"
-            if not proxy and limits.per_address > 0 and holdings.count(key) >= limits.per_address:
-                logger.warning("refused a connection: %d open from one address already", limits.per_address)
-                self._refuse(TOO_MANY)
+class GuardedConnection:
+    """One connection's deadlines and its place in the caps (see the module doc); ``framework.ConnectionWatch``."""
+
+    def __init__(self, connection: Connection, limits: ConnectionLimits, holdings: Holdings, open_total: list[int],
+                 refusals: RefusalLog) -> None:  # fmt: skip
+        self.connection = connection
+        self.refusals = refusals
+        self.limits = limits
+        self.holdings = holdings
+        self.open_total = open_total  # one number shared by every connection of the server
+        self.held: str | None = None
+        self.header_timer: asyncio.TimerHandle | None = None
+        self.body_timer: asyncio.TimerHandle | None = None
+        self.body_since = 0.0  # when the body (or the part of it counted) began
+        self.body_last = 0.0  # when its last byte came
+        self.body_bytes = 0
+
+    def opened(self) -> None:
+        limits, host = self.limits, self.connection.peer_host
+        proxy = host is not None and limits.trusted.trusts(host)
+        key = "proxy" if proxy else address_key(host) if host else "unknown"
+        if not proxy and limits.per_address > 0 and self.holdings.count(key) >= limits.per_address:
+            self.refusals.refused(key, f"{limits.per_address} connections open from this address already")
+            self.connection.close(TOO_MANY)
+            return
+        if limits.max_total > 0 and self.open_total[0] >= limits.max_total:
+            evicted = None if proxy else self.holdings.heaviest(key)
+            if evicted is None or evicted[0] == "proxy":
+                self.refusals.refused(key, f"{self.open_total[0]} connections open in all")
+                self.connection.close(SERVER_FULL)
                 return
-            if limits.max_total > 0 and open_total[0] >= limits.max_total:
-                evicted = None if proxy else holdings.heaviest(key)
-                if evicted is None or evicted[0] == "proxy":
-                    logger.warning("refused a connection: %d open in all", open_total[0])
-                    self._refuse(SERVER_FULL)
-                    return
-                evicted[1].transport.close()  # the heaviest address's oldest connection gives up its place
-                evicted[1]._release()
-            holdings.add(key, self)
-            open_total[0] += 1
-            self._held = key
-            self._arm_header_timer()
+            evicted[1].connection.close()  # the heaviest address's oldest connection gives up its place
+            evicted[1].released()
+        self.holdings.add(key, self)
+        self.open_total[0] += 1
+        self.held = key
+        self._arm_header_timer()
 
-        def _refuse(self, reply: bytes) -> None:
-            self.transport.write(reply)
-            self.transport.close()
+    def before_data(self) -> None:
+        if self.connection.awaiting_request():
+            self._arm_header_timer()  # the first bytes of a request (on a kept-alive connection too)
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._release()
-            super().connection_lost(exc)
+    def after_data(self, received: int) -> None:
+        if not self.connection.awaiting_request():
+            self._disarm_header_timer()  # the headers are in: the body's deadlines apply from here
+        self._watch_body(received)
 
-        def data_received(self, data: bytes) -> None:
-            if _their_state(self) is h11.IDLE:
-                self._arm_header_timer()  # the first bytes of a request (on a kept-alive connection too)
-            super().data_received(data)
-            if _their_state(self) is not h11.IDLE:
-                self._disarm_header_timer()  # the headers are in: the body's deadlines apply from here
-            self._watch_body(len(data))
+    def released(self) -> None:
+        self._disarm_header_timer()
+        self._stop_body_watch()
+        if self.held is not None:
+            self.holdings.remove(self.held, self)
+            self.open_total[0] -= 1
+            self.held = None
 
-        def handle_websocket_upgrade(self, event: h11.Request) -> None:
-            self._release()  # the socket passes to the WebSocket protocol, which never reports back here
-            super().handle_websocket_upgrade(event)
+    def _arm_header_timer(self) -> None:
+        if self.header_timer is None and self.limits.header_timeout_s > 0:
+            self.header_timer = self.connection.loop.call_later(self.limits.header_timeout_s, self._headers_too_slow)
 
-        def _release(self) -> None:
-            self._disarm_header_timer()
+    def _disarm_header_timer(self) -> None:
+        if self.header_timer is not None:
+            self.header_timer.cancel()
+            self.header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self.header_timer = None
+        if not self.connection.closing() and self.connection.awaiting_request():
+            self.connection.close(TOO_SLOW)
+
+    def _watch_body(self, received: int) -> None:
+        """Count a body's bytes while one is coming in; start its checks with its first part."""
+        if not self.connection.receiving_body() or self.limits.body_timeout_s <= 0:
             self._stop_body_watch()
-            if self._held is not None:
-                holdings.remove(self._held, self)
-                open_total[0] -= 1
-                self._held = None
+            return
+        now = self.connection.loop.time()
+        if self.body_timer is None:
+            self.body_since, self.body_bytes = now, 0
+            self.body_timer = self.connection.loop.call_later(BODY_CHECK_S, self._check_body)
+        self.body_bytes += received
+        self.body_last = now
 
-        def _arm_header_timer(self) -> None:
-            if self._header_timer is None and limits.header_timeout_s > 0:
-                self._header_timer = self.loop.call_later(limits.header_timeout_s, self._headers_too_slow)
+    def _stop_body_watch(self) -> None:
+        if self.body_timer is not None:
+            self.body_timer.cancel()
+            self.body_timer = None
 
-        def _disarm_header_timer(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _headers_too_slow(self) -> None:
-            self._header_timer = None
-            if not self.transport.is_closing() and _their_state(self) is h11.IDLE:
-                self.transport.write(TOO_SLOW)
-                self.transport.close()
-
-        def _watch_body(self, received: int) -> None:
-            """Count a body's bytes while one is coming in; start its checks with its first part."""
-            if _their_state(self) is not h11.SEND_BODY or limits.body_timeout_s <= 0:
-                self._stop_body_watch()
+    def _check_body(self) -> None:
+        self.body_timer = None
+        connection, limits = self.connection, self.limits
+        if connection.closing() or not connection.receiving_body():
+            return
+        now = connection.loop.time()
+        if connection.reading_paused():  # uvicorn stopped reading: the app is behind, not the client
+            self.body_since, self.body_last, self.body_bytes = now, now, 0
+        else:
+            elapsed = now - self.body_since
+            idle = now - self.body_last >= limits.body_timeout_s
+            slow = elapsed >= limits.body_timeout_s and self.body_bytes < limits.min_body_rate * elapsed
+            if idle or slow:
+                logger.warning("closed a connection whose request body was too slow")
+                connection.close(b"" if connection.reply_begun() else BODY_TOO_SLOW)  # no reply begun: say why
                 return
-            now = self.loop.time()
-            if self._body_timer is None:
-                self._body_since, self._body_bytes = now, 0
-                self._body_timer = self.loop.call_later(BODY_CHECK_S, self._check_body)
-            self._body_bytes += received
-            self._body_last = now
-
-        def _stop_body_watch(self) -> None:
-            if self._body_timer is not None:
-                self._body_timer.cancel()
-                self._body_timer = None
-
-        def _check_body(self) -> None:
-            self._body_timer = None
-            if self.transport.is_closing() or _their_state(self) is not h11.SEND_BODY:
-                return
-            now = self.loop.time()
-            if _reading_paused(self):  # uvicorn stopped reading: the app is behind, not the client
-                self._body_since, self._body_last, self._body_bytes = now, now, 0
-            else:
-                elapsed = now - self._body_since
-                idle = now - self._body_last >= limits.body_timeout_s
-                slow = elapsed >= limits.body_timeout_s and self._body_bytes < limits.min_body_rate * elapsed
-                if idle or slow:
-                    logger.warning("closed a connection whose request body was too slow")
-                    if not _response_started(self):  # no reply begun: say why
-                        self.transport.write(BODY_TOO_SLOW)
-                    self.transport.close()
-                    return
-            self._body_timer = self.loop.call_later(BODY_CHECK_S, self._check_body)
-
-    return GuardedH11Protocol
-
-
-# uvicorn's protocol keeps its h11 connection and flow control in private attributes: read them here only.
-def _their_state(protocol: H11Protocol) -> object:
-    return protocol.conn.their_state
-
-
-def _response_started(protocol: H11Protocol) -> bool:
-    cycle = getattr(protocol, "cycle", None)  # the request being served (None before the first)
-    return bool(cycle is not None and cycle.response_started)
-
-
-def _reading_paused(protocol: H11Protocol) -> bool:
-    return bool(protocol.flow is not None and protocol.flow.read_paused)
+        self.body_timer = connection.loop.call_later(BODY_CHECK_S, self._check_body)
 
 
 def raise_open_file_limit() -> tuple[int, int]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tts_app.web.gradio_internals import event_inputs, known_event
+from tts_app.framework import event_inputs, known_event
 from tts_app.web.guards.body_replay import BodyTooLarge, read_capped_body, replay_body
 from tts_app.web.guards.file_guard import max_event_body_bytes
 from tts_app.web.guards.request_guard import UPLOAD_PATHS, header
@@ -101,9 +101,16 @@ def check_body(path: str, content_type: bytes, body: bytes, blocks: Any) -> None
         raise Refusal(400, f"this event takes {wanted} inputs; {len(payload['data'])} were sent")
 
 
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:  # a status HTTP does not name
+        return "error"
+
+
 def one_line(status: int, body: bytes) -> bytes:
     """An error reply's body as one line of ``{"error", "detail"}``, its message kept, never the request echoed."""
-    phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "error"
+    phrase = _phrase(status)
     message = ""
     try:
         payload = json.loads(body) if body else None

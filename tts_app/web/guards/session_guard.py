@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tts_app.web.gradio_internals import event_session, live_stream_run
+from tts_app.framework import event_session, live_stream_run
 from tts_app.web.guards.body_replay import BodyTooLarge, read_capped_body, replay_body
 from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.guards.file_guard import max_event_body_bytes

@@ -11,11 +11,13 @@ direct client never reaches it before its connections do.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tts_app.engine.operator_log import RefusalLog
 from tts_app.web.guards.client_identity import visitor_key
 from tts_app.web.guards.request_guard import Refusal, refusal_messages
 
@@ -31,6 +33,7 @@ class VisitorRequestCap:
         self.app = app
         self.per_visitor = per_visitor
         self.open: Counter[str] = Counter()  # one event loop: no lock needed
+        self.refusals = RefusalLog(logger, time.monotonic, logging.WARNING)  # a flood: its cause once a minute
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.per_visitor <= 0:
@@ -38,7 +41,7 @@ class VisitorRequestCap:
             return
         key = visitor_key(HTTPConnection(scope))
         if self.open[key] >= self.per_visitor:
-            logger.warning("refused a request: %d open from one visitor already", self.per_visitor)
+            self.refusals.refused(key, f"{self.per_visitor} requests open already")
             for message in refusal_messages(scope["path"], TOO_MANY):
                 await send(message)
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from tts_app.framework import session_events
 from tts_app.web.ui.ab.tab import build_ab_tab
 from tts_app.web.ui.api_help.tab import build_api_tab, origin_markdown
 from tts_app.web.ui.common.model_picker import refresh as refresh_model
@@ -76,7 +77,7 @@ def build_demo() -> gr.Blocks:
         watch_session_ends()
     # A run nobody hears (no page, no reader of its events) is cancelled within seconds; the events of a
     # session are Gradio's own record (a REST caller reads by event id).
-    runs.on_add = RunWatchdog(runs, lambda session: tuple(demo._queue.pending_event_ids_session.get(session, ()))).ensure_started
+    runs.on_add = RunWatchdog(runs, lambda session: session_events(demo, session)).ensure_started
 
     quiet_input_validation(demo)  # after every component exists
     demo.queue(max_size=QUEUE_MAX_SIZE, default_concurrency_limit=CONCURRENCY)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import gradio as gr
+
+from tts_app.framework import wrap_component_checks
 
 logger = logging.getLogger(__name__)
 _MAX_MESSAGE_CHARS = 1000  # Gradio's own message lists the choices too; a long list is cut, not sent whole
@@ -31,21 +34,18 @@ def quiet_input_validation(blocks: gr.Blocks) -> int:
     """Turn the input checks of Gradio's own components (a slider value out of range, a choice
     not offered) into UserError: the same message for the visitor, one log line instead of a
     traceback. Returns how many components were wrapped."""
-    wrapped = 0
-    for block in blocks.blocks.values():
-        preprocess = getattr(block, "preprocess", None)
-        if not callable(preprocess) or getattr(preprocess, "_quiet", False):
-            continue
+    return wrap_component_checks(blocks, _quiet)
 
-        def checked(payload: object, _preprocess=preprocess) -> object:
-            try:
-                return _preprocess(payload)
-            except UserError:
-                raise
-            except gr.Error as exc:
-                raise UserError(_bounded(str(exc.message), payload)) from exc
 
-        checked._quiet = True  # type: ignore[attr-defined]
-        block.preprocess = checked
-        wrapped += 1
-    return wrapped
+def _quiet(preprocess: Callable[[object], object]) -> Callable[[object], object]:
+    """``preprocess`` (a component's input check) raising UserError where it raised gr.Error."""
+
+    def checked(payload: object) -> object:
+        try:
+            return preprocess(payload)
+        except UserError:
+            raise
+        except gr.Error as exc:
+            raise UserError(_bounded(str(exc.message), payload)) from exc
+
+    return checked

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from tts_app.framework import raise_stream_start_wait
+
 logger = logging.getLogger(__name__)
 
 ENCODER_START_WAIT_S = 3.0  # how long the first segment may wait for ffmpeg to start
@@ -17,9 +19,5 @@ def tune_stream_encoder(start_wait_s: float = ENCODER_START_WAIT_S) -> None:
     and retries with a back-off (10 s to first sound in the browser test). The wait ends as soon
     as frames arrive, so a quick start costs nothing.
     """
-    from gradio import audio_stream_encoder  # gradio is heavy: only when the page encodes a stream
-
-    if isinstance(getattr(audio_stream_encoder, "STARTUP_WAIT", None), (int, float)):
-        audio_stream_encoder.STARTUP_WAIT = max(float(audio_stream_encoder.STARTUP_WAIT), start_wait_s)
-    else:  # a Gradio without this constant: nothing to tune, say so once
+    if not raise_stream_start_wait(start_wait_s):  # a Gradio without this setting: nothing to tune, say so once
         logger.warning("gradio.audio_stream_encoder.STARTUP_WAIT not found; the first stream segment may be empty")

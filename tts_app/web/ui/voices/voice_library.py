@@ -41,7 +41,7 @@ def save_voice(
     except ValueError as exc:  # VoiceError is one: a one-line reason for the page
         gr.Warning(f"Not saved: {exc}")
         return f"⚠ **Not saved:** {exc}", gr.skip(), gr.skip()
-    logger.info("a visitor saved a voice")
+    logger.debug("a visitor saved a voice")
     return (
         f"✓ **Saved** the voice as **{name}**: pick it in the voice list. It is yours alone and is forgotten "
         "when you close this page.", MODE_BUILTIN, _choices_update(name, owner),
