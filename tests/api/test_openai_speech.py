@@ -190,9 +190,9 @@ def test_the_openai_clients_streaming_response_hears_a_wavs_first_audio_at_once(
             first = b""
             while len(first) <= 44:  # the header, then audio (a server that buffers the body never sends it while held)
                 first += next(pieces)
-            assert first[:4] == b"RIFF" and not backend.release.is_set()
+            assert first[:4] == b"RIFF" and not backend.unhold.is_set()
             assert len(backend.batches) <= HeldBackend.FREE_STEPS  # the rest is still to be made
-            backend.release.set()
+            backend.unhold.set()
             data = first + b"".join(pieces)
     audio, _ = sf.read(io.BytesIO(data), dtype="float32")
     assert len(audio) == len(expected(text, 0))
@@ -206,9 +206,9 @@ def test_the_first_audio_leaves_before_the_rest_is_made(held_server: tuple[str, 
         assert response.status_code == 200
         pieces = response.iter_bytes()
         first = next(pieces)  # a server that buffers the body never sends this while the backend holds
-        assert first and not backend.release.is_set()
+        assert first and not backend.unhold.is_set()
         assert len(backend.batches) == HeldBackend.FREE_STEPS  # the rest is still to be made
-        backend.release.set()
+        backend.unhold.set()
         rest = b"".join(pieces)
     samples = np.frombuffer(first + rest, "<i2").astype(np.float32) / 32767
     assert len(samples) == len(expected(text, 0))  # every word, a step each, the held ones included

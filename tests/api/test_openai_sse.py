@@ -178,8 +178,8 @@ def test_the_first_delta_leaves_before_the_rest_is_made(held_server: tuple[str, 
         got = [next(events)]
         while len(b"".join(base64.b64decode(e["audio"]) for e in got)) <= (44 if fmt == "wav" else 0):
             got.append(next(events))  # a WAV's header, then its first audio
-        assert not backend.release.is_set() and len(backend.batches) <= HeldBackend.FREE_STEPS
-        backend.release.set()
+        assert not backend.unhold.is_set() and len(backend.batches) <= HeldBackend.FREE_STEPS
+        backend.unhold.set()
         got.extend(events)
     audio = joined(got)
     samples = np.frombuffer(audio[44:] if fmt == "wav" else audio, "<i2")

@@ -15,16 +15,16 @@ HOLD_S = 60.0  # a deadline for a hang, not a timing: the test releases the back
 
 
 class HeldBackend(FakeBackend):
-    """Decodes the first words, then holds every later step until the test sets ``release``."""
+    """Decodes the first words, then holds every later step until the test sets ``unhold``."""
 
     FREE_STEPS = 2
 
     def __init__(self) -> None:
         super().__init__()
-        self.release = threading.Event()
+        self.unhold = threading.Event()  # not `release`: that is Backend.release(state)
 
     def step(self, states, emit=None):
-        if len(self.batches) >= self.FREE_STEPS and not self.release.wait(HOLD_S):
+        if len(self.batches) >= self.FREE_STEPS and not self.unhold.wait(HOLD_S):
             raise RuntimeError("the test never released the backend")
         return super().step(states, emit)
 
@@ -32,7 +32,7 @@ class HeldBackend(FakeBackend):
 @pytest.fixture
 def held_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, HeldBackend]]:
     """The speech route in a real HTTP server over an engine whose backend holds its work: what the
-    client receives before ``release`` was sent while synthesis was unfinished."""
+    client receives before ``unhold`` was set while synthesis was unfinished."""
     from tts_app.engine import Engine
 
     backend = HeldBackend()
@@ -40,7 +40,7 @@ def held_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, HeldBack
     try:
         with serve_routes(engine, monkeypatch) as base:
             yield base, backend
-            backend.release.set()
+            backend.unhold.set()
     finally:
-        backend.release.set()
+        backend.unhold.set()
         engine.close()
