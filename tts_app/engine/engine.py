@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -18,7 +17,7 @@ from tts_app.engine.handle import RequestHandle
 from tts_app.engine.metrics import EngineCounters
 from tts_app.backends.params import SpeechParams
 from tts_app.engine.qos_settings import QosSettings
-from tts_app.engine.request import Request, RequestStatus
+from tts_app.engine.request import ClientMissing, EngineClosed, LineRejected, Request, RequestStatus, build_requests
 from tts_app.engine.scheduler import EngineBusy, Scheduler
 from tts_app.engine.step_costs import StepCosts
 
@@ -26,23 +25,6 @@ _LOGGER = logging.getLogger(__name__)
 _LOG_EVERY_S = 10.0
 SLOTS_ENV = "TTS_APP_ENGINE_SLOTS"
 _CALIBRATION_STEPS = 3  # measured per batch size, after an unmeasured first one (see Engine._calibrate)
-
-
-class EngineClosed(RuntimeError):
-    """The engine was closed before the request finished."""
-
-
-class ClientMissing(RuntimeError):
-    """A submission to an engine that serves visitors named no client (``SpeechParams.client``): a caller's bug."""
-
-
-class LineRejected(ValueError):
-    """One text of ``submit_many`` cannot be spoken; ``index`` is its place (from 0), ``error`` the reason."""
-
-    def __init__(self, index: int, error: ValueError) -> None:
-        super().__init__(str(error))
-        self.index = index
-        self.error = error
 
 
 def _default_backend(precision: str) -> Backend:
@@ -155,22 +137,7 @@ class Engine:
         if not params.voice_resolved:
             raise ValueError("params.voice is not resolved: pass it through tts_app.engine.input_processing.resolve_params")
         self.backend.capabilities.check(params, texts, self.backend.name)
-        parsed_all = []
-        for index, text in enumerate(texts):
-            try:
-                parsed_all.append(self.backend.check_text(text, params))
-            except ValueError as exc:
-                raise LineRejected(index, exc) from exc
-        requests = []
-        for text, parsed in zip(texts, parsed_all):
-            row = RowInput(0, text, params, parsed)
-            req = Request(row, stream=params.stream, client=params.client, sample_rate=int(self.sample_rate))
-            req.audio_est_s = self.backend.audio_estimate_s(parsed)
-            row.request_id = req.id
-            requests.append(req)
-        for i, req in enumerate(requests):
-            req.group = requests[0].id if in_order else req.id
-            req.after = requests[i - 1] if in_order and i else None
+        requests = build_requests(texts, params, self.backend, int(self.sample_rate), in_order)
         with self._lock:
             now = self._clock()
             for req in requests:
@@ -224,7 +191,7 @@ class Engine:
             return self._waits(self._scheduler.eta([req], now, self._costs), now).get(req.id, 0.0)
 
     def _buffered(self, req: Request) -> float:
-        return deadlines.buffered_s(req, self._clock())
+        return req.buffered_s(self._clock())
 
     def stats(self) -> dict:
         with self._lock:
@@ -244,15 +211,8 @@ class Engine:
         """What a server operator scrapes (tts_app/web/api/metrics.py): the listeners' histograms and the
         queue and capacity now. Histograms are copies, taken under the engine's lock."""
         with self._lock:
-            c = self._counters
-            return {
-                "ttfa": replace(c.ttfa, counts=list(c.ttfa.counts)),
-                "stall": replace(c.stall, counts=list(c.stall.counts)),
-                "queued": len(self._scheduler.waiting),
-                "streams_admitted": sum(1 for r in self._scheduler.running if r.stream),
-                "capacity_audio_s_per_s": self._capacity(),
-                "audio_produced_s": c.audio_produced_s,
-            }
+            return {**self._counters.queue_figures(), "queued": len(self._scheduler.waiting), "capacity_audio_s_per_s": self._capacity(),
+                    "streams_admitted": sum(1 for r in self._scheduler.running if r.stream)}
 
     def close(self, timeout: float = 30.0) -> None:
         """Stop the worker; requests still queued or running end with EngineClosed."""
@@ -426,15 +386,7 @@ class Engine:
                 if req.stream:
                     with self._lock:
                         self._counters.ttfa.observe(now - req.submitted_at)
-            # A 1x player started at the first chunk: it waits (a stall) when audio comes after it ran dry.
-            if req.play_deadline is None:  # a group's later line plays once the listener reaches it
-                heard = deadlines.heard_from(req)
-                req.stall_s += max(0.0, now - heard) if heard is not None else 0.0
-                req.play_deadline = max(now, heard if heard is not None else now)
-            elif now > req.play_deadline:
-                req.stall_s += now - req.play_deadline
-                req.play_deadline = now
-            req.play_deadline += out.audio.size / self.sample_rate
+            req.played(now, out.audio.size / self.sample_rate)
         req.samples += out.audio.size
         self._counters.audio_produced_s += out.audio.size / self.sample_rate  # worker thread only: no lock
         self._handles[req.id]._push(np.asarray(out.audio, np.float32), out.words)
@@ -454,16 +406,7 @@ class Engine:
         with self._lock:
             self._scheduler.remove([req])
             handle = self._handles.pop(req.id, None)
-            c = self._counters
-            if status is RequestStatus.FINISHED:
-                c.finished += 1
-                c.audio_s += req.samples / self.sample_rate
-                if req.stream:
-                    c.stall.observe(req.stall_s)
-            elif status is RequestStatus.CANCELLED:
-                c.cancelled += 1
-            else:
-                c.failed += 1
+            self._counters.retired(req, status, self.sample_rate)
         if handle is not None:
             handle._finish()
 
