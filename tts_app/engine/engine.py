@@ -134,61 +134,33 @@ class Engine:
         params = params if params is not None else SpeechParams()
         if self.require_client and not params.client:
             raise ClientMissing("this engine serves visitors: every submission names its client (SpeechParams.client)")
-        if not params.voice_resolved:
-            raise ValueError("params.voice is not resolved: pass it through tts_app.engine.input_processing.resolve_params")
-        self.backend.capabilities.check(params, texts, self.backend.name)
         requests = build_requests(texts, params, self.backend, int(self.sample_rate), in_order)
         with self._lock:
             now = self._clock()
             for req in requests:
                 req.submitted_at = now
-            try:
-                queue_etas = self._scheduler.eta(requests, now, self._costs, extra=requests)
-                self._scheduler.check_room(requests, {rid for rid, eta in queue_etas.items() if eta == 0.0})
-                etas = self._waits(queue_etas, now)
-                for req in requests:
-                    req.eta_at_submit_s = etas.get(req.id, 0.0)
-                if params.client is not None:  # a visitor is told at once; the app's own work (client None) waits
-                    self._check_wait(etas)
+            try:  # a visitor is told at once; the app's own work (client None) waits
+                self._scheduler.enqueue(requests, now, self._costs, max(0.0, self._busy_until - now), params.client is not None)
             except EngineBusy:
                 self._counters.rejected += len(requests)
                 raise
-            handles = []
-            for req in requests:
-                self._scheduler.waiting.append(req)
-                handle = RequestHandle(self, req)
-                self._handles[req.id] = handle
-                handles.append(handle)
+            handles = [RequestHandle(self, req) for req in requests]
+            self._handles.update((h._req.id, h) for h in handles)
             self._counters.submitted += len(requests)
             self._lock.notify_all()
         return handles
-
-    def _check_wait(self, etas: dict[int, float]) -> None:
-        """Refuse requests predicted (``etas``) to wait past ``max_queue_wait_s``; say when a retry would fit."""
-        # A group (a page's lines) is heard line after line: its wait is its first line's.
-        wait = min(etas.values(), default=0.0)
-        if wait > self.qos.max_queue_wait_s:
-            raise EngineBusy(
-                f"the engine is at capacity: this request would wait about {wait:.0f} s; try again later",
-                retry_after_s=wait - self.qos.max_queue_wait_s,
-            )
 
     def _capacity(self) -> float:
         """Seconds of audio a second the machine makes with as many streams as it admits, stepping together."""
         rate = self._costs.rate(self._scheduler.stream_places(self._costs))
         return rate if rate != float("inf") else 0.0
 
-    def _waits(self, etas: dict[int, float], now: float) -> dict[int, float]:
-        """The queue's predicted waits, each at least until the step in progress ends (admission comes after it)."""
-        busy = max(0.0, self._busy_until - now)
-        return {rid: max(eta, busy) for rid, eta in etas.items()}
-
     def _eta(self, req: Request) -> float:
         with self._lock:
             if req.status is not RequestStatus.WAITING:
                 return 0.0
-            now = self._clock()
-            return self._waits(self._scheduler.eta([req], now, self._costs), now).get(req.id, 0.0)
+            now = self._clock()  # admission comes after the step in progress ends
+            return max(self._scheduler.eta([req], now, self._costs)[req.id], self._busy_until - now, 0.0)
 
     def _buffered(self, req: Request) -> float:
         return req.buffered_s(self._clock())

@@ -117,6 +117,9 @@ class Request:
 def build_requests(texts: Sequence[str], params: SpeechParams, backend: Backend, sample_rate: int,
                    in_order: bool) -> list[Request]:
     """One request a text, checked by ``backend`` (LineRejected names a bad one); ``in_order``: one group, heard in turn."""
+    if not params.voice_resolved:
+        raise ValueError("params.voice is not resolved: pass it through tts_app.engine.input_processing.resolve_params")
+    backend.capabilities.check(params, texts, backend.name)
     parsed_all = []
     for index, text in enumerate(texts):
         try:

@@ -221,6 +221,20 @@ class Scheduler:
             result.setdefault(r.id, t - now)
         return result
 
+    def enqueue(self, reqs: list[Request], now: float, costs: StepCosts, busy_s: float, visitor: bool) -> None:
+        """Queue ``reqs`` (one submit), each told its predicted wait (``eta_at_submit_s``, at least ``busy_s``: admission
+        comes after the step in progress), or raise EngineBusy: no queue place (``check_room``), or for a ``visitor`` a
+        wait past ``max_queue_wait_s`` (a page's lines are heard in turn: the wait is its first line's)."""
+        etas = self.eta(reqs, now, costs, extra=reqs)
+        self.check_room(reqs, {rid for rid, eta in etas.items() if eta == 0.0})
+        wait = max(min(etas.values(), default=0.0), busy_s)
+        if visitor and wait > self.qos.max_queue_wait_s:
+            raise EngineBusy(f"the engine is at capacity: this request would wait about {wait:.0f} s; try again later",
+                             retry_after_s=wait - self.qos.max_queue_wait_s)
+        for req in reqs:
+            req.eta_at_submit_s = max(etas[req.id], busy_s)
+        self.waiting.extend(reqs)
+
     def check_room(self, reqs: list[Request], starting: set[int] = frozenset()) -> None:
         """Raise EngineBusy unless the queue, and each client's share of it, can take all of ``reqs``.
 
