@@ -167,17 +167,11 @@ class Engine:
 
     def stats(self) -> dict:
         with self._lock:
-            snap = self._counters.snapshot()
-            snap["queued"] = len(self._scheduler.waiting)
-            snap["active"] = len(self._scheduler.running)
-            snap["max_batch_size"] = self._scheduler.max_batch_size
-            snap["policy"] = self.policy
-            snap["streams_active"] = sum(1 for r in self._scheduler.running if r.stream)
-            snap["capacity_audio_s_per_s"] = self._capacity()
-            snap["stream_places"] = self._scheduler.stream_places(self._costs)
-            snap["step_costs"] = self._costs.snapshot()
-        snap["emits_rows"] = bool(self.backend.emits_rows)
-        return snap
+            sched = self._scheduler
+            return {**self._counters.snapshot(), "queued": len(sched.waiting), "active": len(sched.running),
+                    "max_batch_size": sched.max_batch_size, "policy": self.policy, "capacity_audio_s_per_s": self._capacity(),
+                    "streams_active": sum(1 for r in sched.running if r.stream), "stream_places": sched.stream_places(self._costs),
+                    "step_costs": self._costs.snapshot(), "emits_rows": bool(self.backend.emits_rows)}
 
     def qos_figures(self) -> dict:
         """What a server operator scrapes (tts_app/web/api/metrics.py): the listeners' histograms and the

@@ -130,7 +130,7 @@ class Scheduler:
             return True  # one stream even below real time; a second to measure a larger step (StepCosts.explores)
         n = slots.streams + 1
         rate = self.qos.load_margin * costs.rate(n)
-        if not slots.holding:  # nobody holds audio: fluid.listeners_fed's first moment decides, n listeners
+        if n <= rate * (1 + 1e-9) or not slots.holding:  # fed holding nothing (buffers only help), or nobody holds any
             return n <= rate * (1 + 1e-9)
         return listeners_fed(slots.listeners(self.qos.plenty_s) + [(0.0, req.remaining_s())], rate)
 
