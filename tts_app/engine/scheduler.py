@@ -163,8 +163,8 @@ class Scheduler:
 
         Admission replayed on simulated slots: at ``now`` exactly as ``admit`` would run; then every held row
         makes audio at the same pace (n rows make ``costs.rate(n)`` together), the row with the least audio left
-        ends first and frees its slot, and ``admits`` runs over the queue again; while some listener holds room, also
-        every ``step_s`` (admission looks each step). Each listener's buffer follows: it gains what its row makes and
+        ends first and frees its slot, and ``admits`` runs over the queue again; while a new stream waits on the load check
+        and some listener holds room or gains it, also every ``step_s`` (admission looks each step). Each listener's buffer follows: it gains what its row makes and
         plays out in real time (forgetting them made the ETA error p95 6.1 in benchmarks/stream_qos_sim.py's Poisson
         run, 0.9 with them). Past ``now`` a new stream the load check refuses holds the other new streams back until
         the next event (files and later lines may pass), which keeps the replay linear. Past ``max_queue_wait_s``
@@ -225,7 +225,7 @@ class Scheduler:
                 break
             n, rate = len(slots), costs.rate(len(slots))
             dt = max(1e-9, (ends[0][0] - made) * n / rate if math.isfinite(rate) else 0.0)  # a row ends at a step's end
-            if refused and dt > self.qos.step_s and (slots.holding or rate > n):  # buffers change: admission looks each step
+            if refused and dt > self.qos.step_s and (slots.holding or rate > n):  # buffers give room: look again a step on
                 t, made = t + self.qos.step_s, made + self.qos.step_s * rate / n
             else:
                 end, _, seat = heapq.heappop(ends)
