@@ -132,7 +132,10 @@ class Scheduler:
         rate = self.qos.load_margin * costs.rate(n)
         if n <= rate * (1 + 1e-9) or not slots.holding:  # fed holding nothing (buffers only help), or nobody holds any
             return n <= rate * (1 + 1e-9)
-        return listeners_fed(slots.listeners(self.qos.plenty_s) + [(0.0, req.remaining_s())], rate)
+        listeners = slots.listeners(self.qos.plenty_s) + [(0.0, req.remaining_s())]
+        if sum(1 for held, left in listeners if held <= 0 < left) > rate * (1 + 1e-9):
+            return False  # listeners_fed's first moment, in pure Python (the ETA asks this at every replayed event)
+        return listeners_fed(listeners, rate)
 
     def _seat(self, r: Request, now: float) -> Seat:
         return Seat(r.group, r.client, r.stream, max(0.0, deadline(r, self.qos) - now) if r.stream else math.inf, r.remaining_s())
