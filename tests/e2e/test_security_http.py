@@ -24,7 +24,7 @@ import pytest
 from tests.support.paths import ARTIFACTS
 from tests.support.app_server import serve_app
 from tests.support.paths import REPO
-from tests.e2e.test_security import REFUSED, _raw_request, _vm_kb
+from tests.e2e.test_security import _raw_request, _vm_kb
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ line's place); and a stream beside others keeps every listener fed when the mach
 what the engine measured it make for that many rows (``step_costs``: a table of prices by batch size, from
 its own steps on its own clock), counting what each listener holds past ``plenty_s``. A file (not streamed)
 needs only the slot and the share. The queue's ETA replays the same predicate on simulated slots whose
-rows end at the measured pace, so it says "now" exactly when admission would admit; a request told "now"
-needs no queue place, the others take one (a page's run one in all, a client its share of them), and a visitor
+rows end at the measured pace (each listener's buffer gaining what its row makes), so it says "now" exactly when
+admission would admit; a request told "now" needs no queue place, the others take one (a page's run one in all, a client its share of them), and a visitor
 predicted to wait past ``TTS_APP_MAX_QUEUE_WAIT_S`` is refused at once (503 with Retry-After). Each step then runs rows
 earliest deadline first (a heard listener's playback end; a new stream's first audio, ``step_s`` after its
 admission; a file, ``plenty_s`` after its last step), new streams' first windows first where every heard

@@ -23,32 +23,11 @@ def deadline(req: Request, q: QosSettings) -> float:
         return since + q.plenty_s
     if req.play_deadline is not None:
         return req.play_deadline
-    heard = heard_from(req)
-    if heard is not None:  # a later line of a group: due when the listener reaches it
-        return heard
+    ahead, queued_audio = req.ahead()  # a later line: due when the listener reaches it, or that much later
+    if ahead is not None:
+        return ahead.play_deadline + ahead.remaining_s() + queued_audio
     start = req.admitted_at if req.admitted_at is not None else req.submitted_at
-    ahead, queued_audio = req.after, 0.0
-    while ahead is not None:  # a later line whose group has not sounded yet: that much later
-        queued_audio += ahead.remaining_s()
-        ahead = ahead.after
     return start + (q.step_s if math.isfinite(q.step_s) else 0.0) + queued_audio
-
-
-def heard_from(req: Request) -> float | None:
-    """When a 1x listener reaches this line of a group: the lines before it played out (None when
-    it is not a later line, or none of its group has sounded yet)."""
-    ahead, queued_audio = req.after, 0.0
-    while ahead is not None and ahead.play_deadline is None:
-        queued_audio += ahead.remaining_s()
-        ahead = ahead.after
-    if ahead is None:
-        return None
-    return ahead.play_deadline + ahead.remaining_s() + queued_audio
-
-
-def buffered_s(req: Request, now: float) -> float:
-    """Audio a 1x player started at the first chunk holds now (0 before the first chunk)."""
-    return 0.0 if req.play_deadline is None else max(0.0, req.play_deadline - now)
 
 
 def window_level(req: Request, now: float, q: QosSettings) -> int:
@@ -58,7 +37,7 @@ def window_level(req: Request, now: float, q: QosSettings) -> int:
         return 1
     if not req.stream:
         return _MAX_LEVEL
-    held = buffered_s(req, now)
+    held = req.buffered_s(now)
     if req.play_deadline is None or held < q.low_s:
         return 0
     return min(_MAX_LEVEL, 1 + int(math.log2(held / q.low_s)))
@@ -89,7 +68,7 @@ def plan(rows: Sequence[Request], now: float, cost: Callable[[Request, int], flo
         order = [r for r in order if slack[r.id] < (q.plenty_s if r.stream else 0.0)] or order[:1]
     if not any(r.stream for r in order):
         return order  # files alone: nobody waits on the step
-    new = [r for r in order if r.stream and r.play_deadline is None and heard_from(r) is None]
+    new = [r for r in order if r.stream and r.play_deadline is None and r.heard_from() is None]
     ahead = sum(cost(r, len(order)) for r in new)
     heard = [r for r in order if r not in new]
     if all(slack[r.id] > ahead + sum(cost(h, len(order)) for h in heard[: i + 1]) for i, r in enumerate(heard)):

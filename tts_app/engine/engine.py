@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -19,7 +18,7 @@ from tts_app.engine.metrics import EngineCounters
 from tts_app.engine.operator_log import MinuteSummary, RefusalLog, Totals
 from tts_app.backends.params import SpeechParams
 from tts_app.engine.qos_settings import QosSettings
-from tts_app.engine.request import Request, RequestStatus
+from tts_app.engine.request import ClientMissing, EngineClosed, LineRejected, Request, RequestStatus, build_requests
 from tts_app.engine.scheduler import EngineBusy, Scheduler
 from tts_app.engine.step_costs import StepCosts
 
@@ -27,23 +26,6 @@ _LOGGER = logging.getLogger(__name__)
 SLOTS_ENV = "TTS_APP_ENGINE_SLOTS"
 IDLE_WAKE_S = 60.0  # an idle worker wakes this often, so a busy minute's summary is not held until the next request
 _CALIBRATION_STEPS = 3  # measured per batch size, after an unmeasured first one (see Engine._calibrate)
-
-
-class EngineClosed(RuntimeError):
-    """The engine was closed before the request finished."""
-
-
-class ClientMissing(RuntimeError):
-    """A submission to an engine that serves visitors named no client (``SpeechParams.client``): a caller's bug."""
-
-
-class LineRejected(ValueError):
-    """One text of ``submit_many`` cannot be spoken; ``index`` is its place (from 0), ``error`` the reason."""
-
-    def __init__(self, index: int, error: ValueError) -> None:
-        super().__init__(str(error))
-        self.index = index
-        self.error = error
 
 
 def _default_backend(precision: str) -> Backend:
@@ -154,108 +136,52 @@ class Engine:
         params = params if params is not None else SpeechParams()
         if self.require_client and not params.client:
             raise ClientMissing("this engine serves visitors: every submission names its client (SpeechParams.client)")
-        if not params.voice_resolved:
-            raise ValueError("params.voice is not resolved: pass it through tts_app.engine.input_processing.resolve_params")
-        self.backend.capabilities.check(params, texts, self.backend.name)
-        parsed_all = []
-        for index, text in enumerate(texts):
-            try:
-                parsed_all.append(self.backend.check_text(text, params))
-            except ValueError as exc:
-                raise LineRejected(index, exc) from exc
-        requests = []
-        for text, parsed in zip(texts, parsed_all):
-            row = RowInput(0, text, params, parsed)
-            req = Request(row, stream=params.stream, client=params.client, sample_rate=int(self.sample_rate))
-            req.audio_est_s = self.backend.audio_estimate_s(parsed)
-            row.request_id = req.id
-            requests.append(req)
-        for i, req in enumerate(requests):
-            req.group = requests[0].id if in_order else req.id
-            req.after = requests[i - 1] if in_order and i else None
+        requests = build_requests(texts, params, self.backend, int(self.sample_rate), in_order)
         with self._lock:
             now = self._clock()
             for req in requests:
                 req.submitted_at = now
-            try:
-                queue_etas = self._scheduler.eta(requests, now, self._costs, extra=requests)
-                self._scheduler.check_room(requests, {rid for rid, eta in queue_etas.items() if eta == 0.0})
-                etas = self._waits(queue_etas, now)
-                for req in requests:
-                    req.eta_at_submit_s = etas.get(req.id, 0.0)
-                if params.client is not None:  # a visitor is told at once; the app's own work (client None) waits
-                    self._check_wait(etas)
+            try:  # a visitor is told at once; the app's own work (client None) waits
+                self._scheduler.enqueue(requests, now, self._costs, max(0.0, self._busy_until - now), params.client is not None)
             except EngineBusy as busy:
                 self._counters.rejected += len(requests)
                 self._refusals.refused(params.client, str(busy))
                 raise
-            handles = []
-            for req in requests:
-                self._scheduler.waiting.append(req)
-                handle = RequestHandle(self, req)
-                self._handles[req.id] = handle
-                handles.append(handle)
+            handles = [RequestHandle(self, req) for req in requests]
+            self._handles.update((h._req.id, h) for h in handles)
             self._counters.submitted += len(requests)
             self._lock.notify_all()
         return handles
-
-    def _check_wait(self, etas: dict[int, float]) -> None:
-        """Refuse requests predicted (``etas``) to wait past ``max_queue_wait_s``; say when a retry would fit."""
-        # A group (a page's lines) is heard line after line: its wait is its first line's.
-        wait = min(etas.values(), default=0.0)
-        if wait > self.qos.max_queue_wait_s:
-            raise EngineBusy(
-                f"the engine is at capacity: this request would wait about {wait:.0f} s; try again later",
-                retry_after_s=wait - self.qos.max_queue_wait_s,
-            )
 
     def _capacity(self) -> float:
         """Seconds of audio a second the machine makes with as many streams as it admits, stepping together."""
         rate = self._costs.rate(self._scheduler.stream_places(self._costs))
         return rate if rate != float("inf") else 0.0
 
-    def _waits(self, etas: dict[int, float], now: float) -> dict[int, float]:
-        """The queue's predicted waits, each at least until the step in progress ends (admission comes after it)."""
-        busy = max(0.0, self._busy_until - now)
-        return {rid: max(eta, busy) for rid, eta in etas.items()}
-
     def _eta(self, req: Request) -> float:
         with self._lock:
             if req.status is not RequestStatus.WAITING:
                 return 0.0
-            now = self._clock()
-            return self._waits(self._scheduler.eta([req], now, self._costs), now).get(req.id, 0.0)
+            now = self._clock()  # admission comes after the step in progress ends
+            return max(self._scheduler.eta([req], now, self._costs)[req.id], self._busy_until - now, 0.0)
 
     def _buffered(self, req: Request) -> float:
-        return deadlines.buffered_s(req, self._clock())
+        return req.buffered_s(self._clock())
 
     def stats(self) -> dict:
         with self._lock:
-            snap = self._counters.snapshot()
-            snap["queued"] = len(self._scheduler.waiting)
-            snap["active"] = len(self._scheduler.running)
-            snap["max_batch_size"] = self._scheduler.max_batch_size
-            snap["policy"] = self.policy
-            snap["streams_active"] = sum(1 for r in self._scheduler.running if r.stream)
-            snap["capacity_audio_s_per_s"] = self._capacity()
-            snap["stream_places"] = self._scheduler.stream_places(self._costs)
-            snap["step_costs"] = self._costs.snapshot()
-        snap["emits_rows"] = bool(self.backend.emits_rows)
-        return snap
+            sched = self._scheduler
+            return {**self._counters.snapshot(), "queued": len(sched.waiting), "active": len(sched.running),
+                    "max_batch_size": sched.max_batch_size, "policy": self.policy, "capacity_audio_s_per_s": self._capacity(),
+                    "streams_active": sum(1 for r in sched.running if r.stream), "stream_places": sched.stream_places(self._costs),
+                    "step_costs": self._costs.snapshot(), "emits_rows": bool(self.backend.emits_rows)}
 
     def qos_figures(self) -> dict:
         """What a server operator scrapes (tts_app/web/api/metrics.py): the listeners' histograms and the
         queue and capacity now. Histograms are copies, taken under the engine's lock."""
         with self._lock:
-            c = self._counters
-            return {
-                "ttfa": replace(c.ttfa, counts=list(c.ttfa.counts)),
-                "stall": replace(c.stall, counts=list(c.stall.counts)),
-                "queued": len(self._scheduler.waiting),
-                "streams_admitted": sum(1 for r in self._scheduler.running if r.stream),
-                "capacity_audio_s_per_s": self._capacity(),
-                "audio_produced_s": c.audio_produced_s,
-            }
+            return {**self._counters.queue_figures(), "queued": len(self._scheduler.waiting), "capacity_audio_s_per_s": self._capacity(),
+                    "streams_admitted": sum(1 for r in self._scheduler.running if r.stream)}
 
     def close(self, timeout: float = 30.0) -> None:
         """Stop the worker; requests still queued or running end with EngineClosed."""
@@ -435,15 +361,7 @@ class Engine:
                 if req.stream:
                     with self._lock:
                         self._counters.ttfa.observe(now - req.submitted_at)
-            # A 1x player started at the first chunk: it waits (a stall) when audio comes after it ran dry.
-            if req.play_deadline is None:  # a group's later line plays once the listener reaches it
-                heard = deadlines.heard_from(req)
-                req.stall_s += max(0.0, now - heard) if heard is not None else 0.0
-                req.play_deadline = max(now, heard if heard is not None else now)
-            elif now > req.play_deadline:
-                req.stall_s += now - req.play_deadline
-                req.play_deadline = now
-            req.play_deadline += out.audio.size / self.sample_rate
+            req.played(now, out.audio.size / self.sample_rate)
         req.samples += out.audio.size
         self._counters.audio_produced_s += out.audio.size / self.sample_rate  # worker thread only: no lock
         self._handles[req.id]._push(np.asarray(out.audio, np.float32), out.words)
@@ -463,16 +381,7 @@ class Engine:
         with self._lock:
             self._scheduler.remove([req])
             handle = self._handles.pop(req.id, None)
-            c = self._counters
-            if status is RequestStatus.FINISHED:
-                c.finished += 1
-                c.audio_s += req.samples / self.sample_rate
-                if req.stream:
-                    c.stall.observe(req.stall_s)
-            elif status is RequestStatus.CANCELLED:
-                c.cancelled += 1
-            else:
-                c.failed += 1
+            self._counters.retired(req, status, self.sample_rate)
         if handle is not None:
             handle._finish()
 

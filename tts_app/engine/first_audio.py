@@ -1,15 +1,10 @@
-"""The engine's plan for the first audio of requests starting to speak together, for a backend that makes it before
-its step (``Backend.first_audio_shape``: Pocket TTS): a latent at a time as each is made, or in one piece once all
-its latents are made, and from which latent on. The backend does what the plan says and writes into it what its
-parts took, on the engine's clock (``FirstAudioPlan.clock``); the engine keeps those costs and measures the rest.
-
-A listener started at its first audio runs dry if the window after it comes later than the first audio lasts.
-Each latent handed out alone starts it sooner, but costs a decode of its own for every starting row (a lone request
-on a fast CPU makes and decodes a latent in a third of the 80 ms it lasts, 4 starting together need all of it).
-So the plan is the earliest start, of either way, after which the window after the first audio still comes with
-``RAMP_SHARE`` of the first audio to spare, from the costs of earlier steps with as many requests starting among
-as many live rows (other live rows lengthen a dense flow pass: a newcomer beside a running stream, priced as a
-lone one, ran dry for 0.05-0.07 s).
+"""The engine's plan for the first audio of requests starting together, for a backend that makes it before its step
+(``Backend.first_audio_shape``: Pocket TTS): a latent at a time or in one piece, and from which latent on. The backend
+follows the plan and writes in it what its parts took, on the engine's clock; the engine keeps those costs by
+(requests starting, rows live): other live rows lengthen a dense flow pass (a newcomer beside a running stream,
+priced as a lone one, ran dry for 0.05-0.07 s). Each latent handed out alone starts the listener sooner but costs
+every starting row a decode of its own, so the plan is the earliest start, of either way, after which the window
+after the first audio still comes with ``RAMP_SHARE`` of the first audio to spare.
 """
 
 from __future__ import annotations

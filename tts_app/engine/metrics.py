@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from tts_app.engine.request import Request
+from tts_app.engine.request import Request, RequestStatus
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,23 @@ class EngineCounters:
         if batch:
             self.recent_row_step_s.append(seconds / batch)
             del self.recent_row_step_s[: -self.RECENT_STEPS]
+
+    def retired(self, req: Request, status: RequestStatus, sample_rate: int) -> None:
+        """A request left with ``status``: count it (a finished stream's waits go to the stall histogram)."""
+        if status is RequestStatus.FINISHED:
+            self.finished += 1
+            self.audio_s += req.samples / sample_rate
+            if req.stream:
+                self.stall.observe(req.stall_s)
+        elif status is RequestStatus.CANCELLED:
+            self.cancelled += 1
+        else:
+            self.failed += 1
+
+    def queue_figures(self) -> dict:
+        """What a server operator scrapes (tts_app/web/api/metrics.py): the listeners' histograms, copied."""
+        return {"ttfa": replace(self.ttfa, counts=list(self.ttfa.counts)),
+                "stall": replace(self.stall, counts=list(self.stall.counts)), "audio_produced_s": self.audio_produced_s}
 
     def snapshot(self) -> dict:
         d = asdict(self)

@@ -37,6 +37,8 @@ class Seat:
     stream: bool
     held_s: float  # how long until its listener needs more: what it holds, a later line's lines ahead; a file: inf
     left_s: float
+    base: float = 0.0  # in the ETA's replay: what its listener holds when each row has made as much audio as time passed
+    end: float = 0.0  # in the ETA's replay: the audio each row has made when this one ends
 
 
 class Slots:
@@ -48,7 +50,8 @@ class Slots:
         self.client_rows: Counter = Counter()
         self.client_groups: Counter = Counter()
         self.streams = 0  # stream rows
-        self.holding = 0  # stream rows whose listener holds some audio
+        self.holding = 0  # stream rows whose listener holds some audio (in the ETA's replay: 1 when some may)
+        self.replay: tuple[float, float] | None = None  # in the ETA's replay: (audio each row made more than time passed, made)
         for s in seats:
             self.add(s)
 
@@ -70,17 +73,14 @@ class Slots:
         if not self.group_rows[s.group] and s.client is not None:
             self.client_groups[s.client] -= 1
         self.client_rows[s.client] -= s.client is not None
-        self.streams -= s.stream
-        self.holding -= s.stream and s.held_s > 0
+        self.streams -= s.stream  # ``holding``: kept by ``add``, and by ``eta`` in its replay
 
     def listeners(self, spare_from: float) -> list[tuple[float, float]]:
         """(audio held past ``spare_from``, audio left) of each stream row."""
-        return [(max(0.0, s.held_s - spare_from), s.left_s) for s in self._all.values() if s.stream]
-
-    def forget_buffers(self) -> None:
-        for s in self._all.values():
-            s.held_s = 0.0 if s.stream else s.held_s
-        self.holding = 0
+        if self.replay is None:
+            return [(max(0.0, s.held_s - spare_from), s.left_s) for s in self._all.values() if s.stream]
+        ahead, made = self.replay
+        return [(max(0.0, s.base + ahead - spare_from), s.end - made) for s in self._all.values() if s.stream]
 
 
 class Scheduler:
@@ -115,13 +115,14 @@ class Scheduler:
         """True when ``req`` may take a slot beside ``slots``: one is free; its client holds fewer than its share
         (``caps``; a page's later line joins its group's place); and a stream beside others keeps every listener fed at
         ``load_margin`` of what the machine makes for that many rows (listeners' audio past ``plenty_s`` counted)."""
-        if len(slots) >= self.max_batch_size:
+        if len(slots) >= self.max_batch_size or not self._within_share(req, slots, caps):
             return False
-        joins = slots.group_rows[req.group] > 0
-        c = req.client
-        if c is not None and (slots.client_rows[c] >= caps[0] or (not joins and slots.client_groups[c] >= caps[1])):
-            return False
-        return self.policy == "fifo" or joins or not req.stream or self._fed(req, slots, costs)
+        return self.policy == "fifo" or not req.stream or slots.group_rows[req.group] > 0 or self._fed(req, slots, costs)
+
+    @staticmethod
+    def _within_share(req: Request, slots: Slots, caps: tuple[int, int]) -> bool:
+        joins, c = slots.group_rows[req.group] > 0, req.client
+        return c is None or (slots.client_rows[c] < caps[0] and (joins or slots.client_groups[c] < caps[1]))
 
     def _fed(self, req: Request, slots: Slots, costs: StepCosts) -> bool:
         """``admits``'s load check for a new stream beside ``slots``'s."""
@@ -129,9 +130,12 @@ class Scheduler:
             return True  # one stream even below real time; a second to measure a larger step (StepCosts.explores)
         n = slots.streams + 1
         rate = self.qos.load_margin * costs.rate(n)
-        if not slots.holding:  # nobody holds audio: fluid.listeners_fed's first moment decides, n listeners
+        if n <= rate * (1 + 1e-9) or not slots.holding:  # fed holding nothing (buffers only help), or nobody holds any
             return n <= rate * (1 + 1e-9)
-        return listeners_fed(slots.listeners(self.qos.plenty_s) + [(0.0, req.remaining_s())], rate)
+        listeners = slots.listeners(self.qos.plenty_s) + [(0.0, req.remaining_s())]
+        if sum(1 for held, left in listeners if held <= 0 < left) > rate * (1 + 1e-9):
+            return False  # listeners_fed's first moment, in pure Python (the ETA asks this at every replayed event)
+        return listeners_fed(listeners, rate)
 
     def _seat(self, r: Request, now: float) -> Seat:
         return Seat(r.group, r.client, r.stream, max(0.0, deadline(r, self.qos) - now) if r.stream else math.inf, r.remaining_s())
@@ -162,13 +166,20 @@ class Scheduler:
 
         Admission replayed on simulated slots: at ``now`` exactly as ``admit`` would run; then every held row
         makes audio at the same pace (n rows make ``costs.rate(n)`` together), the row with the least audio left
-        ends first and frees its slot, and ``admits`` runs over the queue again. After ``now`` the listeners'
-        buffers are not counted (the cautious reading, and it keeps the work under the lock small). Past ``max_queue_wait_s`` the simulation stops: a target
-        not admitted by then gets that lower bound (a visitor is refused anyway).
+        ends first and frees its slot, and ``admits`` runs over the queue again; while a new stream waits on the load check
+        and some listener holds room or gains it, also every ``step_s`` (admission looks each step). Each listener's buffer follows: it gains what its row makes and
+        plays out in real time (forgetting them made the ETA error p95 6.1 in benchmarks/stream_qos_sim.py's Poisson
+        run, 0.9 with them). Past ``now`` a new stream the load check refuses holds the other new streams back until
+        the next event (files and later lines may pass), which keeps the replay linear. Past ``max_queue_wait_s``
+        the replay stops: a target not admitted by then gets that lower bound.
         """
         slots, caps = self._slots(now), self.client_caps(costs)
-        ends: list[tuple[float, int, Seat]] = [(s.left_s, id(s), s) for s in slots._all.values()]
+        ends: list[tuple[float, int, Seat]] = []
+        for s in slots._all.values():
+            s.base, s.end = s.held_s, s.left_s
+            ends.append((s.left_s, id(s), s))
         heapq.heapify(ends)
+        most = max((s.base for s in slots._all.values() if s.stream), default=0.0)  # no listener holds more
         pending = [r for r in (*self.waiting, *extra) if not r.cancel_requested]
         wanted = {r.id for r in targets}
         result: dict[int, float] = {}
@@ -178,16 +189,21 @@ class Scheduler:
         head = ohead = 0  # pending[:head] and others[:ohead] are all taken
 
         def take(r: Request) -> None:
+            nonlocal most
             seat = self._seat(r, t)
-            seat.held_s = seat.held_s if t == now or not r.stream else 0.0
+            if t > now and r.stream:
+                seat.held_s, seat.base = 0.0, t - now - made  # holds nothing yet
+                most = max(most, seat.base)
+            seat.end = made + seat.left_s
             slots.add(seat)
-            heapq.heappush(ends, (made + seat.left_s, id(seat), seat))
+            heapq.heappush(ends, (seat.end, id(seat), seat))
             taken.add(id(r))
             if r.id in wanted:
                 result[r.id] = t - now
 
         cap = self.max_batch_size
         while head < len(pending) and len(result) < len(wanted):
+            refused = False
             for r in itertools.islice(pending, head, None):
                 if len(slots) >= cap:
                     break
@@ -195,31 +211,48 @@ class Scheduler:
                     continue
                 if self.admits(r, slots, costs, caps):
                     take(r)
-                elif t > now and r.stream and not slots.group_rows[r.group] and not self._fed(r, slots, costs):
-                    # Past ``now`` (buffers forgotten) the load check refuses every new stream alike: only files and
-                    # later lines may still come in (admission is monotone then: a refused request stays refused).
-                    for o in itertools.islice(others, ohead, None):
-                        if len(slots) >= cap:
-                            break
-                        if id(o) not in taken and self.admits(o, slots, costs, caps):
-                            take(o)
-                    break
+                elif r.stream and not slots.group_rows[r.group] and self._within_share(r, slots, caps):
+                    refused = True  # by the load check
+                    if t > now:  # new streams wait for the next event, files and later lines may pass
+                        for o in itertools.islice(others, ohead, None):
+                            if len(slots) >= cap:
+                                break
+                            if id(o) not in taken and self.admits(o, slots, costs, caps):
+                                take(o)
+                        break
             while head < len(pending) and id(pending[head]) in taken:
                 head += 1
             while ohead < len(others) and id(others[ohead]) in taken:
                 ohead += 1
             if not ends or len(result) == len(wanted) or t - now > self.qos.max_queue_wait_s:
                 break
-            end, _, seat = heapq.heappop(ends)
             n, rate = len(slots), costs.rate(len(slots))
-            t += max(1e-9, (end - made) * n / rate if math.isfinite(rate) else 0.0)  # a row ends at a step's end, after now
-            made = max(made, end)
-            slots.remove(seat)
-            if slots.holding:
-                slots.forget_buffers()
+            dt = max(1e-9, (ends[0][0] - made) * n / rate if math.isfinite(rate) else 0.0)  # a row ends at a step's end
+            if refused and dt > self.qos.step_s and (slots.holding or rate > n):  # buffers give room: look again a step on
+                t, made = t + self.qos.step_s, made + self.qos.step_s * rate / n
+            else:
+                end, _, seat = heapq.heappop(ends)
+                t, made = t + dt, max(made, end)
+                slots.remove(seat)
+            slots.replay = (made - (t - now), made)  # each row made ``made``, that much more than the time passed
+            slots.holding = int(most + made - (t - now) > self.qos.plenty_s)  # else nobody's buffer gives room
         for r in targets:
             result.setdefault(r.id, t - now)
         return result
+
+    def enqueue(self, reqs: list[Request], now: float, costs: StepCosts, busy_s: float, visitor: bool) -> None:
+        """Queue ``reqs`` (one submit), each told its predicted wait (``eta_at_submit_s``, at least ``busy_s``: admission
+        comes after the step in progress), or raise EngineBusy: no queue place (``check_room``), or for a ``visitor`` a
+        wait past ``max_queue_wait_s`` (a page's lines are heard in turn: the wait is its first line's)."""
+        etas = self.eta(reqs, now, costs, extra=reqs)
+        self.check_room(reqs, {rid for rid, eta in etas.items() if eta == 0.0})
+        wait = max(min(etas.values(), default=0.0), busy_s)
+        if visitor and wait > self.qos.max_queue_wait_s:
+            raise EngineBusy(f"the engine is at capacity: this request would wait about {wait:.0f} s; try again later",
+                             retry_after_s=wait - self.qos.max_queue_wait_s)
+        for req in reqs:
+            req.eta_at_submit_s = max(etas[req.id], busy_s)
+        self.waiting.extend(reqs)
 
     def check_room(self, reqs: list[Request], starting: set[int] = frozenset()) -> None:
         """Raise EngineBusy unless the queue, and each client's share of it, can take all of ``reqs``.

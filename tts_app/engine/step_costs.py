@@ -1,14 +1,11 @@
 """What the machine's steps cost: a table by batch size, learnt from the engine's own steps on its clock.
 
-For each batch size n (rows in a step) the engine keeps decayed sums of its steps' seconds and of the audio
-those steps made (seconds, all rows together); their ratio is the price of a second of audio at that size.
-Whatever a stream costs (each sentence's text stage, small first windows, a step's fixed part, a GPU's nearly
-free rows) is in it, because it is what the steps took: no model of where a step's time goes.
-Between and beyond the measured sizes the price follows the two nearest as ``a + b / n`` (a step's fixed part
-shared by its n rows, a and b never negative); with one size measured, a size above it costs as much per
-second of audio (the cautious reading: every second on the rows) and ``explores`` is True, so that admission
-lets a second stream make the larger step to measure (a GPU's 64 rows cost about one row's step). Nothing
-measured: the backend's prior (a steady window's ``StepEstimate.cost_s`` over its audio).
+For each batch size n the engine keeps decayed sums of its steps' seconds and of the audio they made (all rows); their
+ratio is the price of a second of audio at that size, whatever a stream costs (text stages, small first windows, a
+step's fixed part, a GPU's nearly free rows): no model of where a step's time goes. Between and beyond the measured
+sizes the price follows the two nearest as ``a + b / n`` (a fixed part shared by n rows; a, b >= 0); with one size
+measured, a larger one costs as much a second of audio (the cautious reading) and ``explores`` is True, so admission
+lets a second stream make the larger step to measure. Nothing measured: the backend's prior (``StepEstimate``).
 """
 
 from __future__ import annotations

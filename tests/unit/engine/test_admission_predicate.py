@@ -3,6 +3,8 @@ the requests admission takes (issue 49: admission was written twice, kept in ste
 
 from __future__ import annotations
 
+from collections import deque
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +25,8 @@ _row = st.fixed_dictionaries({
     "joins_previous": st.booleans(),  # a later line of the previous request's group
     "cancelled": st.integers(0, 9),  # 0: cancelled (one in ten)
 })
+
+_SPEC = {"stream": True, "client": None, "held": 0.0, "heard": False, "left": 0.0, "joins_previous": False, "cancelled": 1}
 
 
 def _requests(specs: list[dict], first_id: int, running: bool) -> list[Request]:
@@ -72,3 +76,19 @@ def test_the_eta_says_now_exactly_when_admission_admits(running, waiting, slots,
     admitted = {r.id for r in sched.admit(costs, NOW)}
     assert told_now == admitted
     assert all(eta > 0.0 for rid, eta in etas.items() if rid not in admitted)
+
+
+def test_the_eta_counts_the_room_a_fast_machine_fills_listeners_buffers_with():
+    """A listener fed at twice real time gains a second of audio each second: a second stream the load check refuses
+    now fits once that listener holds enough room, well before its row ends (the ETA that forgot buffers after
+    ``now`` said the row's end, 10 s: the Poisson run's ETA error p95 6.1 in benchmarks/stream_qos_sim.py)."""
+    sched = Scheduler(8, 16, "deadline", QosSettings(max_queue_wait_s=1e9))
+    costs = StepCosts()
+    costs.learn(1, 0.5, 1.0)
+    costs.learn(2, 1.0, 2.0)  # 2 audio-s/s at any size: one stream place at load_margin 0.85
+    heard, new = _requests([dict(_SPEC, heard=True, held=0.0, left=20.0), dict(_SPEC, left=10.0)], 1, True)
+    new.status, new.admitted_at, new.play_deadline, new.audio_est_s, new.remaining_est_s = RequestStatus.WAITING, None, None, 10.0, None
+    sched.running, sched.waiting = [heard], deque([new])
+    eta = sched.eta([new], NOW, costs)[new.id]
+    assert sched.admit(costs, NOW) == []  # refused now: the listener holds nothing yet
+    assert 3.0 < eta < 8.0  # it must first hold plenty_s (3 s) past what the newcomer needs; its row ends at 10 s

@@ -7,8 +7,6 @@ engine's worker thread), so every figure here is the same on any machine, howeve
 
 from __future__ import annotations
 
-import math
-import random
 
 import numpy as np
 import pytest
