@@ -41,10 +41,11 @@ def server(tmp_path_factory: pytest.TempPathFactory, artifacts_dir: Path) -> Ite
         yield base, process.pid
 
 
-# Still broken (measured 2026-12-02, BENCHMARKS.md "The memory rule"): the decoder's second stage keeps 140-220 MB
-# per new input width it meets (a whole file's windows grow to 640 frames, widths 5,000-6,500: a WAV at speed 0.25
-# kept +787 MB). Strict: once the rule holds, this fails until the mark is removed.
-@pytest.mark.xfail(strict=True, reason="issue 46 hole 4 open: the decoder keeps memory per input width (BENCHMARKS.md)")
+# Still broken (measured 2026-12-02 06:01-06:15 UTC, p46mem): the decoder now runs at 14 fixed widths per stage
+# (a WAV at speed 0.25 keeps +36 MB, was +875 MB), but the text encoder keeps the buffers of its longest call and
+# about 4 MB per new id width: a 4,000-digit ordinal (chunks of 800 ids) kept +177 MB, idle +212 MB over warm after
+# it, +215 MB after the page run. Strict: once the rule holds, this fails until the mark is removed.
+@pytest.mark.xfail(strict=True, reason="issue 46 hole 4 open: the text encoder keeps memory per id width (BENCHMARKS.md)")
 def test_every_request_keeps_to_the_memory_rule(server: tuple[str, int], artifacts_dir: Path) -> None:
     base, pid = server
     speech(base, text_of(200), stream=True)  # warm: the route, the encoder, a first shape
