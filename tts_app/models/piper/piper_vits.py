@@ -90,8 +90,12 @@ class PiperVits:
         self.cache_dir = cache_dir
         self.shape_log = ShapeLog(cache_dir / SHAPE_LOG_NAME if cache_dir is not None else None, accept=normal_shape)
         # The encoder's rounding must not depend on the batch: a 1e-5 change can flip
-        # a ceil()'d duration and change the row's length.
-        self._encoder = open_session(graphs.encoder, self.device, self._options("encoder"), batch_invariant=True)
+        # a ceil()'d duration and change the row's length. On CPU it runs on onnxruntime without an arena
+        # or memory patterns: OpenVINO kept the buffers of its longest call and about 4 MB per new
+        # (rows, ids) shape for the life of the process (a 4,000-digit ordinal's 800-id chunks: +177 MB;
+        # issue 46, hole 4), where onnxruntime's one thread kept nothing and ran B=1 rows about as fast.
+        encoder_options = replace(self._options("encoder"), runtime="onnxruntime")
+        self._encoder = open_session(graphs.encoder, self.device, encoder_options, batch_invariant=True)
         self.decoder_kind = decoder_kind(self.precision) if uses_openvino(self.device) else "f32"
         # The flow runs a row per call (_flow_row), so bf16 keeps a row's latents independent of
         # its batch mates.
