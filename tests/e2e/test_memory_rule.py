@@ -5,7 +5,9 @@ Through the real server (python app.py, default settings), its RSS read from /pr
 are tests/support/memory_cases.py's at CI scale (benchmarks/memory_rule.py runs them at the issue's: the
 longest text, a page run of 50 x 2,000 characters). On e67156b a whole WAV at speed 0.25 kept +468 MB, a
 4,000-digit ordinal +202 MB, 57 lengths and speeds +337 MB, and a page run held every line's audio, then
-joined them in one more copy.
+joined them in one more copy. On 575da38 the decoder's runtime kept memory for every input width it met (a WAV at
+speed 0.25 +875 MB) and the text encoder's for every id shape (the ordinal +177 MB); since, the decoder runs at 14
+fixed widths per stage, the encoder on onnxruntime without an arena, and the heap is trimmed after a request's end.
 """
 
 from __future__ import annotations
@@ -41,10 +43,6 @@ def server(tmp_path_factory: pytest.TempPathFactory, artifacts_dir: Path) -> Ite
         yield base, process.pid
 
 
-# Still broken (measured 2026-12-02, docs/benchmarks-log.md "The memory rule"): the decoder's second stage keeps 140-220 MB
-# per new input width it meets (a whole file's windows grow to 640 frames, widths 5,000-6,500: a WAV at speed 0.25
-# kept +787 MB). Strict: once the rule holds, this fails until the mark is removed.
-@pytest.mark.xfail(strict=True, reason="issue 46 hole 4 open: the decoder keeps memory per input width (docs/benchmarks-log.md)")
 def test_every_request_keeps_to_the_memory_rule(server: tuple[str, int], artifacts_dir: Path) -> None:
     base, pid = server
     speech(base, text_of(200), stream=True)  # warm: the route, the encoder, a first shape

@@ -129,9 +129,9 @@ def test_stage_context_matches_measured_reach(vits):
     for stage in vits.decoder_stages:
         n, j = 96, 48
         x = rng.standard_normal((1, stage.channels, n)).astype(np.float32)
-        y0 = stage.session.run({stage.input_name: x})[0][0]
+        y0 = stage.session.run(stage.feed(x, [n]))[0][0]
         x[0, :, j] += 1.0
-        y1 = stage.session.run({stage.input_name: x})[0][0]
+        y1 = stage.session.run(stage.feed(x, [n]))[0][0]
         changed = np.nonzero(np.abs(y1 - y0).max(axis=0) > 0)[0]
         left_reach = j - changed.min() / stage.up  # in input samples
         right_reach = (changed.max() + 1) / stage.up - (j + 1)

@@ -36,6 +36,7 @@ ENC_OUTPUTS = ("/dp/Split_output_0", "/enc_p/Split_output_0", "/enc_p/Split_outp
 FLOW_INPUTS = ("/Add_output_0", "/Cast_2_output_0")
 FLOW_OUTPUT = "/Mul_7_output_0"
 DEC_OUTPUT = "/dec/Tanh_output_0"
+MASK_INPUT = "valid_mask"  # [B, 1, n]: 1 on a stage input's real samples, 0 on padding (see with_edge_mask)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class DecoderStageGraph:
     up: int
     left: int  # input samples of context an output sample needs on its left (stage_reach)
     right: int
+    mask_name: str = MASK_INPUT  # the second input, [B, 1, n] (with_edge_mask)
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,69 @@ def _decoder_stage(extractor: onnx.utils.Extractor, start: str, end: str) -> Dec
     channels = weights[first.input[1]][1 if first.op_type == "Conv" else 0]  # Conv [O, I, k]; ConvTranspose [I, O, k]
     stage = _with_input_ranks(stage, [["batch", channels, "samples"]])
     up, left, right = stage_reach(stage)
-    return DecoderStageGraph(conv1d_as_conv2d(stage).SerializeToString(), start, channels, up, left, right)
+    rates = _conv_input_rates(stage)
+    return DecoderStageGraph(with_edge_mask(conv1d_as_conv2d(stage), rates).SerializeToString(), start, channels, up, left, right)
+
+
+def _conv_input_rates(model: onnx.ModelProto) -> dict[str, int]:
+    """The data input of every convolution -> its rate (samples per stage-input sample)."""
+    graph = model.graph
+    rate = {graph.input[0].name: 1}
+    convs: dict[str, int] = {}
+    for node in graph.node:
+        ins = [rate[i] for i in node.input if i in rate]
+        if not ins:
+            continue
+        r = ins[0]
+        if node.op_type in ("Conv", "ConvTranspose"):
+            convs[node.input[0]] = r
+        if node.op_type == "ConvTranspose":
+            r *= next(helper.get_attribute_value(a) for a in node.attribute if a.name == "strides")[-1]
+        for out in node.output:
+            rate[out] = r
+    return convs
+
+
+def with_edge_mask(model: onnx.ModelProto, conv_rates: dict[str, int]) -> onnx.ModelProto:
+    """Multiply every convolution's input by a validity mask (input ``MASK_INPUT``, [B, 1, n], repeated to
+    each convolution's rate), on the [B, C, 1, T] graph of conv1d_as_conv2d.
+
+    A convolution pads its input with zeros; zeros in the mask make padded input samples, and every
+    activation computed from them, read as that padding again. So an input zero-padded to a bucket width
+    gives, on its real samples, the output of the exact width, at a row's first and last sample too
+    (stream_decoder.py pads every call to one of a few widths: the runtime keeps memory per width).
+    A mask of ones changes no float.
+    """
+    graph = model.graph
+    z_in = graph.input[0].name
+    graph.input.append(helper.make_tensor_value_info(MASK_INPUT, onnx.TensorProto.FLOAT, ["batch", 1, "samples"]))
+    graph.initializer.append(helper.make_tensor("mask_axis_w", onnx.TensorProto.INT64, [1], [4]))
+    graph.initializer.append(helper.make_tensor("mask_shape_4d", onnx.TensorProto.INT64, [4], [0, 1, 1, -1]))
+    masks = {1: "mask_r1"}
+    nodes = [helper.make_node("Unsqueeze", [MASK_INPUT, "axis_h"], ["mask_r1"])]
+    for r in sorted(set(conv_rates.values()) - {1}):
+        graph.initializer.append(helper.make_tensor(f"mask_expand_{r}", onnx.TensorProto.INT64, [5], [1, 1, 1, 1, r]))
+        nodes += [
+            helper.make_node("Unsqueeze", ["mask_r1", "mask_axis_w"], [f"mask_r{r}_5d"]),
+            helper.make_node("Expand", [f"mask_r{r}_5d", f"mask_expand_{r}"], [f"mask_r{r}_rep"]),
+            helper.make_node("Reshape", [f"mask_r{r}_rep", "mask_shape_4d"], [f"mask_r{r}"]),
+        ]
+        masks[r] = f"mask_r{r}"
+    masked: dict[str, str] = {}
+    body = []
+    for node in graph.node:
+        if node.op_type in ("Conv", "ConvTranspose"):
+            source = node.input[0]
+            rate = conv_rates[z_in if source == "z_4d" else source]  # conv1d_as_conv2d renamed the input
+            if source not in masked:
+                masked[source] = f"{source}_masked"
+                body.append(helper.make_node("Mul", [source, masks[rate]], [masked[source]]))
+            node.input[0] = masked[source]
+        body.append(node)
+    unsqueeze_z, rest = body[0], body[1:]  # conv1d_as_conv2d's Unsqueeze of the input comes first
+    del graph.node[:]
+    graph.node.extend([unsqueeze_z, *nodes, *rest])
+    return model
 
 
 def _with_input_ranks(model: onnx.ModelProto, shapes: list[list[int | str]]) -> onnx.ModelProto:

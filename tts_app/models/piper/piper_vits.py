@@ -17,17 +17,7 @@ from tts_app.models.piper.graph_split import DP_NOISE, FLOW_INPUTS, DecoderStage
 from tts_app.models.piper.model_cache import ShapeLog, model_cache_dir
 from tts_app.models.piper.precision import check_precision, decoder_kind
 from tts_app.models.piper.runtime import SessionOptions, StageSession, open_session, pick_device, uses_openvino
-from tts_app.models.piper.stream_decoder import (
-    SHAPE_STEP_FRAMES,
-    DecoderStage,
-    DecoderStream,
-    StageBuffer,
-    append_input,
-    ready_rows,
-    stage_input,
-    stream_input_lengths,
-    take_output,
-)
+from tts_app.models.piper.stream_decoder import MAX_CALL_FRAMES, SHAPE_STEP_FRAMES, DecoderStage, DecoderStream, StageBuffer, run_stage
 from tts_app.models.piper.warm_up import normal_shape, warm_model
 from tts_app.models.piper.windows import FIRST_WINDOW_FRAMES, WINDOW_FRAMES, plan_windows
 
@@ -100,8 +90,12 @@ class PiperVits:
         self.cache_dir = cache_dir
         self.shape_log = ShapeLog(cache_dir / SHAPE_LOG_NAME if cache_dir is not None else None, accept=normal_shape)
         # The encoder's rounding must not depend on the batch: a 1e-5 change can flip
-        # a ceil()'d duration and change the row's length.
-        self._encoder = open_session(graphs.encoder, self.device, self._options("encoder"), batch_invariant=True)
+        # a ceil()'d duration and change the row's length. On CPU it runs on onnxruntime without an arena
+        # or memory patterns: OpenVINO kept the buffers of its longest call and about 4 MB per new
+        # (rows, ids) shape for the life of the process (a 4,000-digit ordinal's 800-id chunks: +177 MB;
+        # issue 46, hole 4), where onnxruntime's one thread kept nothing and ran B=1 rows about as fast.
+        encoder_options = replace(self._options("encoder"), runtime="onnxruntime")
+        self._encoder = open_session(graphs.encoder, self.device, encoder_options, batch_invariant=True)
         self.decoder_kind = decoder_kind(self.precision) if uses_openvino(self.device) else "f32"
         # The flow runs a row per call (_flow_row), so bf16 keeps a row's latents independent of
         # its batch mates.
@@ -120,7 +114,7 @@ class PiperVits:
         stages, rate = [], 1  # rate: stage-input samples per latent frame
         for k, g in enumerate(graphs):
             session = open_session(g.model, self.device, self._options(f"dec{k}", float_precision))
-            stages.append(DecoderStage(session, g.input_name, g.channels, g.up, g.left, g.right, SHAPE_STEP_FRAMES * rate))
+            stages.append(DecoderStage(session, g.input_name, g.channels, g.up, g.left, g.right, SHAPE_STEP_FRAMES * rate, MAX_CALL_FRAMES * rate, g.mask_name))
             rate *= g.up
         if float_precision == "f32" and uses_openvino(self.device):
             stages = self._measured_runtimes(graphs, stages)
@@ -135,10 +129,9 @@ class PiperVits:
         key = choice_key(self.threads)
         picks = cached_choice(self.cache_dir, key, len(stages))
         if picks is None:
-            # The steady-state window: the longest input a stage meets while streaming.
-            lengths = stream_input_lengths(stages, [(w.end - w.start, w.last) for w in plan_windows(FIRST_WINDOW_FRAMES + 3 * WINDOW_FRAMES)])
+            # The widest call, which every longer input is cut into.
             rng = np.random.default_rng(0)
-            feeds = [{st.input_name: rng.standard_normal((1, st.channels, max(n))).astype(np.float32)} for st, n in zip(stages, lengths)]
+            feeds = [st.feed(rng.standard_normal((1, st.channels, st.max_width)).astype(np.float32), [st.max_width]) for st in stages]
             openers = [{"openvino": lambda st=st: st.session, "onnxruntime": lambda k=k: ort(k)} for k, st in enumerate(stages)]
             picks, medians, sessions = measure_choice(openers, feeds)
             save_choice(self.cache_dir, key, picks, medians)
@@ -282,15 +275,8 @@ class PiperVits:
         """
         pending = [np.ascontiguousarray(z, dtype=np.float32) for z in z_chunks]  # each row's input to the next stage
         for k, stage in enumerate(self.decoder_stages):
-            bufs = [s.buffers[k] for s in streams]
-            for buf, x_CxN in zip(bufs, pending):
-                append_input(buf, x_CxN)
-            ready = ready_rows(stage, bufs, list(finals))
-            inputs = [stage_input(bufs[i], finals[i], stage.step) for i in ready]  # (x [C, n'], left padding)
-            outputs = self._run_rows(stage.session, stage.input_name, [x for x, _ in inputs])
-            pending = [np.zeros((1, 0), np.float32)] * len(streams)
-            for i, (_, pad_left), y_CxM in zip(ready, inputs, outputs):
-                pending[i] = take_output(stage, bufs[i], y_CxM, pad_left, finals[i])
+            run = lambda xs, real, stage=stage: self._run_rows(stage, xs, real)  # noqa: E731
+            pending = run_stage(stage, [s.buffers[k] for s in streams], pending, finals, run)
         return [p[0] for p in pending]  # the last stage has one channel: [1, S] -> [S]
 
     def decode(self, z_BxCxT: np.ndarray) -> np.ndarray:
@@ -298,10 +284,11 @@ class PiperVits:
         streams = [self.new_decoder_stream() for _ in range(z_BxCxT.shape[0])]
         return np.stack(self.decode_stream(streams, list(z_BxCxT), [True] * len(streams)))
 
-    def _run_rows(self, session: StageSession, input_name: str, rows: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Run rows [C, n_i] through a stage; rows of equal length share calls -> [C', m_i] each.
+    def _run_rows(self, stage: DecoderStage, rows: Sequence[np.ndarray], real: Sequence[int]) -> list[np.ndarray]:
+        """Run rows [C, w_i] (the first ``real[i]`` samples real) through a stage; rows of equal width share
+        calls -> [C', w_i * up] each.
 
-        On GPU equal lengths are one call. On CPU a batched call saves nothing
+        On GPU equal widths are one call. On CPU a batched call saves nothing
         per row (measured) and large calls fall out of cache, so rows go
         ``cpu_decode_rows`` at a time.
         """
@@ -313,7 +300,7 @@ class PiperVits:
             step = self.cpu_decode_rows if self.device == "cpu" else len(idx)
             for a in range(0, len(idx), step):
                 call = idx[a : a + step]
-                (y_BxCxM,) = session.run({input_name: np.stack([rows[i] for i in call])})
+                (y_BxCxM,) = stage.session.run(stage.feed(np.stack([rows[i] for i in call]), [real[i] for i in call]))
                 for b, i in enumerate(call):
                     out[i] = y_BxCxM[b]
         return out

@@ -83,6 +83,9 @@ class _OrtSession:
         # No arena: a batch-16 step peaks near 0.5 GB of activations, and an arena would
         # keep that peak for the life of the process; malloc gives it back.
         options.enable_cpu_mem_arena = False
+        if providers == ["CPUExecutionProvider"]:
+            # Nor a memory plan per input shape: each is kept, and the text stage meets many shapes.
+            options.enable_mem_pattern = False
         # Idle onnxruntime threads busy-wait by default, and on 2 cores they take one from the
         # next call on the other runtime: an OpenVINO decoder stage after an onnxruntime one ran
         # 1.5 to 2x slower (34 -> 60 ms per window, measured).
@@ -126,7 +129,7 @@ def open_session(model: "bytes | Any", device: str, options: SessionOptions, bat
     if _has_openvino() and options.runtime != "onnxruntime":
         return _OpenVinoSession(model, options)
     if options.runtime == "onnxruntime":
-        return _OrtSession(model, ["CPUExecutionProvider"], threads, optimize=not batch_invariant)
+        return _OrtSession(model, ["CPUExecutionProvider"], 1 if batch_invariant else threads, optimize=not batch_invariant)
     _LOGGER.warning("openvino is not installed; running on onnxruntime's CPU provider (slower)")
     return _OrtSession(model, ["CPUExecutionProvider"], 1 if batch_invariant else threads, optimize=not batch_invariant)
 

@@ -16,18 +16,20 @@ that ate the gain of finer cuts (measured).
 A stage's context is read off its graph (``stage_reach``): every convolution
 widens it by its padding, divided by the stage's rate at that point.
 
-OpenVINO prepares its kernels per input shape (20 to 150 ms each, measured), so
-inputs are padded to a multiple of ``SHAPE_STEP_FRAMES`` latent frames (``DecoderStage.step``
-samples at the stage's rate) wherever padding cannot reach a kept output: on the right
-unless this is the row's last call, on the left unless the buffer starts at the row's
-first sample. Only a chunk decoded in a single call (64 frames or fewer) runs at its
-exact length. A step of whole frames, not samples, keeps the second stage's shapes as few
-as the first's (its last calls used to meet a new shape every 2 frames).
+OpenVINO prepares its kernels per input shape (20 to 150 ms each, measured) and keeps memory for
+every width it has run (about 4 MB plus 6 KB per sample of the second stage's width, for the life of
+the process, measured: a whole WAV at speed 0.25, its windows grown to 640 frames, kept +787 MB). So
+a stage only ever runs at one of a fixed set of widths, ``DecoderStage.widths``: multiples of
+``SHAPE_STEP_FRAMES`` latent frames up to ``MAX_CALL_FRAMES``, all prepared at load (warm_up.py).
+A longer input goes through in several calls (overlap-save again: the same outputs); a shorter
+one is zero-padded on the right, and the stage's validity mask (graph_split.with_edge_mask) makes
+the padding read as the convolutions' own zero padding, so a row's last samples are exact too.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -37,7 +39,10 @@ from onnx import helper
 
 from tts_app.models.piper.runtime import StageSession
 
-SHAPE_STEP_FRAMES = 16  # stage inputs are padded to a multiple of this many latent frames where safe
+SHAPE_STEP_FRAMES = 16  # stage inputs are padded to a multiple of this many latent frames
+# The widest call, in latent frames: the steady 160-frame window with its context and a last window's
+# remainder (windows.py) fit in one call; a grown window (320, 640 frames) goes in several.
+MAX_CALL_FRAMES = 14 * SHAPE_STEP_FRAMES
 
 
 def stage_reach(model: onnx.ModelProto) -> tuple[int, int, int]:
@@ -92,6 +97,18 @@ class DecoderStage:
     left: int  # input samples of context an output sample needs on its left
     right: int  # ... and on its right
     step: int = SHAPE_STEP_FRAMES  # inputs are padded to a multiple of this many samples: SHAPE_STEP_FRAMES at this stage's rate
+    max_width: int = MAX_CALL_FRAMES  # the widest call, in samples: MAX_CALL_FRAMES at this stage's rate
+    mask_name: str = "valid_mask"  # the graph's validity-mask input [B, 1, n]
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """Every input width this stage is ever run at."""
+        return tuple(range(self.step, self.max_width + 1, self.step))
+
+    def feed(self, x_BxCxN: np.ndarray, real: Sequence[int]) -> dict[str, np.ndarray]:
+        """The stage's inputs for rows ``x_BxCxN`` whose first ``real[b]`` samples are real (the rest padding)."""
+        mask_Bx1xN = (np.arange(x_BxCxN.shape[2]) < np.asarray(real)[:, None]).astype(np.float32)[:, None, :]
+        return {self.input_name: x_BxCxN, self.mask_name: mask_Bx1xN}
 
 
 @dataclass
@@ -128,25 +145,19 @@ def ready_rows(stage: DecoderStage, bufs: list[StageBuffer], finals: list[bool])
     return [i for i, (buf, final) in enumerate(zip(bufs, finals)) if _exact_end(stage, buf, final) > buf.emitted]
 
 
-def stage_input(buf: StageBuffer, final: bool, step: int) -> tuple[np.ndarray, int]:
-    """The buffer as the stage's input [C, n'], zero-padded to a multiple of ``step``
-    where no kept output can see the padding; and the number of samples padded on the left."""
+def stage_input(buf: StageBuffer, step: int) -> tuple[np.ndarray, int]:
+    """The buffer as the stage's input [C, n'], zero-padded on the right to a multiple of ``step``;
+    and its real length n (the mask's ones)."""
     n = buf.x_CxN.shape[1]
     pad = -n % step
-    if pad == 0 or (final and buf.start == 0):
-        return buf.x_CxN, 0
-    # Outputs are kept only at least `right` samples from a non-final end and at least
-    # `left` samples after a buffer start > 0, so zeros there never reach them.
-    left = pad if final else 0
-    return np.pad(buf.x_CxN, ((0, 0), (left, pad - left))), left
+    return (np.pad(buf.x_CxN, ((0, 0), (0, pad))) if pad else buf.x_CxN), n
 
 
-def take_output(stage: DecoderStage, buf: StageBuffer, y_CxM: np.ndarray, pad_left: int, final: bool) -> np.ndarray:
+def take_output(stage: DecoderStage, buf: StageBuffer, y_CxM: np.ndarray, final: bool) -> np.ndarray:
     """Keep the output samples that are now exact; drop input no longer needed as context.
 
-    ``y_CxM`` is the stage's output for ``stage_input``; ``pad_left`` its left padding.
+    ``y_CxM`` is the stage's output for ``stage_input`` (its padding's outputs are never kept).
     """
-    y_CxM = y_CxM[:, pad_left * stage.up :]
     out_end = _exact_end(stage, buf, final)
     fresh_CxM = y_CxM[:, buf.emitted - buf.start * stage.up : out_end - buf.start * stage.up]
     buf.emitted = out_end
@@ -156,19 +167,29 @@ def take_output(stage: DecoderStage, buf: StageBuffer, y_CxM: np.ndarray, pad_le
     return fresh_CxM
 
 
-def stream_input_lengths(stages: list[DecoderStage], finals_plan: list[tuple[int, bool]]) -> list[set[int]]:
-    """The input lengths each stage is called with while streaming one row through windows
-    ``finals_plan`` = [(frames, last), ...]: arithmetic only (1-channel stand-ins), for warm-up."""
-    lengths: list[set[int]] = [set() for _ in stages]
-    bufs = [StageBuffer() for _ in stages]
-    for frames, final in finals_plan:
-        x = np.zeros((1, frames), np.float32)
-        for k, stage in enumerate(stages):
-            append_input(bufs[k], x)
-            if not ready_rows(stage, [bufs[k]], [final]):
-                x = np.zeros((1, 0), np.float32)
-                continue
-            x_in, pad_left = stage_input(bufs[k], final, stage.step)
-            lengths[k].add(x_in.shape[1])
-            x = take_output(stage, bufs[k], np.zeros((1, x_in.shape[1] * stage.up), np.float32), pad_left, final)
-    return lengths
+# Runs one stage's calls: (inputs [C, w] at a width of ``DecoderStage.widths``, their real lengths) -> outputs [C', w * up].
+StageRunner = Callable[[list[np.ndarray], list[int]], list[np.ndarray]]
+
+
+def run_stage(stage: DecoderStage, bufs: list[StageBuffer], inputs: Sequence[np.ndarray], finals: Sequence[bool], run: StageRunner) -> list[np.ndarray]:
+    """Each row's new input [C, n_i] through one stage -> the output samples that are now exact [C', m_i].
+
+    Calls hold at most ``stage.max_width`` samples: a longer input goes in pieces, each call
+    non-final but the row's last, so every call is at one of ``stage.widths``.
+    """
+    todo = list(inputs)
+    outs: list[list[np.ndarray]] = [[] for _ in bufs]
+    while True:
+        for i, buf in enumerate(bufs):
+            room = stage.max_width - (0 if buf.x_CxN is None else buf.x_CxN.shape[1])
+            if room <= 0:  # a call keeps only left + right samples: never the case
+                raise ValueError("stage buffer over its widest call")
+            append_input(buf, todo[i][:, :room])
+            todo[i] = todo[i][:, room:]
+        now_final = [f and t.shape[1] == 0 for f, t in zip(finals, todo)]
+        ready = ready_rows(stage, bufs, now_final)
+        calls = [stage_input(bufs[i], stage.step) for i in ready]
+        for i, y_CxM in zip(ready, run([x for x, _ in calls], [n for _, n in calls]) if calls else []):
+            outs[i].append(take_output(stage, bufs[i], y_CxM, now_final[i]))
+        if all(t.shape[1] == 0 for t in todo):
+            return [np.concatenate(o, axis=1) if o else np.zeros((1, 0), np.float32) for o in outs]

@@ -2,9 +2,9 @@
 each on 2 cores, measured), so a fresh process would pay that inside its first requests.
 
 Warmed here, one call each with stand-in inputs (kernels depend on shapes, not values):
-- the decoder's streamed shapes for chunks of ``WARM_CHUNK_FRAMES`` (they follow from the
-  window plan and the padding step alone: stream_decoder.stream_input_lengths), and the
-  flow's one-row shapes for the same lengths;
+- every width a decoder stage is ever run at (``DecoderStage.widths``: 14 per stage; traffic
+  meets no other, stream_decoder.py), and the flow's one-row shapes for chunks of up to
+  ``WARM_CHUNK_FRAMES`` frames;
 - the few text-stage shapes this installation's traffic met most often, as logged by
   earlier runs in the model cache (model_cache.ShapeLog): at most ``$TTS_APP_WARM_LOGGED_SHAPES`` of
   them, each seen ``MIN_HITS`` times, within ``LOGGED_BUDGET_S``. Replaying every logged
@@ -23,14 +23,10 @@ import numpy as np
 
 from tts_app import settings
 
-from tts_app.models.piper.stream_decoder import stream_input_lengths
-from tts_app.models.piper.windows import plan_windows
-
 PiperVits = Any  # piper_vits.PiperVits, which imports this module: the hints name it without importing it
 
 _LOGGER = logging.getLogger(__name__)
-# Chunk lengths (latent frames) whose streamed decoder shapes are warmed: from just over one
-# first window to 4 windows; longer chunks repeat the steady-state window's shapes.
+# Chunk lengths (latent frames) whose one-row flow shapes are warmed: up to 4 windows.
 WARM_CHUNK_FRAMES = range(65, 64 + 4 * 160)
 # Off by default: replaying four long logged shapes after a hostile session grew idle RSS by 73 MB over a
 # first start (issue 24 bounds it at 50 MB); kernels are cached on disk, so a shape met later compiles fast.
@@ -82,13 +78,8 @@ def _run_all(runs, deadline: float | None) -> int:
 
 def _streamed_feeds(model: "PiperVits") -> dict[tuple, tuple[object, dict[str, np.ndarray]]]:
     feeds: dict[tuple, tuple[object, dict[str, np.ndarray]]] = {}  # (stage, shapes) -> run; dedups
-    lengths = [set() for _ in model.decoder_stages]
-    for n_frames in WARM_CHUNK_FRAMES:
-        plan = [(w.end - w.start, w.last) for w in plan_windows(n_frames)]
-        for k, ns in enumerate(stream_input_lengths(model.decoder_stages, plan)):
-            lengths[k] |= ns
     for k, stage in enumerate(model.decoder_stages):
-        for n in sorted(lengths[k]):
+        for n in stage.widths:
             _add_decoder(feeds, model, k, n)
     step = model.frame_bucket
     for T in range(step, WARM_CHUNK_FRAMES.stop + step, step):
@@ -124,7 +115,7 @@ def _add_flow(feeds: dict, model: "PiperVits", T: int) -> None:
 
 def _add_decoder(feeds: dict, model: "PiperVits", k: int, n: int) -> None:
     stage = model.decoder_stages[k]
-    feeds[(f"dec{k}", n)] = (stage.session, {stage.input_name: np.zeros((1, stage.channels, n), np.float32)})
+    feeds[(f"dec{k}", n)] = (stage.session, stage.feed(np.zeros((1, stage.channels, n), np.float32), [n]))
 
 
 
