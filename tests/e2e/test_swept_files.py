@@ -36,7 +36,7 @@ def test_a_swept_output_file_is_a_one_line_404_and_no_traceback(app_server: str,
     for method in ("GET", "HEAD"):
         gone = _get(app_server, str(wav), method)
         assert gone.status_code == 404, (method, gone.status_code, gone.text[:200])
-    assert _get(app_server, str(wav)).json() == {"detail": GONE}
+    assert _get(app_server, str(wav)).json() == {"error": GONE, "detail": GONE}  # the one error shape of every route
     assert _get(app_server, str(folder / "never-made.wav")).status_code == 404
     time.sleep(0.5)  # the server's log line lands after the reply
     with log.open("rb") as handle:
