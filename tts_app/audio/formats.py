@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import tempfile
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,42 @@ logger = logging.getLogger(__name__)
 DEFAULT_FORMAT = "mp3"  # OpenAI's default
 MAX_FFMPEG_ENCODERS = TOTAL  # ffmpeg processes at once (~20 MB each), a share of them per visitor: encoder_slots.py
 LOCAL_CLIENT = "local"  # whose slot an encode started in process (no request) takes
+
+
+class WholeBody:
+    """A reply sent whole, with its length in the header, kept on disk while it is made (an unlinked temporary
+    file, gone when closed or when the process ends): the longest allowed request is about 74 MB of WAV, which a
+    request held in memory next to its audio took the 4,000-digit ordinal past the memory rule's 200 MB."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile()
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+        self.size += len(data)
+
+    def rewrite_start(self, data: bytes) -> None:
+        """Overwrite the first ``len(data)`` bytes (a header whose sizes are known only at the end)."""
+        self._file.seek(0)
+        self._file.write(data)
+        self._file.seek(0, 2)
+
+    def pieces(self, piece_bytes: int = 1 << 20) -> Iterator[bytes]:
+        """The bytes in order, a piece at a time; the file is closed once read (or when the reader stops)."""
+        try:
+            self._file.seek(0)
+            while piece := self._file.read(piece_bytes):
+                yield piece
+        finally:
+            self.close()
+
+    def read(self) -> bytes:
+        """Every byte at once (a caller that embeds the file, e.g. in JSON), the file closed."""
+        return b"".join(self.pieces())
+
+    def close(self) -> None:
+        self._file.close()
 
 
 @dataclass(frozen=True)
@@ -116,25 +153,36 @@ class Encoder:
         """The complete file for audio whose length is known: sizes and totals filled in."""
         return await asyncio.to_thread(_encode_whole, self.format, audio_T, self.sample_rate)
 
-    async def whole_pieces(self, audio_chunks: AsyncIterator[np.ndarray]) -> list[bytes]:
-        """The complete file (sizes and totals filled in) of audio that comes piece by piece, as byte pieces
-        to send one after another: held as 16-bit PCM or encoded bytes as it comes, never as one float32
-        array nor joined into one copy (the longest allowed request is about 74 MB of WAV)."""
-        if self.format.name not in ("wav", "pcm"):
-            writer = _WholeFileWriter(self.format, self.sample_rate) if self.format.soundfile_format else None
-            if writer is None:  # no file header to fill in: the stream is the file
-                return [data async for data in self.stream(audio_chunks)]
-            try:
-                async for audio_T in audio_chunks:
-                    if len(audio_T):
-                        await asyncio.to_thread(writer.feed, audio_T)  # encoded as it comes: the work is spread out
-                return [await asyncio.to_thread(writer.finish)]
-            finally:
-                writer.close()
-        pieces = [to_pcm16(audio_T) async for audio_T in audio_chunks if len(audio_T)]
-        if self.format.name == "wav":
-            pieces.insert(0, wav_header(self.sample_rate, sum(len(p) for p in pieces)))
-        return pieces
+    async def whole_pieces(self, audio_chunks: AsyncIterator[np.ndarray]) -> WholeBody:
+        """The complete file (sizes and totals filled in) of audio that comes piece by piece, written to a
+        ``WholeBody`` as it comes: 16-bit PCM or encoded bytes, never one float32 array nor a copy in memory."""
+        body = WholeBody()
+        try:
+            if self.format.name not in ("wav", "pcm"):
+                writer = _WholeFileWriter(self.format, self.sample_rate) if self.format.soundfile_format else None
+                if writer is None:  # no file header to fill in: the stream is the file
+                    async for data in self.stream(audio_chunks):
+                        body.write(data)
+                    return body
+                try:
+                    async for audio_T in audio_chunks:
+                        if len(audio_T):
+                            await asyncio.to_thread(writer.feed, audio_T)  # encoded as it comes: the work is spread out
+                    body.write(await asyncio.to_thread(writer.finish))
+                    return body
+                finally:
+                    writer.close()
+            if self.format.name == "wav":
+                body.write(wav_header(self.sample_rate, 0))  # its sizes are filled in at the end
+            async for audio_T in audio_chunks:
+                if len(audio_T):
+                    body.write(to_pcm16(audio_T))
+            if self.format.name == "wav":
+                body.rewrite_start(wav_header(self.sample_rate, body.size - 44))
+            return body
+        except BaseException:
+            body.close()
+            raise
 
     def release(self) -> None:
         """Give back what the encoder holds when it will never run (no-op here)."""

@@ -36,8 +36,28 @@ _FILE_FORMAT = "tts_app.voice/1"  # container layout; what is inside is versione
 _PROFILES: LruCache["VoiceProfile | ClipVoice"] = LruCache(maxsize=32)
 
 
+class _CleanedClip:
+    """What every cleaned clip offers a model that clones from audio (its ``audio`` at ``sample_rate``)."""
+
+    audio: np.ndarray
+    sample_rate: int
+
+    @property
+    def reference_audio(self) -> np.ndarray:
+        """The processed reference clip, for models that clone from audio (same as ``audio``)."""
+        return self.audio
+
+    @property
+    def reference_sample_rate(self) -> int:
+        return self.sample_rate
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.audio) / self.sample_rate
+
+
 @dataclass(frozen=True, eq=False)
-class VoiceProfile:
+class VoiceProfile(_CleanedClip):
     """A reference voice ready to use. Treat as immutable: cached profiles are shared."""
 
     name: str
@@ -54,19 +74,6 @@ class VoiceProfile:
     @property
     def cache_key(self) -> str:
         return f"{self.content_hash}:{self.analysis_version}:{_text_key(self.transcript)}"
-
-    @property
-    def duration_s(self) -> float:
-        return len(self.audio) / self.sample_rate
-
-    @property
-    def reference_audio(self) -> np.ndarray:
-        """The processed reference clip, for models that clone from audio (same as ``audio``)."""
-        return self.audio
-
-    @property
-    def reference_sample_rate(self) -> int:
-        return self.sample_rate
 
     @property
     def f0_median_hz(self) -> float:
@@ -202,7 +209,7 @@ def make_profile(source: AudioSource, name: str | None = None, text: str | None 
 
 
 @dataclass(frozen=True, eq=False)
-class ClipVoice:
+class ClipVoice(_CleanedClip):
     """A clip for a model that clones from the audio itself (Pocket TTS, Qwen3-TTS, Chatterbox): decoded, checked
     and cleaned as every clip is (the same one-line reasons for a bad clip, the same report), without the analysis
     that only the embedded voice's filter uses (pitch, spectra, class map, the recogniser): seconds of a 2-core CPU
@@ -213,18 +220,6 @@ class ClipVoice:
     sample_rate: int
     report: ReferenceReport
     content_hash: str  # of the original clip
-
-    @property
-    def reference_audio(self) -> np.ndarray:
-        return self.audio
-
-    @property
-    def reference_sample_rate(self) -> int:
-        return self.sample_rate
-
-    @property
-    def duration_s(self) -> float:
-        return len(self.audio) / self.sample_rate
 
 
 def clip_voice(source: AudioSource, name: str | None = None) -> ClipVoice:

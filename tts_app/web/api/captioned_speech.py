@@ -74,10 +74,10 @@ async def create_captioned_speech(request: Request) -> Response:
         return encoder
 
     if not submitted.stream:
-        pieces = await whole_encoded(request, handle, encoder, client)
-        if isinstance(pieces, Response):
-            return pieces
-        return JSONResponse(_line(b"".join(pieces), body.response_format, sample_rate, handle.words), headers=headers)
+        whole = await whole_encoded(request, handle, encoder, client)
+        if isinstance(whole, Response):
+            return whole
+        return JSONResponse(_line(whole.read(), body.response_format, sample_rate, handle.words), headers=headers)
 
     words: list = []  # released by the engine, not yet sent
 

@@ -23,8 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -41,6 +40,7 @@ from tts_app.audio.formats import (
     EncoderBusy,
     EncoderShareFull,
     EncoderUnavailable,
+    WholeBody,
     decoded_sample_rate,
     open_encoder,
 )
@@ -242,19 +242,23 @@ async def whole_result(request: Request, handle: Any, work: Awaitable[Any] | Non
         handle.cancel()  # a no-op once done; frees the request if the client left or this coroutine was cancelled
 
 
-async def whole_encoded(request: Request, handle: Any, encoder: Encoder, client: str) -> list[bytes] | Response:
-    """The request's whole file as byte pieces (Encoder.whole_pieces: 16-bit or encoded as the audio comes, the
-    handle forgetting each float32 chunk once taken); a 499 response if its client left, a 429/503 if no encoder
-    slot is free once the first audio is there (never while the request is queued). The encoder is released."""
+async def whole_encoded(request: Request, handle: Any, encoder: Encoder, client: str) -> WholeBody | Response:
+    """The request's whole file (Encoder.whole_pieces: on disk, 16-bit or encoded as the audio comes, the handle
+    forgetting each float32 chunk once taken); a 499 response if its client left, a 429/503 if no encoder slot is
+    free once the first audio is there (never while the request is queued). The encoder is released."""
     try:
         audio = handle.astream(forget=True)
         first, refused = await audio_with_slot(request, handle, encoder, audio, client)
         if refused is not None:
             return refused
 
-        async def pieces() -> list[bytes]:
+        async def pieces() -> WholeBody:
             got = await encoder.whole_pieces(with_first(first, audio))
-            await handle.aresult()  # raises as before for a failed or cancelled request (its audio is forgotten: cheap)
+            try:
+                await handle.aresult()  # raises as before for a failed or cancelled request (its audio is forgotten: cheap)
+            except BaseException:
+                got.close()
+                raise
             return got
 
         return await whole_result(request, handle, pieces())
@@ -277,14 +281,6 @@ def claim_encoder(encoder: Encoder, client: str, handle: Any) -> JSONResponse | 
         handle.cancel()
         return encoder_refusal(exc)
     return None
-
-
-def send_pieces(pieces: list[bytes]) -> Iterator[bytes]:
-    """The pieces in order, each let go once handed to the server (a long reply is not held twice)."""
-    queue = deque(pieces)
-    pieces.clear()
-    while queue:
-        yield queue.popleft()
 
 
 async def audio_with_slot(request: Request, handle: Any, encoder: Encoder, audio: AsyncIterator[Any], client: str) -> tuple[Any, Response | None]:
@@ -427,11 +423,11 @@ async def create_speech(request: Request) -> Response:
         return encoder
 
     if not submitted.stream:
-        pieces = await whole_encoded(request, handle, encoder, client)
-        if isinstance(pieces, Response):
-            return pieces
-        headers["Content-Length"] = str(sum(len(p) for p in pieces))
-        return StreamingResponse(send_pieces(pieces), media_type=media_type, headers=headers)
+        whole = await whole_encoded(request, handle, encoder, client)
+        if isinstance(whole, Response):
+            return whole
+        headers["Content-Length"] = str(whole.size)
+        return StreamingResponse(whole.pieces(), media_type=media_type, headers=headers)
 
     audio = until_shutdown(handle.astream(forget=True))
     first, refused = await audio_with_slot(request, handle, encoder, audio, client)
