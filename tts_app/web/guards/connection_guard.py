@@ -58,19 +58,20 @@ class ConnectionLimits:
     body_timeout_s: float = settings.default(BODY_TIMEOUT_ENV)
     min_body_rate: float = settings.default(MIN_BODY_RATE_ENV)
     max_total: int = settings.default(TOTAL_ENV)  # 0: no cap in all
-    # Connections asyncio accepts in one go (uvicorn's ``backlog``), before any is counted here: that burst must
-    # fit in the descriptors the cap in all leaves, or accept() fails for everyone.
+    # Connections asyncio accepts in one go (uvicorn's ``backlog``), before any is counted here: a few such bursts
+    # (a burst's refused connections close only some loop turns later, while the next burst is accepted) must fit
+    # in the descriptors the cap in all leaves, or accept() fails for everyone.
     backlog: int = MAX_BACKLOG
 
     @classmethod
     def from_env(cls) -> "ConnectionLimits":
         """The settings, the cap in all lowered to ``FILE_LIMIT_SHARE`` of the open-file limit and the accept
-        backlog to half of what is left (read now: call it after ``raise_open_file_limit``)."""
+        backlog to an eighth of what is left (read now: call it after ``raise_open_file_limit``)."""
         soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         total, backlog = settings.value(TOTAL_ENV), MAX_BACKLOG
         if soft != resource.RLIM_INFINITY:
             total = min(total, int(soft * FILE_LIMIT_SHARE)) if total else int(soft * FILE_LIMIT_SHARE)
-            backlog = max(MIN_BACKLOG, min(MAX_BACKLOG, (soft - total) // 2))
+            backlog = max(MIN_BACKLOG, min(MAX_BACKLOG, (soft - total) // 8))  # with half, a loaded CI run saw accept() fail (EMFILE)
         return cls(settings.value(HEADER_TIMEOUT_ENV), settings.value(PER_ADDRESS_ENV), TrustedProxies.from_env(),
                    settings.value(BODY_TIMEOUT_ENV), settings.value(MIN_BODY_RATE_ENV), total, backlog)
 
