@@ -1,7 +1,12 @@
-"""The scheduler owns the queue and the slots, and the one predicate (``admits``) that puts a request in a slot.
+"""The scheduler owns the queue and the slots, and the one predicate (``verdict``) that puts a request in a slot.
 
-It never touches tensors or the model. ``admits`` reads a view of the slots (``Slots``): the live ones when
-``admit`` runs, or the ones ``eta`` simulates later, so the ETA says "now" exactly when admission would admit.
+It never touches tensors or the model. ``verdict`` reads a view of the slots (``Slots``): the live ones when ``admit``
+runs, or the ones ``eta`` simulates later, so the ETA says "now" exactly when admission would admit.
+
+The load check is the fluid reading of the listener-first plan (no windows, no steps): listener i holds ``held``
+seconds and needs ``left`` more made; by any time t the listeners need sum(min(left, max(0, t - held))) seconds made,
+the machine makes rate x t. Both sides are piecewise linear, so each listener's dry moment and end decide; when
+nobody holds anything the need per second only falls from its start, so the first moment decides.
 """
 
 from __future__ import annotations
@@ -10,14 +15,17 @@ import heapq
 import itertools
 import math
 from collections import Counter, deque
-from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
+
+import numpy as np
 
 from tts_app.engine.deadlines import deadline
-from tts_app.engine.fluid import listeners_fed
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request, RequestStatus
 from tts_app.engine.step_costs import StepCosts
+
+_TOL = 1 + 1e-9  # float slack in the load check's comparisons
+ADMIT, LOAD, FULL = 0, 1, 2  # verdicts: admitted, refused by the load check, refused for a slot or the client's share
 
 
 class EngineBusy(RuntimeError):
@@ -28,59 +36,64 @@ class EngineBusy(RuntimeError):
         self.retry_after_s = retry_after_s
 
 
-@dataclass
-class Seat:
-    """A row in a slot, as admission sees it: its group and client, what its listener holds, what it still makes."""
+def listeners_fed(listeners: Sequence[tuple[float, float]], rate: float) -> bool:
+    """``listeners``: (held, left) pairs in seconds of audio; True when a machine making ``rate`` feeds them all."""
+    waiting = [(held, left) for held, left in listeners if left > 0]
+    if rate <= 0 or all(held <= 0 for held, _ in waiting):
+        return len(waiting) <= max(0.0, rate) * _TOL
+    held_L, left_L = np.array(waiting, dtype=float).T
+    t_T = np.concatenate([held_L, held_L + left_L])
+    t_T = t_T[t_T > 0]
+    need_T = np.minimum(left_L, np.maximum(0.0, t_T[:, None] - held_L)).sum(axis=1)  # numpy: 64 listeners in ~30 us
+    return bool(np.all(need_T <= rate * t_T * _TOL))
 
-    group: int
-    client: str | None
-    stream: bool
-    held_s: float  # how long until its listener needs more: what it holds, a later line's lines ahead; a file: inf
-    left_s: float
-    base: float = 0.0  # in the ETA's replay: what its listener holds when each row has made as much audio as time passed
-    end: float = 0.0  # in the ETA's replay: the audio each row has made when this one ends
+
+class Seat:
+    """A row in a slot as admission sees it. ``held``: how long until its listener needs more (a file: inf); in the
+    ETA's replay ``base`` is what it holds when each row has made as much audio as time passed, ``end`` the audio
+    each row has made when this one ends."""
+
+    __slots__ = ("group", "client", "stream", "held", "left", "base", "end")
+
+    def __init__(self, r: Request, now: float, q: QosSettings) -> None:
+        self.group, self.client, self.stream, self.left = r.group, r.client, r.stream, r.remaining_s()
+        self.held = max(0.0, deadline(r, q) - now) if r.stream else math.inf
+        self.base, self.end = self.held, self.left
 
 
 class Slots:
-    """The rows held, with the counts ``admits`` reads (kept as seats come and go, so each check is cheap)."""
+    """The rows held, with the counts ``verdict`` reads (kept as seats come and go, so each check is cheap)."""
 
     def __init__(self, seats: Iterable[Seat] = ()) -> None:
-        self._all: dict[int, Seat] = {}
-        self.group_rows: Counter = Counter()
-        self.client_rows: Counter = Counter()
-        self.client_groups: Counter = Counter()
-        self.streams = 0  # stream rows
-        self.holding = 0  # stream rows whose listener holds some audio (in the ETA's replay: 1 when some may)
-        self.replay: tuple[float, float] | None = None  # in the ETA's replay: (audio each row made more than time passed, made)
+        self.seats: dict[Seat, None] = {}  # in the order seated (the replay's ties go by it)
+        self.group_rows: dict[int, int] = {}
+        self.client_rows: dict[str | None, int] = {}
+        self.client_groups: dict[str | None, int] = {}
+        self.streams = self.holding = 0  # stream rows; those whose listener holds some (in the replay: 1 when some may)
+        self.replay: tuple[float, float] | None = None  # in the replay: (audio each row made more than time passed, made)
         for s in seats:
             self.add(s)
 
-    def __len__(self) -> int:
-        return len(self._all)
-
-    def add(self, s: Seat) -> None:
-        self._all[id(s)] = s
-        if not self.group_rows[s.group] and s.client is not None:
-            self.client_groups[s.client] += 1
-        self.group_rows[s.group] += 1
-        self.client_rows[s.client] += s.client is not None
-        self.streams += s.stream
-        self.holding += s.stream and s.held_s > 0
-
-    def remove(self, s: Seat) -> None:
-        del self._all[id(s)]
-        self.group_rows[s.group] -= 1
-        if not self.group_rows[s.group] and s.client is not None:
-            self.client_groups[s.client] -= 1
-        self.client_rows[s.client] -= s.client is not None
-        self.streams -= s.stream  # ``holding``: kept by ``add``, and by ``eta`` in its replay
+    def add(self, s: Seat, sign: int = 1) -> None:
+        """Seat ``s`` (``sign`` -1: it leaves; ``holding`` is then the replay's to keep)."""
+        self.seats[s] = None
+        if sign < 0:
+            del self.seats[s]
+        rows = self.group_rows.get(s.group, 0)
+        self.group_rows[s.group] = rows + sign
+        if s.client is not None:
+            self.client_rows[s.client] = self.client_rows.get(s.client, 0) + sign
+            if rows + sign == (sign > 0):  # the group's first row came, or its last left
+                self.client_groups[s.client] = self.client_groups.get(s.client, 0) + sign
+        self.streams += sign * s.stream
+        self.holding += sign > 0 and s.stream and s.held > 0
 
     def listeners(self, spare_from: float) -> list[tuple[float, float]]:
         """(audio held past ``spare_from``, audio left) of each stream row."""
         if self.replay is None:
-            return [(max(0.0, s.held_s - spare_from), s.left_s) for s in self._all.values() if s.stream]
+            return [(max(0.0, s.held - spare_from), s.left) for s in self.seats if s.stream]
         ahead, made = self.replay
-        return [(max(0.0, s.base + ahead - spare_from), s.end - made) for s in self._all.values() if s.stream]
+        return [(max(0.0, s.base + ahead - spare_from), s.end - made) for s in self.seats if s.stream]
 
 
 class Scheduler:
@@ -99,143 +112,128 @@ class Scheduler:
     # -- the predicate -----------------------------------------------------------
     def stream_places(self, costs: StepCosts) -> int:
         """Streams the machine feeds with its margin when nobody holds any audio (at least 1; fifo: the slots)."""
-        if self.policy == "fifo":
-            return self.max_batch_size
         n = self.max_batch_size
-        while n > 1 + costs.explores and n > self.qos.load_margin * costs.rate(n):
+        while self.policy != "fifo" and n > 1 + costs.explores and n > self.qos.load_margin * costs.rate(n):
             n -= 1
-        return min(n, self.max_batch_size)
+        return n
 
     def client_caps(self, costs: StepCosts) -> tuple[int, int]:
         """(rows, groups) one client may hold: its share of the slots, and of the stream places when fewer."""
         share = self.qos.client_share
-        return max(1, math.floor(share * self.max_batch_size)), max(1, math.floor(share * min(self.max_batch_size, self.stream_places(costs))))
+        return max(1, math.floor(share * self.max_batch_size)), max(1, math.floor(share * self.stream_places(costs)))
 
-    def admits(self, req: Request, slots: Slots, costs: StepCosts, caps: tuple[int, int]) -> bool:
-        """True when ``req`` may take a slot beside ``slots``: one is free; its client holds fewer than its share
-        (``caps``; a page's later line joins its group's place); and a stream beside others keeps every listener fed at
-        ``load_margin`` of what the machine makes for that many rows (listeners' audio past ``plenty_s`` counted)."""
-        if len(slots) >= self.max_batch_size or not self._within_share(req, slots, caps):
-            return False
-        return self.policy == "fifo" or not req.stream or slots.group_rows[req.group] > 0 or self._fed(req, slots, costs)
-
-    @staticmethod
-    def _within_share(req: Request, slots: Slots, caps: tuple[int, int]) -> bool:
-        joins, c = slots.group_rows[req.group] > 0, req.client
-        return c is None or (slots.client_rows[c] < caps[0] and (joins or slots.client_groups[c] < caps[1]))
-
-    def _fed(self, req: Request, slots: Slots, costs: StepCosts) -> bool:
-        """``admits``'s load check for a new stream beside ``slots``'s."""
-        if slots.streams < 1 + costs.explores:
-            return True  # one stream even below real time; a second to measure a larger step (StepCosts.explores)
+    def verdict(self, req: Request, slots: Slots, costs: StepCosts, caps: tuple[int, int]) -> int:
+        """ADMIT when ``req`` may take a slot beside ``slots``: one is free; its client holds fewer than its share (``caps``;
+        a page's later line joins its group's place); and a stream beside others keeps every listener fed at
+        ``load_margin`` of what the machine makes for that many rows (audio held past ``plenty_s`` counted); else why not."""
+        joins, c = slots.group_rows.get(req.group, 0) > 0, req.client
+        if len(slots.seats) >= self.max_batch_size or not (c is None or (
+                slots.client_rows.get(c, 0) < caps[0] and (joins or slots.client_groups.get(c, 0) < caps[1]))):
+            return FULL
+        if self.policy == "fifo" or not req.stream or joins or slots.streams < 1 + costs.explores:
+            return ADMIT  # one stream even below real time; a second to measure a larger step (StepCosts.explores)
         n = slots.streams + 1
         rate = self.qos.load_margin * costs.rate(n)
-        if n <= rate * (1 + 1e-9) or not slots.holding:  # fed holding nothing (buffers only help), or nobody holds any
-            return n <= rate * (1 + 1e-9)
+        if n <= rate * _TOL or not slots.holding:  # fed holding nothing (buffers only help), or nobody holds any
+            return ADMIT if n <= rate * _TOL else LOAD
         listeners = slots.listeners(self.qos.plenty_s) + [(0.0, req.remaining_s())]
-        if sum(1 for held, left in listeners if held <= 0 < left) > rate * (1 + 1e-9):
-            return False  # listeners_fed's first moment, in pure Python (the ETA asks this at every replayed event)
-        return listeners_fed(listeners, rate)
-
-    def _seat(self, r: Request, now: float) -> Seat:
-        return Seat(r.group, r.client, r.stream, max(0.0, deadline(r, self.qos) - now) if r.stream else math.inf, r.remaining_s())
+        if sum(1 for held, left in listeners if held <= 0 < left) > rate * _TOL:
+            return LOAD  # listeners_fed's first moment, in pure Python (the ETA asks this at every replayed event)
+        return ADMIT if listeners_fed(listeners, rate) else LOAD
 
     def _slots(self, now: float) -> Slots:
-        return Slots(self._seat(r, now) for r in self.running if not r.cancel_requested)  # a cancelled row leaves at the next step
+        return Slots(Seat(r, now, self.qos) for r in self.running if not r.cancel_requested)  # a cancelled row leaves next step
 
     # -- admission, ETA, queue places ---------------------------------------------
     def admit(self, costs: StepCosts, now: float) -> list[Request]:
-        """Take what ``admits`` allows from the queue, oldest first (a client at its share waits for its own rows)."""
+        """Take what ``verdict`` admits from the queue, oldest first (a client at its share waits for its own rows)."""
         if not self.waiting:
             return []
-        slots, caps = self._slots(now), self.client_caps(costs)
-        admitted = []
+        slots, caps, admitted = self._slots(now), self.client_caps(costs), []
         for req in self.waiting:
-            if len(slots) >= self.max_batch_size:
+            if len(slots.seats) >= self.max_batch_size:
                 break
-            if self.admits(req, slots, costs, caps):
-                slots.add(self._seat(req, now))
+            if self.verdict(req, slots, costs, caps) == ADMIT:
+                slots.add(Seat(req, now, self.qos))
                 admitted.append(req)
         if admitted:
-            taken = {id(r) for r in admitted}
+            taken = set(map(id, admitted))
             self.waiting = deque(r for r in self.waiting if id(r) not in taken)
         return admitted
 
     def eta(self, targets: Iterable[Request], now: float, costs: StepCosts, extra: Iterable[Request] = ()) -> dict[int, float]:
         """Predicted seconds until each of ``targets`` (queued, or ``extra``: about to be) is admitted.
 
-        Admission replayed on simulated slots: at ``now`` exactly as ``admit`` would run; then every held row
-        makes audio at the same pace (n rows make ``costs.rate(n)`` together), the row with the least audio left
-        ends first and frees its slot, and ``admits`` runs over the queue again; while a new stream waits on the load check
-        and some listener holds room or gains it, also every ``step_s`` (admission looks each step). Each listener's buffer follows: it gains what its row makes and
-        plays out in real time (forgetting them made the ETA error p95 6.1 in benchmarks/stream_qos_sim.py's Poisson
-        run, 0.9 with them). Past ``now`` a new stream the load check refuses holds the other new streams back until
-        the next event (files and later lines may pass), which keeps the replay linear. Past ``max_queue_wait_s``
-        the replay stops: a target not admitted by then gets that lower bound.
+        Admission replayed on simulated slots: at ``now`` exactly as ``admit`` runs; then every held row makes audio at
+        the same pace (n rows make ``costs.rate(n)`` together), the row with the least audio left ends first and frees
+        its slot, and ``verdict`` runs over the queue again; while a new stream waits on the load check and some
+        listener holds room or gains it, also every ``step_s`` (admission looks each step). Each listener's buffer
+        gains what its row makes and plays out in real time (forgetting it made the ETA error p95 6.1 in
+        benchmarks/stream_qos_sim.py's Poisson run, 0.9 with it). Past ``now`` a new stream the load check refuses
+        holds the other new streams back until the next event (files and later lines may pass): each event scans the
+        queue only up to it, and past it only those others. Past ``max_queue_wait_s`` the replay stops: a target not
+        admitted by then gets that lower bound.
         """
+        q, cap = self.qos, self.max_batch_size
         slots, caps = self._slots(now), self.client_caps(costs)
-        ends: list[tuple[float, int, Seat]] = []
-        for s in slots._all.values():
-            s.base, s.end = s.held_s, s.left_s
-            ends.append((s.left_s, id(s), s))
+        order = itertools.count()  # ties in the heap: the first seated ends first
+        ends = [(s.left, next(order), s) for s in slots.seats]
         heapq.heapify(ends)
-        most = max((s.base for s in slots._all.values() if s.stream), default=0.0)  # no listener holds more
+        most = max((s.base for s in slots.seats if s.stream), default=0.0)  # no listener holds more
         pending = [r for r in (*self.waiting, *extra) if not r.cancel_requested]
-        wanted = {r.id for r in targets}
-        result: dict[int, float] = {}
-        t, made = now, 0.0  # made: audio each held row has made since ``now``
         others = [r for r in pending if not r.stream or r.after is not None]  # files and later lines: may pass a full load
-        taken: set[int] = set()
-        head = ohead = 0  # pending[:head] and others[:ohead] are all taken
+        wanted, result, taken = {r.id for r in targets}, {}, set()
+        t, made, head, ohead = now, 0.0, 0, 0  # made: audio each held row has made since now; pending[:head] all taken
 
-        def take(r: Request) -> None:
+        def scan(queue: list[Request], start: int, stop_at_load: bool) -> bool:
+            """Take what ``verdict`` admits from ``queue[start:]``; True when the load check refused a new stream."""
             nonlocal most
-            seat = self._seat(r, t)
-            if t > now and r.stream:
-                seat.held_s, seat.base = 0.0, t - now - made  # holds nothing yet
-                most = max(most, seat.base)
-            seat.end = made + seat.left_s
-            slots.add(seat)
-            heapq.heappush(ends, (seat.end, id(seat), seat))
-            taken.add(id(r))
-            if r.id in wanted:
-                result[r.id] = t - now
-
-        cap = self.max_batch_size
-        while head < len(pending) and len(result) < len(wanted):
             refused = False
-            for r in itertools.islice(pending, head, None):
-                if len(slots) >= cap:
+            for i in range(start, len(queue)):
+                r = queue[i]
+                if len(slots.seats) >= cap:
                     break
                 if id(r) in taken:
                     continue
-                if self.admits(r, slots, costs, caps):
-                    take(r)
-                elif r.stream and not slots.group_rows[r.group] and self._within_share(r, slots, caps):
-                    refused = True  # by the load check
-                    if t > now:  # new streams wait for the next event, files and later lines may pass
-                        for o in itertools.islice(others, ohead, None):
-                            if len(slots) >= cap:
-                                break
-                            if id(o) not in taken and self.admits(o, slots, costs, caps):
-                                take(o)
+                v = self.verdict(r, slots, costs, caps)
+                if v == LOAD:
+                    refused = True
+                    if stop_at_load:
                         break
+                elif v == ADMIT:
+                    seat = Seat(r, t, q)
+                    seat.base = 0.0
+                    if t > now and r.stream:  # holds nothing yet
+                        seat.held, seat.base = 0.0, t - now - made
+                        most = max(most, seat.base)
+                    seat.end = made + seat.left
+                    slots.add(seat)
+                    heapq.heappush(ends, (seat.end, next(order), seat))
+                    taken.add(id(r))
+                    if r.id in wanted:
+                        result[r.id] = t - now
+            return refused
+
+        while head < len(pending) and len(result) < len(wanted):
+            refused = scan(pending, head, t > now)
+            if refused and t > now:  # new streams wait for the next event, files and later lines may pass
+                scan(others, ohead, False)
             while head < len(pending) and id(pending[head]) in taken:
                 head += 1
             while ohead < len(others) and id(others[ohead]) in taken:
                 ohead += 1
-            if not ends or len(result) == len(wanted) or t - now > self.qos.max_queue_wait_s:
+            if not ends or len(result) == len(wanted) or t - now > q.max_queue_wait_s:
                 break
-            n, rate = len(slots), costs.rate(len(slots))
+            n, rate = len(slots.seats), costs.rate(len(slots.seats))
             dt = max(1e-9, (ends[0][0] - made) * n / rate if math.isfinite(rate) else 0.0)  # a row ends at a step's end
-            if refused and dt > self.qos.step_s and (slots.holding or rate > n):  # buffers give room: look again a step on
-                t, made = t + self.qos.step_s, made + self.qos.step_s * rate / n
+            if refused and dt > q.step_s and (slots.holding or rate > n):  # buffers give room: look again a step on
+                t, made = t + q.step_s, made + q.step_s * rate / n
             else:
                 end, _, seat = heapq.heappop(ends)
                 t, made = t + dt, max(made, end)
-                slots.remove(seat)
+                slots.add(seat, -1)
             slots.replay = (made - (t - now), made)  # each row made ``made``, that much more than the time passed
-            slots.holding = int(most + made - (t - now) > self.qos.plenty_s)  # else nobody's buffer gives room
+            slots.holding = int(most + made - (t - now) > q.plenty_s)  # else nobody's buffer gives room
         for r in targets:
             result.setdefault(r.id, t - now)
         return result
@@ -257,9 +255,9 @@ class Scheduler:
     def check_room(self, reqs: list[Request], starting: set[int] = frozenset()) -> None:
         """Raise EngineBusy unless the queue, and each client's share of it, can take all of ``reqs``.
 
-        A queue place is a run: a group's later lines (``after`` set) wait inside their run and take none,
-        so one page's 50 lines hold one place, not 50 of everyone's; and a request ``admits`` takes at the next
-        admission (``starting``: the ETA's "now") waits for no place at all, however full the queue.
+        A queue place is a run: a group's later lines (``after`` set) wait inside their run and take none, so one
+        page's 50 lines hold one place, not 50 of everyone's; and a request ``verdict`` takes at the next admission
+        (``starting``: the ETA's "now") waits for no place at all, however full the queue.
         """
         reqs = [r for r in reqs if r.after is None and r.id not in starting]
         heads = [r for r in self.waiting if r.after is None]
@@ -281,11 +279,7 @@ class Scheduler:
 
     def position(self, req: Request) -> int:
         """Requests ahead of ``req`` in the queue (0 once it runs or ends)."""
-        if req.status is RequestStatus.WAITING:
-            for i, other in enumerate(self.waiting):
-                if other is req:
-                    return i
-        return 0
+        return next((i for i, r in enumerate(self.waiting) if r is req), 0) if req.status is RequestStatus.WAITING else 0
 
     def drop_cancelled(self) -> list[Request]:
         """Remove requests whose caller cancelled, from the queue and from the running slots."""
@@ -302,7 +296,7 @@ class Scheduler:
 
     def remove(self, reqs: list[Request]) -> None:
         """Compaction: finished or failed rows leave the batch at once."""
-        ids = {id(r) for r in reqs}
+        ids = set(map(id, reqs))
         self.running = [r for r in self.running if id(r) not in ids]
 
     def drain(self) -> list[Request]:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from tts_app.backends.base import RowInput
 from tts_app.backends.params import SpeechParams
-from tts_app.engine.fluid import listeners_fed
+from tts_app.engine.scheduler import Scheduler, listeners_fed
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request, RequestStatus
-from tts_app.engine.scheduler import Scheduler
 from tts_app.engine.step_costs import StepCosts
 
 
