@@ -11,12 +11,12 @@ import numpy as np
 
 from tts_app import settings
 from tts_app.backends.base import Backend, RowInput, StepOutput
+from tts_app.backends.params import SpeechParams
 from tts_app.engine import deadlines
 from tts_app.engine.first_audio import FirstAudio
 from tts_app.engine.handle import RequestHandle
 from tts_app.engine.metrics import EngineCounters
 from tts_app.engine.operator_log import MinuteSummary, RefusalLog, Totals
-from tts_app.backends.params import SpeechParams
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import ClientMissing, EngineClosed, LineRejected, Request, RequestStatus, build_requests
 from tts_app.engine.scheduler import EngineBusy, Scheduler
@@ -55,19 +55,14 @@ def _isolated(fn: Callable[[list], list], items: list) -> list:
 class Engine:
     """Queues requests from any thread and serves them in continuous batches.
 
-    Each step: schedule (drop cancelled, admit what ``Scheduler.admits`` allows, plan the rows to step)
-    -> run (prepare the admitted rows, advance the planned rows by one window) -> postprocess (stream
-    each row's audio to its handle, retire finished rows at once, learn what the step cost).
-
-    ``policy`` "deadline" (default) is the listener-first plan of the package's paragraph; "fifo" steps
-    every running row every step and admits into any free slot. ``max_batch_size`` (the slots: rows held
-    at once) is $TTS_APP_ENGINE_SLOTS unless given, and never more than a backend's own ``max_batch_size``
-    (a KV pool it allocated). ``clock`` (seconds, monotonic) is time.perf_counter unless a test simulates time.
-    ``require_client`` (every engine the server serves: catalog/shared_engine.create_lowered sets it): a
-    submission must name who asks (``params.client``), or it is refused with ClientMissing. A client's
-    share of the slots and queue places and the refusal of long waits are counted by that name, so work
-    named by nobody would skip all three (issue 46: the Pronunciation tab's "Say it" took the whole
-    engine). False: a tool's own engine (the CLI, a benchmark, a test), whose unnamed work is its own.
+    Each step: schedule (drop cancelled, admit what ``Scheduler.verdict`` allows, plan the rows to step) -> run
+    (prepare the admitted rows, advance the planned rows by one window) -> postprocess (stream each row's audio to its
+    handle, retire finished rows at once, learn what the step cost). ``policy`` "deadline" (default) is the package
+    paragraph's plan; "fifo" steps every row every step and admits into any free slot. ``max_batch_size`` (the
+    slots) is $TTS_APP_ENGINE_SLOTS unless given, never more than a backend's own ``max_batch_size``. ``clock``
+    (seconds, monotonic) is time.perf_counter unless a test simulates time. ``require_client`` (every engine the
+    server serves): a submission must name who asks (``params.client``) or it is refused with ClientMissing, since
+    shares and refusals are counted by that name (issue 46: the "Say it" button took the whole engine unnamed).
     """
 
     def __init__(
@@ -84,9 +79,7 @@ class Engine:
         if backend is not None and precision != "exact":
             raise ValueError("precision applies to the embedded voice; pass it to that backend's model instead")
         self.backend = backend if backend is not None else _default_backend(precision)
-        self.sample_rate = self.backend.sample_rate
-        self.policy = policy
-        self.require_client = require_client
+        self.sample_rate, self.policy, self.require_client = self.backend.sample_rate, policy, require_client
         self.qos = qos if qos is not None else QosSettings.from_env()
         self._clock = clock if clock is not None else time.perf_counter
         slots = max_batch_size if max_batch_size is not None else settings.value(SLOTS_ENV)
@@ -94,43 +87,34 @@ class Engine:
         self._scheduler = Scheduler(slots, max_queue, policy, self.qos)
         steady = self.backend.steady_estimate()
         self._costs = StepCosts(steady.cost_s / steady.audio_s if steady.audio_s > 0 else None)
-        self._counters = EngineCounters()
-        self._lock = threading.Condition()
-        self._handles: dict[int, RequestHandle] = {}
-        self._closed = False
+        self._counters, self._lock, self._handles, self._closed = EngineCounters(), threading.Condition(), {}, False
         self._refusals = RefusalLog(_LOGGER, self._clock)  # a client's refusal: its cause once a minute at INFO
         self._summary = MinuteSummary(_LOGGER, self._clock)  # one short line a minute; the stats dict at DEBUG
         self._busy_until = 0.0  # the predicted end of the step in progress: nothing is admitted before it
         shape = self.backend.first_audio_shape()
         self._first_audio = FirstAudio(shape, self._clock) if shape is not None else None
-        slot_mb = self.backend.slot_bytes() / 1e6
-        _LOGGER.info("engine %s: %d slots, about %.1f MB of memory a slot (%s)", self.backend.name, slots, slot_mb, SLOTS_ENV)
+        _LOGGER.info("engine %s: %d slots, about %.1f MB of memory a slot (%s)", self.backend.name, slots,
+                     self.backend.slot_bytes() / 1e6, SLOTS_ENV)
         self._worker = threading.Thread(target=self._loop, name="tts-engine", daemon=True)
         self._worker.start()
 
     # -- caller side ------------------------------------------------------------
     def submit(self, text: str, params: SpeechParams | None = None) -> RequestHandle:
-        """Queue one utterance and return at once. Raises ValueError for bad input (UnsupportedParameter
-        for what this model does not honour), EngineBusy when full. ``params`` None: the defaults."""
+        """Queue one utterance and return at once; raises as ``submit_many`` does, with the text's own error."""
         try:
             (handle,) = self.submit_many([text], params)
         except LineRejected as exc:
-            raise exc.error from None  # one text: the caller wants the text's own error
+            raise exc.error from None
         return handle
 
     def submit_many(self, texts: Sequence[str], params: SpeechParams | None = None, *, in_order: bool = True) -> list[RequestHandle]:
-        """Queue several utterances with the same params as one group: all or none are queued, and
-        they enter the queue together, so the worker admits them in the same step (the lines of one
-        click share their batches). Raises LineRejected (a ValueError naming the text's index) for a
-        bad text, UnsupportedParameter (a ValueError) for what this model does not honour, ValueError
-        for an unresolved voice, EngineBusy when the queue (or the client's share of it) cannot take
-        them all, or, for a ``params.client``, when they would wait longer than ``qos.max_queue_wait_s``.
-        ``in_order`` (a page's lines): the texts are heard one after another, so they hold one stream
-        place and one client share; False: separate listeners.
-
-        ``params.voice`` must be resolved (tts_app.engine.input_processing.resolve_params): input
-        processing runs before the engine, so a clip is analysed once, outside the worker's lock.
-        """
+        """Queue several utterances with the same params as one group: all or none, entering the queue together (the
+        lines of one click share their batches). Raises LineRejected (a ValueError naming the text's index) for a bad
+        text, UnsupportedParameter (a ValueError) for what this model does not honour, ValueError for an unresolved
+        voice (``params.voice`` is resolved by tts_app.engine.input_processing.resolve_params, outside the lock),
+        EngineBusy when the queue (or the client's share of it) cannot take them all, or, for a ``params.client``,
+        when they would wait past ``qos.max_queue_wait_s``. ``in_order`` (a page's lines): heard one after another,
+        they hold one stream place and one client share; False: separate listeners."""
         if self._closed:
             raise EngineClosed("the engine is closed")
         params = params if params is not None else SpeechParams()
@@ -153,11 +137,6 @@ class Engine:
             self._lock.notify_all()
         return handles
 
-    def _capacity(self) -> float:
-        """Seconds of audio a second the machine makes with as many streams as it admits, stepping together."""
-        rate = self._costs.rate(self._scheduler.stream_places(self._costs))
-        return rate if rate != float("inf") else 0.0
-
     def _eta(self, req: Request) -> float:
         with self._lock:
             if req.status is not RequestStatus.WAITING:
@@ -168,20 +147,35 @@ class Engine:
     def _buffered(self, req: Request) -> float:
         return req.buffered_s(self._clock())
 
+    def _queue_position(self, req: Request) -> int:
+        with self._lock:
+            return self._scheduler.position(req)
+
+    def _wake(self) -> None:
+        with self._lock:
+            self._lock.notify_all()
+
+    def _figures(self) -> dict:
+        """The queue and capacity now (call under the lock): capacity is the audio-s/s made with as many streams
+        as the engine admits, stepping together."""
+        sched, rate = self._scheduler, self._costs.rate(self._scheduler.stream_places(self._costs))
+        return {"queued": len(sched.waiting), "capacity_audio_s_per_s": rate if rate != float("inf") else 0.0,
+                "streams_admitted": sum(1 for r in sched.running if r.stream)}
+
     def stats(self) -> dict:
         with self._lock:
-            sched = self._scheduler
-            return {**self._counters.snapshot(), "queued": len(sched.waiting), "active": len(sched.running),
-                    "max_batch_size": sched.max_batch_size, "policy": self.policy, "capacity_audio_s_per_s": self._capacity(),
-                    "streams_active": sum(1 for r in sched.running if r.stream), "stream_places": sched.stream_places(self._costs),
-                    "step_costs": self._costs.snapshot(), "emits_rows": bool(self.backend.emits_rows)}
+            sched, figures = self._scheduler, self._figures()
+            return {**self._counters.snapshot(), "queued": figures["queued"], "active": len(sched.running),
+                    "max_batch_size": sched.max_batch_size, "policy": self.policy,
+                    "capacity_audio_s_per_s": figures["capacity_audio_s_per_s"], "streams_active": figures["streams_admitted"],
+                    "stream_places": sched.stream_places(self._costs), "step_costs": self._costs.snapshot(),
+                    "emits_rows": bool(self.backend.emits_rows)}
 
     def qos_figures(self) -> dict:
-        """What a server operator scrapes (tts_app/web/api/metrics.py): the listeners' histograms and the
-        queue and capacity now. Histograms are copies, taken under the engine's lock."""
+        """What a server operator scrapes (tts_app/web/api/metrics.py): the listeners' histograms (copies) and the
+        queue and capacity now."""
         with self._lock:
-            return {**self._counters.queue_figures(), "queued": len(self._scheduler.waiting), "capacity_audio_s_per_s": self._capacity(),
-                    "streams_admitted": sum(1 for r in self._scheduler.running if r.stream)}
+            return {**self._counters.queue_figures(), **self._figures()}
 
     def close(self, timeout: float = 30.0) -> None:
         """Stop the worker; requests still queued or running end with EngineClosed."""
@@ -195,14 +189,6 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _wake(self) -> None:
-        with self._lock:
-            self._lock.notify_all()
-
-    def _queue_position(self, req: Request) -> int:
-        with self._lock:
-            return self._scheduler.position(req)
 
     # -- worker side ------------------------------------------------------------
     def _loop(self) -> None:
@@ -224,13 +210,10 @@ class Engine:
                     break  # idle a while: the last busy minute's summary may be due
             if self._closed:
                 return False
-            idle = not self._scheduler.has_work()
-            if not idle:
+            cancelled, admitted = [], []
+            if self._scheduler.has_work():
                 cancelled = self._scheduler.drop_cancelled()
                 admitted = self._scheduler.admit(self._costs, self._clock())
-        if idle:
-            self._maybe_log()
-            return True
         for req in cancelled:
             self._retire(req, RequestStatus.CANCELLED)
         self._prepare(admitted)
@@ -244,42 +227,36 @@ class Engine:
         return True
 
     def _calibrate(self) -> None:
-        """Before serving, when the backend offers a text for it: step rows of it in batches of 1, 2, 4 ...
-        up to the slots and learn each size's price, so that admission does not price a GPU's full batch
-        as one-row steps (nor a CPU's as free). Requests submitted meanwhile queue."""
+        """Before serving, when the backend offers a text for it: step rows of it in batches of 1, 2, 4 ... up to the
+        slots, one step unmeasured (a size's first builds its shapes) then ``_CALIBRATION_STEPS`` measured, so that
+        admission does not price a GPU's full batch as one-row steps (nor a CPU's as free). Requests queue meanwhile;
+        a failure leaves the costs to be learnt in service."""
         text = self.backend.calibration_text()
         if text is None:
             return
-        params = SpeechParams()
-        row = RowInput(0, text, params, self.backend.check_text(text, params))
+        row = RowInput(0, text, params := SpeechParams(), self.backend.check_text(text, params))
         slots = self._scheduler.max_batch_size
         for n in sorted({min(2**i, slots) for i in range(slots.bit_length() + 1)}):
-            if self._closed or not self._calibration_pass(row, n):
+            if self._closed:
                 return
-
-    def _calibration_pass(self, row: RowInput, n: int) -> bool:
-        """Step ``n`` rows of ``row`` from their start: one step unmeasured (a size's first builds its shapes),
-        then ``_CALIBRATION_STEPS`` measured; False when it failed (the costs are then learnt in service)."""
-        states: list = []
-        try:
-            states = self.backend.prepare([row] * n)
-            live = list(states)
-            for i in range(1 + _CALIBRATION_STEPS):
-                t0 = self._clock()
-                outs = self.backend.step(live)
-                if i:
-                    with self._lock:
-                        self._costs.learn(len(live), self._clock() - t0, sum(o.audio.size for o in outs) / self.sample_rate)
-                live = [s for s, out in zip(live, outs) if not out.done]
-                if not live:
-                    break
-            return True
-        except Exception:  # noqa: BLE001 - a failed calibration leaves the costs to be learnt in service
-            _LOGGER.exception("step-cost calibration failed at batch size %d", n)
-            return False
-        finally:
-            for s in states:
-                self.backend.release(s)
+            states: list = []
+            try:
+                live = states = self.backend.prepare([row] * n)
+                for i in range(1 + _CALIBRATION_STEPS):
+                    t0 = self._clock()
+                    outs = self.backend.step(live)
+                    if i:
+                        with self._lock:
+                            self._costs.learn(len(live), self._clock() - t0, sum(o.audio.size for o in outs) / self.sample_rate)
+                    live = [s for s, out in zip(live, outs) if not out.done]
+                    if not live:
+                        break
+            except Exception:  # noqa: BLE001 - a failed calibration leaves the costs to be learnt in service
+                _LOGGER.exception("step-cost calibration failed at batch size %d", n)
+                return
+            finally:
+                for s in states:
+                    self.backend.release(s)
 
     def _prepare(self, admitted: list[Request]) -> None:
         """Run the text stage (or prefill) of newly admitted requests; those that started join the running rows."""
@@ -300,10 +277,9 @@ class Engine:
             self._scheduler.start(started)
 
     def _advance(self, running: list[Request]) -> None:
-        """One step for ``running``: each row's audio goes to its handle as soon as the backend emits
-        it (the first line of a page's run need not wait for the others), the rest when the step ends
-        (a row's returned output, unless it is the one emitted, follows what it emitted).
-        A failed step is retried row by row for the rows not yet emitted, so one bad row fails alone."""
+        """One step for ``running``: each row's audio goes to its handle as soon as the backend emits it (a page's
+        first line need not wait for the others), the rest when the step ends. A failed step is retried row by row
+        for the rows not yet emitted, so one bad row fails alone; a retried row hands its first audio out whole."""
         if self.policy == "deadline":
             now = self._clock()
             for req in running:
@@ -314,9 +290,8 @@ class Engine:
         t0 = self._clock()
         self._busy_until = t0 + self._costs.predict([self.backend.estimate_step(r.state) for r in running])
         emitted: dict[int, StepOutput] = {}  # request id -> its output, already delivered
-        plan = None  # the first audio of requests starting to speak, where the backend makes it before its step
-        if self._first_audio is not None:
-            plan = self._first_audio.plan(sum(1 for r in running if not r.samples), len(self._scheduler.running))
+        starting = sum(1 for r in running if not r.samples)  # the backend makes their first audio before its step
+        plan = self._first_audio.plan(starting, len(self._scheduler.running)) if self._first_audio else None
 
         def run(reqs: list[Request]) -> list[StepOutput]:
             if len(reqs) == 1 and reqs[0].id in emitted:  # a retry after a failed batch: this row is done
@@ -326,19 +301,17 @@ class Engine:
                 emitted[reqs[i].id] = out
                 self._deliver(reqs[i], out, self._clock())
 
-            if plan is None or len(reqs) < len(running):  # a retried row hands its first audio out whole
-                return self.backend.step([r.state for r in reqs], emit=emit)
-            return self.backend.step([r.state for r in reqs], emit=emit, plan=plan)
+            extra = {"plan": plan} if plan is not None and len(reqs) == len(running) else {}
+            return self.backend.step([r.state for r in reqs], emit=emit, **extra)
 
         outputs: Sequence[StepOutput | Exception] = _isolated(run, running)
         now = self._clock()
         if plan is not None:
             self._first_audio.feed(plan, now)
-        audio_s = sum(o.audio.size for o in outputs if not isinstance(o, Exception)) / self.sample_rate
         with self._lock:
             self._counters.record_step(len(running), now - t0)
             if not any(isinstance(out, Exception) for out in outputs):  # a retried step's time says nothing
-                self._costs.learn(len(running), now - t0, audio_s)
+                self._costs.learn(len(running), now - t0, sum(o.audio.size for o in outputs) / self.sample_rate)
         for req, out in zip(running, outputs):
             if isinstance(out, Exception):
                 self._retire(req, RequestStatus.FAILED, out)
@@ -374,8 +347,7 @@ class Engine:
             except Exception:  # noqa: BLE001 - a failed release must not stop the worker
                 _LOGGER.exception("release failed for request %d", req.id)
             req.state = None
-        req.status, req.error = status, error
-        req.finished_at = self._clock()
+        req.status, req.error, req.finished_at = status, error, self._clock()
         if status is RequestStatus.FAILED and not isinstance(error, EngineClosed):
             _LOGGER.warning("request %d failed: %s", req.id, error)
         with self._lock:
@@ -386,10 +358,8 @@ class Engine:
             handle._finish()
 
     def _maybe_log(self) -> None:
-        if not self._summary.due():
-            return
-        with self._lock:
-            c = self._counters
-            totals = Totals(c.finished, c.audio_s, c.rejected, c.failed)
-            queued, running = len(self._scheduler.waiting), len(self._scheduler.running)
-        self._summary.tick(totals, queued, running, self.stats)
+        if self._summary.due():
+            with self._lock:
+                c, sched = self._counters, self._scheduler
+                totals, queued, running = Totals(c.finished, c.audio_s, c.rejected, c.failed), len(sched.waiting), len(sched.running)
+            self._summary.tick(totals, queued, running, self.stats)
