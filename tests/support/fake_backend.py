@@ -129,7 +129,7 @@ class FakeBackend(Backend):
         return WORD_S * state.steps_left
 
     def set_window_level(self, state, level):
-        state.words_per_step = 2 ** max(0, level - 1)
+        state.words_per_step = 2 ** min(max(0, level - 1), 2)  # as the real backends, 4x at most
 
     def release(self, state):
         self.released += 1

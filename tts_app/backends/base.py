@@ -62,6 +62,9 @@ class StepEstimate:
     cost_s: float
 
 
+WIDEST_WINDOW = 1 << 30  # set_window_level: the widest steps the backend makes (a file: nobody waits on its next audio)
+
+
 @dataclass
 class FirstAudioPlan:
     """How a step hands out the first audio of the requests starting in it (tts_app/engine/first_audio.py plans it):
@@ -171,9 +174,9 @@ class Backend(ABC):
         return None
 
     def set_window_level(self, state: Any, level: int) -> None:
-        """Ask for larger steps on a row whose listener holds enough audio (level 1: the usual window,
-        each level above doubles it). A backend that cannot grow its steps ignores it; the audio must
-        not depend on the level (streamed = whole decode)."""
+        """Ask for other steps on a row: 0 the small first window (its listener holds little), 1 the usual window,
+        each level above doubles it up to the backend's own largest (``WIDEST_WINDOW``: a file's). A backend that cannot
+        change its steps ignores it; the audio must not depend on the level (streamed = whole decode)."""
         return None
 
     def slot_bytes(self) -> int:

@@ -269,7 +269,7 @@ class PiperBackend(Backend):
     def set_window_level(self, state: PiperRow, level: int) -> None:
         """Windows after a chunk's first: the first window's size for a listener who holds little
         (level 0: its next audio is due soon, and a short window comes sooner), the usual at level 1,
-        2x and 4x for a listener who holds enough. The rest of the open chunk is planned again after
+        2x at 2 and 4x from 3 on (a file's: base.WIDEST_WINDOW). The rest of the open chunk is planned again after
         its first window (the decoder stream gives the same audio whatever the windows:
         stream_decoder.py)."""
         if level < 0:

@@ -1,7 +1,7 @@
 """Which running rows step next, and how large their windows are: the listener-first plan of a step.
 
-Pure bookkeeping on requests and step estimates, no tensors and no clock of its own (the engine passes
-``now``), so a simulated clock drives it in tests exactly as the wall clock does in service.
+Pure bookkeeping on requests and step estimates, with no clock of its own (the engine passes ``now``), so a simulated
+clock drives it in tests exactly as the wall clock does in service.
 """
 
 from __future__ import annotations
@@ -9,10 +9,9 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
+from tts_app.backends.base import WIDEST_WINDOW
 from tts_app.engine.qos_settings import QosSettings
 from tts_app.engine.request import Request
-
-_MAX_LEVEL = 3  # windows grow to 4x the usual at most (the backends cap them there too: memory, step length)
 
 
 def deadline(req: Request, q: QosSettings) -> float:
@@ -31,16 +30,12 @@ def deadline(req: Request, q: QosSettings) -> float:
 
 
 def window_level(req: Request, now: float, q: QosSettings) -> int:
-    """0 (the small first window) before the first audio and while the listener holds under ``low_s``,
-    1 the usual window, +1 per doubling of what it holds past ``low_s``; a file's the largest."""
-    if q.low_s <= 0:
-        return 1
+    """0 (the small first window) before a stream's first audio and while its listener holds under ``low_s``, else 1
+    (the usual window); a file's the widest. (Windows doubling with what a listener holds changed no row of
+    scheduler_ablation.py's runs: issue 49.)"""
     if not req.stream:
-        return _MAX_LEVEL
-    held = req.buffered_s(now)
-    if req.play_deadline is None or held < q.low_s:
-        return 0
-    return min(_MAX_LEVEL, 1 + int(math.log2(held / q.low_s)))
+        return WIDEST_WINDOW if q.low_s > 0 else 1
+    return int(q.low_s <= 0 or (req.play_deadline is not None and req.buffered_s(now) >= q.low_s))
 
 
 def _group_stepped(req: Request) -> bool:

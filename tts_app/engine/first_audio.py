@@ -20,12 +20,6 @@ RAMP_SHARE = 0.9
 _NEW_WEIGHT = 0.3  # a running average's weight of each new measurement
 
 
-def _average(old: Optional[float], new: Optional[float]) -> Optional[float]:
-    if new is None:
-        return old
-    return new if old is None else old + _NEW_WEIGHT * (new - old)
-
-
 @dataclass
 class FirstAudioCosts:
     """Seconds measured in steps with a given count of requests starting among a given count of live rows (running
@@ -36,11 +30,12 @@ class FirstAudioCosts:
     decode_all_s: Optional[float] = None  # one Mimi call of their whole first audio
     after_s: Optional[float] = None  # the first audio handed out -> the step's end (the window after it)
 
-    def feed(self, step: "FirstAudioPlan", after_s: float) -> None:
-        self.flow_s = _average(self.flow_s, step.flow_s)
-        self.decode_one_s = _average(self.decode_one_s, step.decode_one_s)
-        self.decode_all_s = _average(self.decode_all_s, step.decode_all_s)
-        self.after_s = _average(self.after_s, after_s)
+    def feed(self, step: FirstAudioPlan, after_s: float) -> None:
+        for name, new in (("flow_s", step.flow_s), ("decode_one_s", step.decode_one_s),
+                          ("decode_all_s", step.decode_all_s), ("after_s", after_s)):
+            old = getattr(self, name)
+            if new is not None:
+                setattr(self, name, new if old is None else old + _NEW_WEIGHT * (new - old))
 
 
 def plan_first_audio(costs: dict[tuple[int, int], FirstAudioCosts], key: tuple[int, int], latents: int,
@@ -57,7 +52,7 @@ def plan_first_audio(costs: dict[tuple[int, int], FirstAudioCosts], key: tuple[i
     c = costs[measured[0][2]] if measured else None
     # A lone latent's Mimi call not measured yet: it costs no more than the whole first audio's.
     decode_one_s = None if c is None else c.decode_one_s if c.decode_one_s is not None else c.decode_all_s
-    if c is None or c.flow_s is None or c.after_s is None or decode_one_s is None:
+    if c is None or decode_one_s is None:  # (``measured`` holds only costs with a flow pass and a window after)
         return FirstAudioPlan(key, clock, each=True, hold=last)
     budget = RAMP_SHARE * latents * latent_s
     per_latent = c.flow_s + decode_one_s
@@ -68,9 +63,7 @@ def plan_first_audio(costs: dict[tuple[int, int], FirstAudioCosts], key: tuple[i
         hold = next((n for n in range(latents) if (last - n) * per_latent + c.after_s <= budget), last)
     start_each = decode_one_s + hold * per_latent
     start_once = last * c.flow_s + (c.decode_all_s if c.decode_all_s is not None else latents * decode_one_s)
-    if start_each < start_once:
-        return FirstAudioPlan(key, clock, each=True, hold=hold)
-    return FirstAudioPlan(key, clock, each=False, hold=last)
+    return FirstAudioPlan(key, clock, each=True, hold=hold) if start_each < start_once else FirstAudioPlan(key, clock, each=False, hold=last)
 
 
 class FirstAudio:
