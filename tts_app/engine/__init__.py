@@ -2,7 +2,7 @@
 
 How it schedules (the listener-first policy, ``deadline``, the server's default; ``fifo`` admits into any
 free slot and steps every row every step). Requests wait in one queue and are admitted oldest first by one
-predicate, ``Scheduler.admits``: a slot is free (the slots, ``TTS_APP_ENGINE_SLOTS``, are a memory cap, not
+predicate, ``Scheduler.verdict``: a slot is free (the slots, ``TTS_APP_ENGINE_SLOTS``, are a memory cap, not
 the admission control); the request's client (a visitor: its pages and API calls alike) holds fewer rows than
 its share of the slots and fewer runs than its share of the streams the machine feeds (``TTS_APP_CLIENT_SHARE``;
 a client at its share waits for its own rows, not everyone's, and a page's later lines join their first
@@ -17,8 +17,8 @@ earliest deadline first (a heard listener's playback end; a new stream's first a
 admission; a file, ``plenty_s`` after its last step), new streams' first windows first where every heard
 listener can spare them, a page's later lines once its first line has stepped: about ``step_s`` of work, and
 past it every row that would be late if it waited for the next step. While any listener holds under ``low_s``, rows whose listeners
-hold ``plenty_s`` skip (and files not overdue). A listener holding under ``low_s`` gets small windows; each
-doubling past it doubles them. A request's first audio is planned by the engine from what the backend's
+hold ``plenty_s`` skip (and files not overdue). A listener holding under ``low_s`` gets small windows, the others the
+usual ones, a file the widest. A request's first audio is planned by the engine from what the backend's
 earlier first audios measured (``first_audio``): handed out a piece at a time where the listener then stays
 fed, else in one piece.
 """
