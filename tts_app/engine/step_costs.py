@@ -42,30 +42,25 @@ class StepCosts:
         """True while fewer than two batch sizes were measured (a fixed part cannot be told from the rows' yet)."""
         return len(self._sizes) < 2
 
-    def _at(self, n: int) -> float:
-        s, a = self._sums[n]
-        return s / a
-
     def price(self, rows: int) -> float | None:
         """Seconds of step per second of audio at ``rows`` rows (the prior, None too, before any step was measured)."""
         sizes, n = self._sizes, max(1, rows)
         if not sizes:
             return self._prior
-        if n in self._sums:
-            return self._at(n)
+        at = {m: s / a for m, (s, a) in self._sums.items()}
+        if n in at:
+            return at[n]
         if len(sizes) == 1:
-            m = sizes[0]
-            return self._at(m) * (1.0 if n > m else m / n)
+            return at[sizes[0]] * (1.0 if n > sizes[0] else sizes[0] / n)
         i = min(max(bisect.bisect_left(sizes, n), 1), len(sizes) - 1)
         lo, hi = sizes[i - 1], sizes[i]
-        b = max(0.0, (self._at(lo) - self._at(hi)) / (1 / lo - 1 / hi))
-        return max(0.0, self._at(hi) - b / hi) + b / n
+        b = max(0.0, (at[lo] - at[hi]) / (1 / lo - 1 / hi))
+        return max(0.0, at[hi] - b / hi) + b / n
 
     def rate(self, rows: int) -> float:
         """Seconds of audio a second the machine makes while ``rows`` rows step together (inf: nothing measured)."""
         if rows not in self._rates:
-            p = self.price(rows)
-            self._rates[rows] = float("inf") if p is None or p <= 0 else 1.0 / p
+            self._rates[rows] = float("inf") if not (p := self.price(rows)) or p <= 0 else 1.0 / p
         return self._rates[rows]
 
     def predict(self, ests: Sequence[StepEstimate], rows: int | None = None) -> float:
