@@ -146,43 +146,42 @@ class Scheduler:
 
     # -- admission, ETA, queue places ---------------------------------------------
     def admit(self, costs: StepCosts, now: float) -> list[Request]:
-        """Take what ``verdict`` admits from the queue, oldest first (a client at its share waits for its own rows)."""
-        if not self.waiting:
-            return []
-        slots, caps, admitted = self._slots(now), self.client_caps(costs), []
-        for req in self.waiting:
-            if len(slots.seats) >= self.max_batch_size:
-                break
-            if self.verdict(req, slots, costs, caps) == ADMIT:
-                slots.add(Seat(req, now, self.qos))
-                admitted.append(req)
+        """Take what ``verdict`` admits from the queue, oldest first (a client at its share waits for its own rows):
+        the ETA's replay at ``now``, kept."""
+        told = self._replay(list(self.waiting), {r.id for r in self.waiting}, now, costs, once=True) if self.waiting else {}
+        admitted = [r for r in self.waiting if r.id in told]
         if admitted:
-            taken = set(map(id, admitted))
-            self.waiting = deque(r for r in self.waiting if id(r) not in taken)
+            self.waiting = deque(r for r in self.waiting if r.id not in told)
         return admitted
 
     def eta(self, targets: Iterable[Request], now: float, costs: StepCosts, extra: Iterable[Request] = ()) -> dict[int, float]:
         """Predicted seconds until each of ``targets`` (queued, or ``extra``: about to be) is admitted.
 
-        Admission replayed on simulated slots: at ``now`` exactly as ``admit`` runs; then every held row makes audio at
-        the same pace (n rows make ``costs.rate(n)`` together), the row with the least audio left ends first and frees
-        its slot, and ``verdict`` runs over the queue again; while a new stream waits on the load check and some
-        listener holds room or gains it, also every ``step_s`` (admission looks each step). Each listener's buffer
-        gains what its row makes and plays out in real time (forgetting it made the ETA error p95 6.1 in
-        benchmarks/stream_qos_sim.py's Poisson run, 0.9 with it). Past ``now`` a new stream the load check refuses
-        holds the other new streams back until the next event (files and later lines may pass): each event scans the
-        queue only up to it, and past it only those others. Past ``max_queue_wait_s`` the replay stops: a target not
-        admitted by then gets that lower bound.
+        Admission replayed on simulated slots: at ``now`` exactly as ``admit`` runs (it is this replay's first pass);
+        then every held row makes audio at the same pace (n rows make ``costs.rate(n)`` together), the row with the
+        least audio left ends first and frees its slot, and ``verdict`` runs over the queue again; while a new stream
+        waits on the load check and some listener holds room or gains it, also every ``step_s`` (admission looks each
+        step). Each listener's buffer gains what its row makes and plays out in real time (forgetting it made the ETA
+        error p95 6.1 in benchmarks/stream_qos_sim.py's Poisson run, 0.9 with it). Past ``now`` a new stream the load
+        check refuses holds the other new streams back until the next event (files and later lines may pass): each
+        event scans the queue only up to it, and past it only those others. Past ``max_queue_wait_s`` the replay
+        stops: a target not admitted by then gets that lower bound.
         """
+        targets = list(targets)
+        result = self._replay([r for r in (*self.waiting, *extra) if not r.cancel_requested], {r.id for r in targets}, now, costs)
+        return {r.id: result[r.id] for r in targets}
+
+    def _replay(self, pending: list[Request], wanted: set[int], now: float, costs: StepCosts, once: bool = False) -> dict[int, float]:
+        """``eta``'s replay: seconds from ``now`` to each of ``wanted``'s admission (the replay's end if none came)."""
         q, cap = self.qos, self.max_batch_size
         slots, caps = self._slots(now), self.client_caps(costs)
         order = itertools.count()  # ties in the heap: the first seated ends first
         ends = [(s.left, next(order), s) for s in slots.seats]
         heapq.heapify(ends)
         most = max((s.base for s in slots.seats if s.stream), default=0.0)  # no listener holds more
-        pending = [r for r in (*self.waiting, *extra) if not r.cancel_requested]
         others = [r for r in pending if not r.stream or r.after is not None]  # files and later lines: may pass a full load
-        wanted, result, taken = {r.id for r in targets}, {}, set()
+        result: dict[int, float] = {}
+        taken: set[int] = set()
         t, made, head, ohead = now, 0.0, 0, 0  # made: audio each held row has made since now; pending[:head] all taken
 
         def scan(queue: list[Request], start: int, stop_at_load: bool) -> bool:
@@ -222,7 +221,7 @@ class Scheduler:
                 head += 1
             while ohead < len(others) and id(others[ohead]) in taken:
                 ohead += 1
-            if not ends or len(result) == len(wanted) or t - now > q.max_queue_wait_s:
+            if once or not ends or len(result) == len(wanted) or t - now > q.max_queue_wait_s:
                 break
             n, rate = len(slots.seats), costs.rate(len(slots.seats))
             dt = max(1e-9, (ends[0][0] - made) * n / rate if math.isfinite(rate) else 0.0)  # a row ends at a step's end
@@ -234,9 +233,7 @@ class Scheduler:
                 slots.add(seat, -1)
             slots.replay = (made - (t - now), made)  # each row made ``made``, that much more than the time passed
             slots.holding = int(most + made - (t - now) > q.plenty_s)  # else nobody's buffer gives room
-        for r in targets:
-            result.setdefault(r.id, t - now)
-        return result
+        return {rid: result.get(rid, t - now) for rid in wanted} if not once else result
 
     def enqueue(self, reqs: list[Request], now: float, costs: StepCosts, busy_s: float, visitor: bool) -> None:
         """Queue ``reqs`` (one submit), each told its predicted wait (``eta_at_submit_s``, at least ``busy_s``: admission
