@@ -30,8 +30,8 @@ from tts_app.engine.handle import AudioChunk, RequestCancelled, RequestHandle
 from tts_app.engine.metrics import RequestMetrics
 from tts_app.backends.params import SpeechParams
 from tts_app.engine.qos_settings import QosSettings, app_policy
-from tts_app.engine.request import RequestStatus
-from tts_app.engine.scheduler import EngineBusy, Scheduler
+from tts_app.engine.request import EngineBusy, RequestStatus
+from tts_app.engine.scheduler import Scheduler
 
 __all__ = [
     "AudioChunk",

@@ -18,8 +18,8 @@ from tts_app.engine.handle import RequestHandle
 from tts_app.engine.metrics import EngineCounters
 from tts_app.engine.operator_log import MinuteSummary, RefusalLog, Totals
 from tts_app.engine.qos_settings import QosSettings
-from tts_app.engine.request import ClientMissing, EngineClosed, LineRejected, Request, RequestStatus, build_requests
-from tts_app.engine.scheduler import EngineBusy, Scheduler
+from tts_app.engine.request import ClientMissing, EngineBusy, EngineClosed, LineRejected, Request, RequestStatus, build_requests
+from tts_app.engine.scheduler import Scheduler
 from tts_app.engine.step_costs import StepCosts
 
 _LOGGER = logging.getLogger(__name__)

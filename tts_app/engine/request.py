@@ -22,6 +22,14 @@ class EngineClosed(RuntimeError):
     """The engine was closed before the request finished."""
 
 
+class EngineBusy(RuntimeError):
+    """The engine cannot take the request now; ``retry_after_s`` says when trying again makes sense."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class ClientMissing(RuntimeError):
     """A submission to an engine that serves visitors named no client (``SpeechParams.client``): a caller's bug."""
 

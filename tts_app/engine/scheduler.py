@@ -21,19 +21,11 @@ import numpy as np
 
 from tts_app.engine.deadlines import deadline
 from tts_app.engine.qos_settings import QosSettings
-from tts_app.engine.request import Request, RequestStatus
+from tts_app.engine.request import EngineBusy, Request, RequestStatus
 from tts_app.engine.step_costs import StepCosts
 
 _TOL = 1 + 1e-9  # float slack in the load check's comparisons
 ADMIT, LOAD, FULL = 0, 1, 2  # verdicts: admitted, refused by the load check, refused for a slot or the client's share
-
-
-class EngineBusy(RuntimeError):
-    """The engine cannot take the request now; ``retry_after_s`` says when trying again makes sense."""
-
-    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
 
 
 def listeners_fed(listeners: Sequence[tuple[float, float]], rate: float) -> bool:
