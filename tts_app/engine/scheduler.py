@@ -179,14 +179,14 @@ class Scheduler:
         def scan(queue: list[Request], start: int, stop_at_load: bool) -> bool:
             """Take what ``verdict`` admits from ``queue[start:]``; True when the load check refused a new stream."""
             nonlocal most
-            refused = False
+            refused, seats, verdict = False, slots.seats, self.verdict
             for i in range(start, len(queue)):
                 r = queue[i]
-                if len(slots.seats) >= cap:
+                if len(seats) >= cap:
                     break
                 if id(r) in taken:
                     continue
-                v = self.verdict(r, slots, costs, caps)
+                v = verdict(r, slots, costs, caps)
                 if v == LOAD:
                     refused = True
                     if stop_at_load:
