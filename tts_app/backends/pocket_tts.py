@@ -50,6 +50,7 @@ from tts_app.models.capabilities import NO_CLONING, NO_CLONING_FIX, POCKET_TTS, 
 from tts_app.models.layers import small_gemm
 from tts_app.models.layers.stage_thread import StageThread
 from tts_app.models.layers.visitor_cache import VisitorCache
+from tts_app.models.piper.precision import decoder_kind, precision_from_env
 from tts_app.models.pocket_tts.generator import PocketGenerator, Row, seeded_noise
 from tts_app.models.pocket_tts.text import max_frames, prepare, split_chunks
 from tts_app.models.pocket_tts.voice import VoiceState, load_voice_file, voice_state
@@ -435,11 +436,12 @@ class PocketBackend(Backend):
         rate = int(getattr(voice, "reference_sample_rate"))
         samples = np.asarray(voice.reference_audio, dtype=np.float32).reshape(-1)
         key = f"{getattr(voice, 'content_hash', '')}:{rate}:{samples.size}" if getattr(voice, "content_hash", "") else str(hash(samples.tobytes()))
+        bf16 = self.model.device.type == "cpu" and decoder_kind(precision_from_env()) == "bf16"  # $TTS_APP_PRECISION fast
 
         def build() -> VoiceState:
             with self._building:
-                return voice_state(self.model, torch.from_numpy(samples.copy())[None], rate)
-        return key, build
+                return voice_state(self.model, torch.from_numpy(samples.copy())[None], rate, bf16)
+        return f"{key}:bf16" if bf16 else key, build
 
     def _default_voice(self) -> VoiceState:
         default = self.model.variant.default_voice  # the official default of the language, when the checkpoint has it

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import soundfile as sf
+import torch
 
 from tests.support.pocket_tts_tiny import write_tiny_checkpoint
 from tests.unit.voice.test_voice_ingest import speech_like
@@ -141,3 +142,32 @@ def test_a_new_clip_is_encoded_outside_the_step_loop(tmp_path, builds, engine) -
         submitting.join(WAIT_S)
     assert made[0].result(timeout=WAIT_S).size > 0
     assert builds.threads == ["api-request"]  # built once, in the submitting thread
+
+
+def _rel(a, b) -> float:
+    return float((a.float() - b).norm() / b.norm())
+
+
+def test_fast_precision_computes_a_clips_state_in_bf16_close_to_float32(model, monkeypatch) -> None:
+    """``TTS_APP_PRECISION=fast`` on a CPU with bf16 instructions: the clip's state is made in bfloat16, kept in
+    float32, within 2 % (relative) of float32's in every layer, cached apart from it; ``exact`` (the default): float32,
+    as the official code's (tests/unit/pocket_tts/test_pocket_tts_official.py)."""
+    from tts_app.models.piper.precision import decoder_kind
+    from tts_app.models.pocket_tts.voice import voice_state
+
+    if decoder_kind("fast") != "bf16":
+        pytest.skip("this CPU has no bf16 instructions: fast is float32 here")
+    clip = SimpleNamespace(reference_audio=speech_like(16000, 2.0, seed=6), reference_sample_rate=16000, content_hash="c6")
+    exact = voice_state(model, torch.from_numpy(clip.reference_audio.astype(np.float32))[None], 16000)
+    backend = PocketBackend(model, max_batch=2)
+    for precision in ("exact", "fast"):
+        monkeypatch.setenv("TTS_APP_PRECISION", precision)
+        assert backend.prepare_voice(clip, "A")
+    states = [backend.voices.peek("A", key) for key in backend.voices.keys("A")]
+    assert backend.voices.keys("A") == ["c6:16000:32000", "c6:16000:32000:bf16"]
+    assert all(k.dtype == exact.kv[0][0].dtype for k, _ in states[1].kv)
+    # float32 both: equal but for the GEMM route the backend's start picked for small products (its rounding, 1e-5)
+    assert all(torch.allclose(a, b, atol=1e-5) and torch.allclose(c, d, atol=1e-5) for (a, c), (b, d) in zip(states[0].kv, exact.kv))
+    errors = [max(_rel(a, b), _rel(c, d)) for (a, c), (b, d) in zip(states[1].kv, exact.kv)]
+    assert all(0 < e < 0.02 for e in errors), errors
+
