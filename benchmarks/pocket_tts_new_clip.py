@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import inspect
 import json
 import statistics
 import sys
@@ -106,6 +107,18 @@ def _listener_stall(engine: Engine, params: SpeechParams) -> float:
     return stall
 
 
+def _bf16_state(backend: PocketBackend, samples: torch.Tensor, rate: int, exact) -> dict:
+    """The same clip's voice state in bfloat16 (what ``TTS_APP_PRECISION=fast`` makes on a CPU with bf16): its time,
+    and its keys/values' largest relative difference from float32's over the layers; {} where the code has no bf16."""
+    if "bf16" not in inspect.signature(pocket_voice.voice_state).parameters:
+        return {}
+    t = time.perf_counter()
+    fast = pocket_voice.voice_state(backend.model, samples, rate, bf16=True)
+    took = time.perf_counter() - t
+    rel = max(float((a - b).norm() / b.norm()) for (fk, fv), (ek, ev) in zip(fast.kv, exact.kv) for a, b in ((fk, ek), (fv, ev)))
+    return {"voice_state_bf16_s": round(took, 3), "bf16_kv_rel_diff": round(rel, 4)}
+
+
 def _page_prepare(backend: PocketBackend, params: SpeechParams) -> None:
     """What the page's early analysis does for a cloning model when it gets a clip (checks already made)."""
     prepare = getattr(backend, "prepare_params", None)
@@ -141,9 +154,11 @@ def main() -> None:
             checks = time.perf_counter() - t
             new = _first_audio(engine, params)
             cached = _first_audio(engine, params)
+            samples = torch.from_numpy(sf.read(path, dtype="float32")[0])[None]
             t = time.perf_counter()
-            pocket_voice.voice_state(backend.model, torch.from_numpy(sf.read(path, dtype="float32")[0])[None], rate)
+            exact = pocket_voice.voice_state(backend.model, samples, rate)
             state = time.perf_counter() - t
+            bf16 = _bf16_state(backend, samples, rate, exact)
             # The page's way: a fresh clip prepared when the page gets it, then Generate.
             page = resolve_params(SpeechParams(seed=trial, voice=str(_fresh(audio, rate, args.root, 3 * trial + 1)), client="page"),
                                   engine.backend)
@@ -160,11 +175,13 @@ def main() -> None:
                          "new_clip_total_s": round(checks + new, 3), "before_total_s": round(matched + new, 3),
                          "cached_clip_s": round(cached, 3), "voice_state_alone_s": round(state, 3),
                          "upload_prepare_s": round(upload, 3), "page_generate_s": round(generate, 3),
-                         "listener_stall_s": round(stall, 3)})
+                         "listener_stall_s": round(stall, 3), **bf16})
             print(json.dumps(rows[-1]), flush=True)
     finally:
         engine.close()
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+    if "voice_state_bf16_s" in med:
+        med["voice_state_bf16 / voice_state_alone"] = round(med["voice_state_bf16_s"] / med["voice_state_alone_s"], 2)
     report = {"machine": machine(), "trials": rows, "median": med,
               "ratios": {"new_clip_total / saved_voice": round(med["new_clip_total_s"] / med["saved_voice_s"], 2),
                          "new_clip_total / before_total": round(med["new_clip_total_s"] / med["before_total_s"], 2),

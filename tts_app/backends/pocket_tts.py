@@ -20,8 +20,8 @@ the machine's load never changes a request's bits; batch mates and the GEMM rout
 1e-5: tests/unit/pocket_tts/test_pocket_tts_same_seed.py says why). The voice state of a clip is computed once and cached by the clip's
 content hash, per visitor, ahead of the step loop: in the submitting thread (``prepare_params``; the engine's loop,
 which every stream waits on, then finds it ready), or earlier still when the page got the clip (``prepare_voice``,
-at most one such build per visitor at a time). Builds run one at a time in the process: two at once on two cores
-only slowed both and the streams beside them. A checkpoint's saved voices (``voices/`` or ``embeddings/*.safetensors``) are its
+at most one such build per visitor at a time). Builds run one at a time in the process, in their own worker thread
+at a lower priority than the streams' stages (two at once on two cores only slowed both and the streams beside them). A checkpoint's saved voices (``voices/`` or ``embeddings/*.safetensors``) are its
 built-in ones. A request's latents over all its chunks are capped by ``max_seconds`` (the server's
 $TTS_APP_MAX_SECONDS): a model whose end of speech never comes stops there, as Qwen3-TTS's max_new_tokens does.
 Weights come from ``model_path``, $TTS_APP_POCKET_TTS_PATH or the Hugging Face cache;
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +74,7 @@ LEVELLED = True
 # A visitor's clips' voice states kept (the 4 most recent, at most 64 MB), all visitors' at most 256 MB: a 10 s clip's
 # state is about 6 MB at the released size, and computing it again costs its Mimi encode and prompt.
 VOICE_ENTRIES, VOICE_VISITOR_MB, VOICE_TOTAL_MB = 4, 64, 256
+VOICE_NICE = 10  # the voice-state worker's priority below the streams' (Linux nice; 10: about a tenth of a busy core)
 
 
 @dataclass
@@ -128,11 +128,13 @@ class PocketBackend(Backend):
         # another visitor's (tts_app.models.layers.visitor_cache).
         self.voices: VisitorCache[VoiceState] = VisitorCache(VoiceState.nbytes, entries=VOICE_ENTRIES,
                                                              visitor_bytes=VOICE_VISITOR_MB << 20, total_bytes=VOICE_TOTAL_MB << 20)
-        self._building = threading.Lock()  # one clip's voice state at a time, whoever asked
         self._own_voice: Optional[VoiceState] = None  # the BOS-only prompt, when the checkpoint has no saved voice
         self.builtin = self._builtin_voices(model.path)
         threads = stage_threads or max(1, torch.get_num_threads() // 2)
         self.lm, self.mimi = StageThread("pocket-flow-lm", threads), StageThread("pocket-mimi", threads)
+        # Clips' voice states, one at a time, with all the process's threads but behind the streams' stages: a new
+        # clip arriving while others listen no longer took the cores their audio needed (benchmarks/pocket_tts_new_clip.py).
+        self.voice_worker = StageThread("pocket-voice", torch.get_num_threads(), nice=VOICE_NICE)
 
     @classmethod
     def from_pretrained(cls, model_path: Optional[str] = None, **kwargs: Any) -> "PocketBackend":
@@ -439,8 +441,7 @@ class PocketBackend(Backend):
         bf16 = self.model.device.type == "cpu" and decoder_kind(precision_from_env()) == "bf16"  # $TTS_APP_PRECISION fast
 
         def build() -> VoiceState:
-            with self._building:
-                return voice_state(self.model, torch.from_numpy(samples.copy())[None], rate, bf16)
+            return self.voice_worker.run(voice_state, self.model, torch.from_numpy(samples.copy())[None], rate, bf16)
         return f"{key}:bf16" if bf16 else key, build
 
     def _default_voice(self) -> VoiceState:

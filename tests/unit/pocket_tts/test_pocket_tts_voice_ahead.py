@@ -2,11 +2,12 @@
 when the page gets the clip (``prepare_voice``, with a tiny random Pocket TTS engine registered as the operator's
 loaded model), so that Generate finds it ready, for that visitor only, one such build per visitor at a time; and,
 for a request that brings its clip (the API's way), in the submitting thread, so that a stream already playing keeps
-getting its audio while the clip is encoded. Builds are counted by a spy on ``voice_state``; a build is held open on
+getting its audio while the clip is encoded (in the backend's voice worker, at a lower priority than the streams). Builds are counted by a spy on ``voice_state``; a build is held open on
 an event where a test needs one under way (no timing is asserted: the timeouts only end a hang)."""
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -45,11 +46,12 @@ class _Builds:
     until ``go`` is set (set by default)."""
 
     def __init__(self, real) -> None:
-        self.real, self.threads, self.go, self.started = real, [], threading.Event(), threading.Semaphore(0)
+        self.real, self.threads, self.nice, self.go, self.started = real, [], [], threading.Event(), threading.Semaphore(0)
         self.go.set()
 
     def __call__(self, *args):
         self.threads.append(threading.current_thread().name)
+        self.nice.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
         self.started.release()
         assert self.go.wait(WAIT_S)
         return self.real(*args)
@@ -141,7 +143,9 @@ def test_a_new_clip_is_encoded_outside_the_step_loop(tmp_path, builds, engine) -
         builds.go.set()
         submitting.join(WAIT_S)
     assert made[0].result(timeout=WAIT_S).size > 0
-    assert builds.threads == ["api-request"]  # built once, in the submitting thread
+    # Built once, in the voice worker (the submitting thread waited for it), behind the streams' priority.
+    assert len(builds.threads) == 1 and builds.threads[0].startswith("pocket-voice")
+    assert builds.nice[0] >= os.getpriority(os.PRIO_PROCESS, 0) + pocket.VOICE_NICE or builds.nice[0] == 19
 
 
 def _rel(a, b) -> float:
