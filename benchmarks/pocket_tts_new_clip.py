@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.pocket_tts_throughput import machine  # noqa: E402
+from tts_app.backends import pocket_tts as pocket_backend  # noqa: E402
 from tts_app.backends.pocket_tts import PocketBackend  # noqa: E402
 from tts_app.engine import Engine, SpeechParams  # noqa: E402
 from tts_app.engine.input_processing import resolve_params  # noqa: E402
@@ -133,7 +134,10 @@ def main() -> None:
     ap.add_argument("--clip", type=Path, default=CLIP, help="a speech clip, at least 10 s (default: ../shared's)")
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--voice-nice", type=int, help="the voice-state worker's nice value (default: the backend's VOICE_NICE)")
     args = ap.parse_args()
+    if args.voice_nice is not None:
+        pocket_backend.VOICE_NICE = args.voice_nice
     ckpt = args.ckpt or released_size(args.root / "released-size")
     backend = PocketBackend(load_pocket(ckpt), max_batch=8, max_seconds=20)  # the listener's story outlasts a build
     engine = Engine(backend=backend, max_batch_size=8)
@@ -182,7 +186,7 @@ def main() -> None:
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
     if "voice_state_bf16_s" in med:
         med["voice_state_bf16 / voice_state_alone"] = round(med["voice_state_bf16_s"] / med["voice_state_alone_s"], 2)
-    report = {"machine": machine(), "trials": rows, "median": med,
+    report = {"machine": machine(), "voice_nice": getattr(pocket_backend, "VOICE_NICE", None), "trials": rows, "median": med,
               "ratios": {"new_clip_total / saved_voice": round(med["new_clip_total_s"] / med["saved_voice_s"], 2),
                          "new_clip_total / before_total": round(med["new_clip_total_s"] / med["before_total_s"], 2),
                          "voice_state_alone / new_clip_total": round(med["voice_state_alone_s"] / med["new_clip_total_s"], 2),
