@@ -168,8 +168,9 @@ SETTINGS: tuple[Setting, ...] = (
             "`fifo` (every free slot taken, every row stepped every step)", SCHEDULER,
             choices=("fifo", "deadline")),
     # The embedded voice's model
-    Setting("TTS_APP_PRECISION", "choice", "exact", "the embedded voice's decoder: `exact` (float32) or `fast` "
-            "(bfloat16 where the CPU has bf16 instructions, else float32 too); `python app.py --precision` sets it", EMBEDDED,
+    Setting("TTS_APP_PRECISION", "choice", "exact", "the embedded voice's decoder, and Pocket TTS's voice state of a new "
+            "clip: `exact` (float32) or `fast` (bfloat16 where the CPU has bf16 instructions, else float32 too); "
+            "`python app.py --precision` sets it", EMBEDDED,
             choices=("exact", "fast")),
     Setting("TTS_APP_DECODER_RUNTIME", "choice", None, "forces the decoder's runtime instead of measuring both at the "
             "first load on a CPU", EMBEDDED, choices=("openvino", "onnxruntime"), shown_default="measured", fallback=True),

@@ -123,6 +123,12 @@ class Backend(ABC):
             raise TextError("text is empty")
         return text
 
+    def prepare_params(self, params: SpeechParams, ahead: bool = False) -> None:
+        """Work a request's ``params`` need before its rows can start (a clip's voice state, say), done in the
+        submitting thread after its texts are checked: the engine's step loop, which every stream waits on, then
+        finds it ready instead of doing it between two steps. ``ahead``: asked before any request (the page, when
+        it got the clip), so it may be skipped (the request then does it). Default: nothing."""
+
     @abstractmethod
     def prepare(self, rows: Sequence[RowInput]) -> list[Any]:
         """Start each row; return one opaque state object per row, in order."""

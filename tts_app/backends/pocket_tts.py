@@ -18,7 +18,10 @@ same as made one stage after the other: each row's noise is its own and the wind
 latents are decoded one at a time whatever the plan (the plan, made from timings, says only when they go out), so
 the machine's load never changes a request's bits; batch mates and the GEMM route change only the rounding (within
 1e-5: tests/unit/pocket_tts/test_pocket_tts_same_seed.py says why). The voice state of a clip is computed once and cached by the clip's
-content hash; a checkpoint's saved voices (``voices/`` or ``embeddings/*.safetensors``) are its
+content hash, per visitor, ahead of the step loop: in the submitting thread (``prepare_params``; the engine's loop,
+which every stream waits on, then finds it ready), or earlier still when the page got the clip (``prepare_voice``,
+at most one such build per visitor at a time). Builds run one at a time in the process, in their own worker thread
+at a lower priority than the streams' stages (two at once on two cores only slowed both and the streams beside them). A checkpoint's saved voices (``voices/`` or ``embeddings/*.safetensors``) are its
 built-in ones. A request's latents over all its chunks are capped by ``max_seconds`` (the server's
 $TTS_APP_MAX_SECONDS): a model whose end of speech never comes stops there, as Qwen3-TTS's max_new_tokens does.
 Weights come from ``model_path``, $TTS_APP_POCKET_TTS_PATH or the Hugging Face cache;
@@ -32,7 +35,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import torch
@@ -46,6 +49,7 @@ from tts_app.models.capabilities import NO_CLONING, NO_CLONING_FIX, POCKET_TTS, 
 from tts_app.models.layers import small_gemm
 from tts_app.models.layers.stage_thread import StageThread
 from tts_app.models.layers.visitor_cache import VisitorCache
+from tts_app.models.piper.precision import decoder_kind, precision_from_env
 from tts_app.models.pocket_tts.generator import PocketGenerator, Row, seeded_noise
 from tts_app.models.pocket_tts.text import max_frames, prepare, split_chunks
 from tts_app.models.pocket_tts.voice import VoiceState, load_voice_file, voice_state
@@ -70,6 +74,7 @@ LEVELLED = True
 # A visitor's clips' voice states kept (the 4 most recent, at most 64 MB), all visitors' at most 256 MB: a 10 s clip's
 # state is about 6 MB at the released size, and computing it again costs its Mimi encode and prompt.
 VOICE_ENTRIES, VOICE_VISITOR_MB, VOICE_TOTAL_MB = 4, 64, 256
+VOICE_NICE = 10  # the voice-state worker's priority below the streams' (Linux nice; 10: about a tenth of a busy core)
 
 
 @dataclass
@@ -127,6 +132,9 @@ class PocketBackend(Backend):
         self.builtin = self._builtin_voices(model.path)
         threads = stage_threads or max(1, torch.get_num_threads() // 2)
         self.lm, self.mimi = StageThread("pocket-flow-lm", threads), StageThread("pocket-mimi", threads)
+        # Clips' voice states, one at a time, with all the process's threads but behind the streams' stages: a new
+        # clip arriving while others listen no longer took the cores their audio needed (benchmarks/pocket_tts_new_clip.py).
+        self.voice_worker = StageThread("pocket-voice", torch.get_num_threads(), nice=VOICE_NICE)
 
     @classmethod
     def from_pretrained(cls, model_path: Optional[str] = None, **kwargs: Any) -> "PocketBackend":
@@ -402,10 +410,39 @@ class PocketBackend(Backend):
             return self._default_voice()
         if not self.model.cloning:  # the engine's capability check refuses it first; never another voice for a clip
             raise TextError(f"this model does not take a voice clip ({NO_CLONING}: {NO_CLONING_FIX})")
+        key, build = self._clip_state(voice)
+        return self.voices.get(client, key, build)
+
+    def prepare_params(self, params: Any, ahead: bool = False) -> None:
+        """A clip's voice state into the visitor's cache, in the submitting thread (the engine's hook) or, ``ahead``,
+        when the page got the clip."""
+        self.prepare_voice(params.voice, params.client, ahead)
+
+    def prepare_voice(self, voice: Any, client: Optional[str] = None, ahead: bool = False) -> bool:
+        """Compute a clip's voice state for ``client`` now, in the caller's thread, unless it is cached; a build of the
+        same clip under way (the page's, say) is waited for. ``ahead`` (the page, when it got the clip, before any
+        Generate): skipped while one of the visitor's builds is under way, so that a visitor uploading clip after clip
+        holds one build at a time; the Generate then builds what it needs. True when the state is ready. A voice that
+        is no clip (a saved voice, the model's own) needs nothing; one this model cannot take is left to ``prepare``,
+        which refuses it in one line."""
+        if getattr(voice, "reference_audio", None) is None or not self.model.cloning:
+            return False
+        key, build = self._clip_state(voice)
+        if ahead and self.voices.peek(client, key) is None and self.voices.building(client):
+            return False
+        self.voices.get(client, key, build)
+        return True
+
+    def _clip_state(self, voice: Any) -> tuple[str, Callable[[], VoiceState]]:
+        """(the cache key of a clip, a build of its voice state, one build at a time in the process)."""
         rate = int(getattr(voice, "reference_sample_rate"))
-        samples = np.asarray(audio, dtype=np.float32).reshape(-1)
+        samples = np.asarray(voice.reference_audio, dtype=np.float32).reshape(-1)
         key = f"{getattr(voice, 'content_hash', '')}:{rate}:{samples.size}" if getattr(voice, "content_hash", "") else str(hash(samples.tobytes()))
-        return self.voices.get(client, key, lambda: voice_state(self.model, torch.from_numpy(samples.copy())[None], rate))
+        bf16 = self.model.device.type == "cpu" and decoder_kind(precision_from_env()) == "bf16"  # $TTS_APP_PRECISION fast
+
+        def build() -> VoiceState:
+            return self.voice_worker.run(voice_state, self.model, torch.from_numpy(samples.copy())[None], rate, bf16)
+        return f"{key}:bf16" if bf16 else key, build
 
     def _default_voice(self) -> VoiceState:
         default = self.model.variant.default_voice  # the official default of the language, when the checkpoint has it

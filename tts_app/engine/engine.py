@@ -121,6 +121,7 @@ class Engine:
         if self.require_client and not params.client:
             raise ClientMissing("this engine serves visitors: every submission names its client (SpeechParams.client)")
         requests = build_requests(texts, params, self.backend, int(self.sample_rate), in_order)
+        self.backend.prepare_params(params)  # a clip's voice state, say: here, not between two of the loop's steps
         with self._lock:
             now = self._clock()
             for req in requests:

@@ -3,6 +3,7 @@ bytes and for all visitors in bytes; a visitor never gets another's entry, and o
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -63,3 +64,34 @@ def test_the_total_stays_bounded(visitors: int) -> None:
     for i in range(2000):
         cache.get(f"v{rng.integers(visitors)}", f"k{i}", _build(built, str(i), size=int(rng.integers(1, 60))))
         assert cache.nbytes() <= 500
+
+
+def test_a_build_under_way_is_waited_for_not_repeated() -> None:
+    """A second ask for the same visitor's key while it is built gets that build's entry (the page's build, awaited
+    by the Generate after it); another visitor's ask builds its own; a failed build is raised to both, then retried."""
+    cache, built = _cache()
+    go, started = threading.Event(), threading.Event()
+
+    def held():
+        started.set()
+        assert go.wait(60)
+        return _build(built, "held")()
+    got: list = []
+    first = threading.Thread(target=lambda: got.append(cache.get("A", "clip", held)))
+    first.start()
+    assert started.wait(60)
+    assert cache.building("A") == 1 and cache.building("B") == 0 and cache.peek("A", "clip") is None
+    second = threading.Thread(target=lambda: got.append(cache.get("A", "clip", _build(built, "again"))))
+    second.start()
+    b = cache.get("B", "clip", _build(built, "B's"))
+    go.set()
+    first.join(60)
+    second.join(60)
+    assert built == ["B's", "held"] and got[0] is got[1] and got[0] is not b and cache.building("A") == 0
+    assert cache.peek("A", "clip") is got[0]
+
+    def fails():
+        raise ValueError("not a clip")
+    with pytest.raises(ValueError, match="not a clip"):
+        cache.get("A", "bad", fails)
+    assert cache.building("A") == 0 and cache.get("A", "bad", _build(built, "retried")).name == "retried"

@@ -4,12 +4,18 @@ entries and bytes per visitor and in bytes for all together.
 A visitor never sees another's entries (the key includes who asked), so B cannot use, or time, A's clip. A visitor
 over its own bounds evicts only its own oldest entries; when all visitors together are over ``total_bytes``, the
 entries go from whoever holds the most bytes, oldest first: one visitor's uploads cannot push out everyone else's.
+
+An entry is built outside the lock, and only once: a second caller asking for the same visitor's key while it is
+being built waits for that build (a clip's voice state prepared when the page got the clip is awaited by the
+Generate that follows, not computed again beside it). ``building(visitor)`` says how many of a visitor's builds are
+under way, so that work started ahead of time can be kept to one at a time per visitor.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future
 from typing import Callable, Generic, Hashable, Optional, TypeVar
 
 T = TypeVar("T")
@@ -21,24 +27,56 @@ class VisitorCache(Generic[T]):
         self.size_of, self.entries, self.visitor_bytes, self.total_bytes = size_of, entries, visitor_bytes, total_bytes
         self._by_visitor: dict[Optional[str], OrderedDict[Hashable, tuple[T, int]]] = {}
         self._lock = threading.Lock()
+        self._building: dict[tuple[Optional[str], Hashable], Future[T]] = {}
 
     def get(self, visitor: Optional[str], key: Hashable, build: Callable[[], T]) -> T:
-        """``visitor``'s entry for ``key``, built (outside the lock) when missing, then the bounds kept."""
+        """``visitor``'s entry for ``key``, built (outside the lock) when missing, then the bounds kept; a build of the
+        same entry already under way is waited for (its exception raised here too)."""
         with self._lock:
-            own = self._by_visitor.get(visitor)
-            if own is not None and key in own:
-                own.move_to_end(key)
-                return own[key][0]
-        item = build()
+            found = self._find(visitor, key)
+            if found is not None:
+                return found
+            pending = self._building.get((visitor, key))
+            if pending is None:
+                mine: Future[T] = Future()
+                self._building[(visitor, key)] = mine
+        if pending is not None:
+            return pending.result()
+        try:
+            item = build()
+        except BaseException as exc:
+            with self._lock:
+                del self._building[(visitor, key)]
+            mine.set_exception(exc)
+            raise
         size = int(self.size_of(item))
         with self._lock:
+            del self._building[(visitor, key)]
             own = self._by_visitor.setdefault(visitor, OrderedDict())
             own[key] = (item, size)
             own.move_to_end(key)
             while len(own) > self.entries or (len(own) > 1 and sum(s for _, s in own.values()) > self.visitor_bytes):
                 own.popitem(last=False)
             self._shrink()
+        mine.set_result(item)
         return item
+
+    def peek(self, visitor: Optional[str], key: Hashable) -> Optional[T]:
+        """``visitor``'s entry for ``key`` when it is built (made the most recent), else None; never builds."""
+        with self._lock:
+            return self._find(visitor, key)
+
+    def building(self, visitor: Optional[str]) -> int:
+        """How many of ``visitor``'s entries are being built now."""
+        with self._lock:
+            return sum(1 for v, _ in self._building if v == visitor)
+
+    def _find(self, visitor: Optional[str], key: Hashable) -> Optional[T]:
+        own = self._by_visitor.get(visitor)
+        if own is None or key not in own:
+            return None
+        own.move_to_end(key)
+        return own[key][0]
 
     def _shrink(self) -> None:
         totals = {v: sum(s for _, s in d.values()) for v, d in self._by_visitor.items()}

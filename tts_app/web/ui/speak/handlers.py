@@ -432,9 +432,10 @@ def prepare_voice(
 ) -> None:
     """Analyse the chosen voice (an uploaded clip right after its report, a built-in one when picked)
     and build its full-strength plan, so Generate finds both ready (~1 s off the first audio).
-    ``model``: the Speak tab's Model; a loaded model that clones gets only the clip's checks and cleaning (it never
-    uses the filter's analysis, which took seconds of the 2 cores its first audio then waited for); one not
-    loaded gets nothing.
+    ``model``: the Speak tab's Model; a loaded model that clones gets the clip's checks and cleaning (it never
+    uses the filter's analysis, which took seconds of the 2 cores its first audio then waited for) and what it
+    makes of the clip (Pocket TTS: this visitor's voice state of it, at most one such build per visitor at a time:
+    seconds that Generate then does not wait for); one not loaded gets nothing.
 
     Runs as its own queued event (bounded like every event); a bad clip is left to the report
     and to Generate, which say why in one line.
@@ -450,12 +451,16 @@ def prepare_voice(
             return
         typed = (voice_text or "").strip() or None if voice_mode == MODE_UPLOAD else None
         if model_id not in EMBEDDED_IDS:
-            resolve_page_params(SpeechParams(voice=voice, voice_text=typed), engine_for(model_id).backend)
+            # The clip's checks and cleaning, then what the model makes of it before speaking (Pocket TTS: its voice
+            # state, seconds of Mimi's encoder and the flow LM), for this visitor as Generate will ask: found ready.
+            backend = engine_for(model_id).backend
+            params = resolve_page_params(SpeechParams(voice=voice, voice_text=typed, client=visitor_key(request)), backend)
+            backend.prepare_params(params, ahead=True)
             return
         profile = resolve_page_params(SpeechParams(voice=voice, voice_text=typed)).voice
         if engine_loaded():  # never load the model from here
             profile.streamer(1.0, int(get_engine().sample_rate))
-    except (gr.Error, VoiceChoiceError, ModelUnavailable, ModelLoadFailed):
+    except (gr.Error, VoiceChoiceError, ModelUnavailable, ModelLoadFailed, ValueError):
         pass  # already shown by the report; Generate raises it again
 
 
